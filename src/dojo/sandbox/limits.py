@@ -1,0 +1,47 @@
+"""Resource limits of one run. Every field has a safe default and can be set per call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MiB = 1 << 20
+
+
+class Limits(BaseModel):
+    """Limits for one execution step. Times in seconds, sizes in bytes.
+
+    ``network`` is off by default: the run sees only a private loopback, never the host's.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    wall_time: float = Field(10.0, gt=0, le=3600, description="Wall-clock seconds before the run is killed.")
+    cpu_time: float = Field(5.0, gt=0, le=3600, description="CPU seconds (user+system) of the run.")
+    memory: int = Field(512 * MiB, ge=4 * MiB, le=64 << 30, description="Memory of the whole process tree.")
+    processes: int = Field(64, ge=1, le=4096, description="Processes and threads alive at once.")
+    output: int = Field(1 * MiB, ge=1, le=256 * MiB, description="Bytes kept of stdout and of stderr; more kills the run.")
+    file_size: int = Field(16 * MiB, ge=0, le=1 << 30, description="Largest file the run may write.")
+    disk: int = Field(64 * MiB, ge=1 * MiB, le=4 << 30, description="Size of each scratch filesystem (work dir, /tmp, /dev/shm).")
+    open_files: int = Field(256, ge=8, le=65536, description="Open file descriptors per process.")
+    network: bool = Field(False, description="Allow the host's network. Off: private loopback only.")
+
+    def merged(self, **overrides: Any) -> Limits:
+        """A copy with some fields replaced (validated)."""
+        return Limits.model_validate({**self.model_dump(), **overrides})
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "wall_s": self.wall_time,
+            "cpu_s": self.cpu_time,
+            "memory_bytes": self.memory,
+            "processes": self.processes,
+            "output_bytes": self.output,
+            "file_size_bytes": self.file_size,
+            "open_files": self.open_files,
+        }
+
+
+DEFAULT_LIMITS = Limits()
+DEFAULT_COMPILE_LIMITS = Limits(wall_time=30.0, cpu_time=20.0, memory=1024 * MiB, processes=32, output=256 * 1024)

@@ -1,0 +1,138 @@
+"""A pool of warm slots sized to the machine, refilled when a slot dies; plus fresh one-shot slots."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+from typing import Any
+
+from dojo.sandbox.cgroups import SlotCgroups
+from dojo.sandbox.errors import SandboxError
+from dojo.sandbox.slot import Slot, SlotConfig, SlotDied
+
+log = logging.getLogger(__name__)
+
+UID_BASE = 200_000  # slot uids; one per slot so that RLIMIT_NPROC and file ownership never mix
+
+
+def default_pool_size() -> int:
+    """Two slots per core: a run waiting on its pipes leaves the core to another slot."""
+    return max(4, 2 * (os.cpu_count() or 1))
+
+
+class SlotPool:
+    """Warm slots behind a free-list. ``execute`` takes a free slot, runs one request, returns it."""
+
+    def __init__(self, size: int, config: SlotConfig, cgroups: SlotCgroups | None) -> None:
+        if size < 1:
+            raise ValueError("pool size must be at least 1")
+        self.size = size
+        self.config = config
+        self.cgroups = cgroups
+        self._free: asyncio.Queue[Slot] = asyncio.Queue()
+        self._slots: dict[str, Slot] = {}
+        self._replacing: set[asyncio.Task[None]] = set()
+        self._fresh_ids = itertools.count()
+        self._fresh_sem = asyncio.Semaphore(size)
+        self._closed = False
+        # Per process and per pool: uids never collide between two pools of one host process.
+        self._uid_base = UID_BASE + (os.getpid() % 4096) * 4096 + (id(self) >> 4) % 16 * 256
+        self.restarts = 0
+        self.runs = 0
+
+    async def start(self) -> None:
+        if self.cgroups:
+            await asyncio.to_thread(self.cgroups.create_pool)
+        slots = [Slot(f"slot-{i}", self._uid_base + i, self.config, self.cgroups) for i in range(self.size)]
+        results = await asyncio.gather(*(s.start() for s in slots), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await asyncio.gather(*(s.kill() for s in slots), return_exceptions=True)
+            if self.cgroups:
+                await asyncio.to_thread(self.cgroups.remove_pool)
+            raise errors[0]
+        for s in slots:
+            self._slots[s.name] = s
+            self._free.put_nowait(s)
+
+    async def execute(self, header: dict[str, Any], blobs: list[bytes], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+        """Run one request on a warm slot. Raises SlotDied when the slot died under it."""
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        while True:
+            slot = await self._free.get()
+            if slot.alive and slot.proc is not None and slot.proc.returncode is None:
+                break
+            self._replace(slot)  # died while idle: replace it and take another
+        try:
+            resp = await slot.request(header, blobs, timeout)
+        except BaseException:
+            if not slot.alive:
+                self._replace(slot)
+            else:
+                self._free.put_nowait(slot)
+            raise
+        self.runs += 1
+        self._free.put_nowait(slot)
+        return resp
+
+    async def execute_fresh(self, header: dict[str, Any], blobs: list[bytes], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+        """Strict isolation: fresh namespaces and a fresh zygote for this one request."""
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        async with self._fresh_sem:
+            n = next(self._fresh_ids)
+            slot = Slot(f"fresh-{n}", self._uid_base + self.size + n % 1024, self.config, self.cgroups)
+            try:
+                await slot.start()
+                resp = await slot.request({**header, "last": True}, blobs, timeout)
+            finally:
+                await slot.kill()
+            self.runs += 1
+            return resp
+
+    def _replace(self, slot: Slot) -> None:
+        if self._closed:
+            return
+        self.restarts += 1
+        task = asyncio.create_task(self._restart(slot))
+        self._replacing.add(task)
+        task.add_done_callback(self._replacing.discard)
+
+    async def _restart(self, old: Slot) -> None:
+        await old.kill()
+        delay = 0.05
+        while not self._closed:
+            slot = Slot(old.name, old.uid, self.config, self.cgroups)
+            try:
+                await slot.start()
+            except SandboxError as e:
+                log.warning("could not restart %s: %s; retrying in %.2fs", old.name, e, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            if self._closed:
+                await slot.kill()
+                return
+            self._slots[slot.name] = slot
+            self._free.put_nowait(slot)
+            return
+
+    def slots(self) -> list[Slot]:
+        return list(self._slots.values())
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._replacing):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*self._replacing, return_exceptions=True)
+        await asyncio.gather(*(s.kill() for s in self._slots.values()), return_exceptions=True)
+        if self.cgroups:
+            await asyncio.to_thread(self.cgroups.remove_pool)
+
+
+__all__ = ["SlotDied", "SlotPool", "default_pool_size"]

@@ -1,0 +1,78 @@
+"""What to run: source in a language, stdin, input files, files to fetch back."""
+
+from __future__ import annotations
+
+import posixpath
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dojo.sandbox.limits import Limits
+
+MAX_PATH = 255
+
+
+def check_relative_path(path: str) -> str:
+    """A path inside the work dir: relative, no '..', no NUL, not empty."""
+    if not path or "\x00" in path:
+        raise ValueError("file path must be a non-empty string without NUL bytes")
+    if len(path) > MAX_PATH:
+        raise ValueError(f"file path longer than {MAX_PATH} characters")
+    if path.startswith("/"):
+        raise ValueError(f"file path {path!r} must be relative to the work dir, not absolute")
+    norm = posixpath.normpath(path)
+    if norm == "." or norm.startswith("../") or norm == ".." or "/../" in f"/{path}/":
+        raise ValueError(f"file path {path!r} must stay inside the work dir (no '..')")
+    return norm
+
+
+class InputFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str = Field(description="Path relative to the work dir.")
+    content: bytes = Field(description="File content.")
+    executable: bool = False
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        return check_relative_path(v)
+
+
+class Program(BaseModel):
+    """Source code in a language, plus what it reads and what to bring back."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    language: str = Field(description="python, bash, c, cpp or javascript (aliases accepted).")
+    source: str = Field(description="The program's source code.")
+    stdin: bytes | str = b""
+    files: list[InputFile] = Field(default_factory=list, description="Files placed in the work dir.")
+    fetch: list[str] = Field(default_factory=list, description="Work-dir paths returned after the run.")
+    args: list[str] = Field(default_factory=list, description="Command-line arguments.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+
+    @field_validator("fetch")
+    @classmethod
+    def _fetch(cls, v: list[str]) -> list[str]:
+        return [check_relative_path(p) for p in v]
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not key or "=" in key or "\x00" in key or "\x00" in value:
+                raise ValueError(f"invalid environment variable {key!r}")
+        return v
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, v: list[str]) -> list[str]:
+        if any("\x00" in a for a in v):
+            raise ValueError("arguments must not contain NUL bytes")
+        return v
+
+    def stdin_bytes(self) -> bytes:
+        return self.stdin.encode() if isinstance(self.stdin, str) else self.stdin
+
+
+__all__ = ["InputFile", "Limits", "Program", "check_relative_path"]

@@ -1,0 +1,252 @@
+"""The public sandbox API: ``AsyncSandbox`` (async first) and ``Sandbox`` (its sync wrapper).
+
+    async with AsyncSandbox() as sandbox:
+        result = await sandbox.run(Program(language="python", source="print(1)"))
+
+Isolation levels: ``fast`` (default) runs on warm slot zygotes; ``strict`` starts fresh namespaces
+and a fresh interpreter for every run. Both enforce the same limits and pass the same tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Coroutine, Iterable
+from concurrent.futures import Future
+from typing import Any, Literal, TypeVar
+
+from dojo.sandbox.cgroups import SlotCgroups, detect
+from dojo.sandbox.errors import IsolationUnavailable, SandboxError
+from dojo.sandbox.languages import (
+    SANDBOX_PATH,
+    EXPOSED_PREFIXES,
+    Language,
+    default_python,
+    get_language,
+    python_prefix,
+    resolve_toolchain,
+)
+from dojo.sandbox.limits import DEFAULT_COMPILE_LIMITS, DEFAULT_LIMITS, Limits
+from dojo.sandbox.pool import SlotPool, default_pool_size
+from dojo.sandbox.program import Program
+from dojo.sandbox.result import ExecutionResult, result_from_wire
+from dojo.sandbox.slot import SlotConfig, SlotDied
+
+Isolation = Literal["fast", "strict"]
+T = TypeVar("T")
+HOST_MARGIN_S = 10.0  # the host waits this much past the run's own wall limit before killing the slot
+
+
+def preflight() -> None:
+    """Check that this machine can isolate runs; raise IsolationUnavailable saying what is missing."""
+    if not os.path.exists("/proc/self/ns/pid"):
+        raise IsolationUnavailable("dojo's sandbox needs Linux namespaces (this is not Linux, or /proc is missing)")
+    if os.geteuid() != 0:
+        raise IsolationUnavailable(
+            "dojo's sandbox needs root: it creates pid/net/ipc/uts/mount namespaces, cgroups for memory "
+            "and process limits, and one unprivileged uid per slot. Run as root (or in a container with "
+            "CAP_SYS_ADMIN). Rootless mode through user namespaces is not implemented yet."
+        )
+    if not os.access("/usr/bin/unshare", os.X_OK) and not _which("unshare"):
+        raise IsolationUnavailable("the 'unshare' tool is missing; install it with: apt-get install util-linux")
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
+
+
+class AsyncSandbox:
+    """Runs programs in isolated slots. Start with ``async with`` or ``await start()``."""
+
+    def __init__(
+        self,
+        *,
+        pool_size: int | None = None,
+        isolation: Isolation = "fast",
+        limits: Limits = DEFAULT_LIMITS,
+        compile_limits: Limits = DEFAULT_COMPILE_LIMITS,
+        python: str | None = None,
+    ) -> None:
+        if isolation not in ("fast", "strict"):
+            raise ValueError(f"isolation must be 'fast' or 'strict', not {isolation!r}")
+        if pool_size is not None and pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, got {pool_size}")
+        self.isolation: Isolation = isolation
+        self.limits = limits
+        self.compile_limits = compile_limits
+        self.python = python or default_python()
+        self.pool_size = pool_size or default_pool_size()
+        self._pool: SlotPool | None = None
+        self._start_lock = asyncio.Lock()
+
+    async def start(self) -> AsyncSandbox:
+        async with self._start_lock:
+            if self._pool is not None:
+                return self
+            preflight()
+            layout = await asyncio.to_thread(detect)
+            prefix = await asyncio.to_thread(python_prefix, self.python)
+            extra = () if (prefix + "/").startswith(EXPOSED_PREFIXES) else (prefix,)
+            config = SlotConfig(
+                python=self.python,
+                extra_ro_paths=extra,
+                disk_bytes=self.limits.disk,
+                cgroup_version=layout.version,
+            )
+            pool = SlotPool(self.pool_size, config, SlotCgroups(layout))
+            await pool.start()
+            self._pool = pool
+        return self
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def __aenter__(self) -> AsyncSandbox:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def pool(self) -> SlotPool:
+        if self._pool is None:
+            raise SandboxError("the sandbox is not started: use 'async with AsyncSandbox()' or await start()")
+        return self._pool
+
+    async def run(
+        self,
+        program: Program,
+        limits: Limits | None = None,
+        *,
+        compile_limits: Limits | None = None,
+        isolation: Isolation | None = None,
+    ) -> ExecutionResult:
+        """Run one program. User failures are verdicts; a sandbox failure is verdict SandboxError.
+
+        Raises ``UnknownLanguage`` / ``LanguageUnavailable`` (a ``ValueError``) for a language that
+        cannot run here: that is the caller's input, not a property of the program's code.
+        """
+        if self._pool is None:
+            await self.start()
+        lang = get_language(program.language)
+        limits = limits or self.limits
+        compile_limits = compile_limits or self.compile_limits
+        strict = (isolation or self.isolation) == "strict"
+        header, blobs, timeout = build_request(program, lang, limits, compile_limits, self.python, strict)
+        try:
+            if strict:
+                resp, out = await self.pool.execute_fresh(header, blobs, timeout)
+            else:
+                resp, out = await self.pool.execute(header, blobs, timeout)
+        except SlotDied as e:
+            return ExecutionResult.from_sandbox_error(str(e), lang.name)
+        except SandboxError as e:
+            return ExecutionResult.from_sandbox_error(str(e), lang.name)
+        return result_from_wire(resp, out, lang.name, compiled=lang.compiled)
+
+    async def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
+        """Run programs concurrently (bounded by the pool); results in input order."""
+        return list(await asyncio.gather(*(self.run(p, limits) for p in programs)))
+
+
+def build_request(
+    program: Program, lang: Language, limits: Limits, compile_limits: Limits, python: str, strict: bool
+) -> tuple[dict[str, Any], list[bytes], float]:
+    """Turn a Program into a zygote request: files, steps with their limits, and a host timeout."""
+    exe = resolve_toolchain(lang, python)
+    blobs: list[bytes] = [program.source.encode()]
+    files: list[dict[str, Any]] = [{"path": lang.source_file, "blob": 0, "mode": 0o644}]
+    names = {lang.source_file}
+    for f in program.files:
+        if f.path in names:
+            raise ValueError(f"input file {f.path!r} appears twice (or clashes with the source file)")
+        names.add(f.path)
+        files.append({"path": f.path, "blob": len(blobs), "mode": 0o755 if f.executable else 0o644})
+        blobs.append(f.content)
+    stdin = program.stdin_bytes()
+    stdin_blob = len(blobs)
+    blobs.append(stdin)
+    steps: list[dict[str, Any]] = []
+    timeout = HOST_MARGIN_S
+    if lang.compile_argv is not None:
+        argv = [a.replace("{exe}", exe) for a in lang.compile_argv]
+        steps.append({"role": "compile", "argv": argv, "stdin": False, "limits": compile_limits.to_wire()})
+        timeout += compile_limits.wall_time
+    run_step: dict[str, Any] = {"role": "run", "stdin": True, "limits": limits.to_wire(), "args": program.args}
+    if lang.inline_python and not strict:
+        run_step["inline_python"] = lang.source_file
+    else:
+        run_step["argv"] = [a.replace("{exe}", exe) for a in lang.run_argv] + list(program.args)
+    steps.append(run_step)
+    timeout += limits.wall_time
+    env = {"PATH": SANDBOX_PATH, "HOME": "/box", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    env.update(program.env)
+    header = {
+        "files": files,
+        "stdin_blob": stdin_blob,
+        "steps": steps,
+        "fetch": program.fetch,
+        "fetch_max_bytes": limits.file_size,
+        "env": env,
+        "network": limits.network,
+        "disk_bytes": limits.disk,
+    }
+    return header, blobs, timeout
+
+
+class Sandbox:
+    """Synchronous wrapper: an ``AsyncSandbox`` on a private event-loop thread.
+
+        with Sandbox() as sandbox:
+            print(sandbox.run(Program(language="python", source="print(1)")).stdout)
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._async = AsyncSandbox(**kwargs)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="dojo-sandbox", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coro.close()
+            raise SandboxError("the sandbox is closed")
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return fut.result()
+
+    def start(self) -> Sandbox:
+        self._call(self._async.start())
+        return self
+
+    def run(self, program: Program, limits: Limits | None = None, **kwargs: Any) -> ExecutionResult:
+        return self._call(self._async.run(program, limits, **kwargs))
+
+    def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
+        return self._call(self._async.run_many(list(programs), limits))
+
+    @property
+    def pool(self) -> SlotPool:
+        return self._async.pool
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self._call(self._async.close())
+        finally:
+            self._closed = True
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop.close()
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

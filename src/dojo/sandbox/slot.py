@@ -1,0 +1,144 @@
+"""The host side of one slot: start its zygote in fresh namespaces, send requests, notice death."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dojo.sandbox import zygote
+from dojo.sandbox.cgroups import SlotCgroups
+from dojo.sandbox.errors import IsolationUnavailable, SandboxError
+
+ZYGOTE_PATH = Path(zygote.__file__).resolve()
+NAMESPACE_FLAGS = ("--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts")
+STARTUP_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class SlotConfig:
+    """How slots are built. ``python`` is the interpreter zygotes (and Python programs) run on."""
+
+    python: str
+    extra_ro_paths: tuple[str, ...] = ()
+    disk_bytes: int = 64 << 20
+    cgroup_version: int = 1
+    unshare: str = field(default_factory=lambda: shutil.which("unshare") or "/usr/bin/unshare")
+
+
+class SlotDied(SandboxError):
+    """The slot's zygote exited or broke the protocol."""
+
+
+class Slot:
+    """One warm zygote. Serves one request at a time; the pool guarantees that."""
+
+    def __init__(self, name: str, uid: int, config: SlotConfig, cgroups: SlotCgroups | None) -> None:
+        self.name = name
+        self.uid = uid
+        self.config = config
+        self.cgroups = cgroups
+        self.proc: asyncio.subprocess.Process | None = None
+        self.runs = 0
+        self.alive = False
+        self._stderr = b""
+
+    async def start(self) -> None:
+        cg_paths = self.cgroups.create_slot(self.name) if self.cgroups else {}
+        zconfig: dict[str, Any] = {
+            "uid": self.uid,
+            "cgroups": cg_paths,
+            "cgroup_version": self.config.cgroup_version,
+            "extra_ro_paths": list(self.config.extra_ro_paths),
+            "disk_bytes": self.config.disk_bytes,
+            "keep_host_netns": f"/proc/{os.getpid()}/ns/net",
+        }
+        argv = [
+            self.config.unshare, *NAMESPACE_FLAGS, "--",
+            self.config.python, "-S", "-E", "-s", "-B", str(ZYGOTE_PATH), json.dumps(zconfig),
+        ]  # fmt: skip
+        self.proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=1 << 20,
+            start_new_session=True,
+        )
+        try:
+            header, _ = await asyncio.wait_for(self._read_frame(), STARTUP_TIMEOUT)
+        except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError) as e:
+            stderr = await self._collect_stderr()
+            await self.kill()
+            raise IsolationUnavailable(
+                f"slot {self.name} did not start: {stderr or type(e).__name__}".strip()
+            ) from e
+        if not header.get("ready"):
+            await self.kill()
+            raise IsolationUnavailable(f"slot {self.name} could not isolate itself: {header.get('error')}")
+        self.alive = True
+
+    async def _collect_stderr(self) -> str:
+        if self.proc is None or self.proc.stderr is None:
+            return ""
+        with contextlib.suppress(Exception):
+            data = await asyncio.wait_for(self.proc.stderr.read(8192), 1.0)
+            return data.decode(errors="replace").strip()
+        return ""
+
+    async def _read_frame(self) -> tuple[dict[str, Any], list[bytes]]:
+        assert self.proc is not None and self.proc.stdout is not None
+        prefix = await self.proc.stdout.readexactly(zygote.FRAME_PREFIX.size)
+        hlen, blen = zygote.FRAME_PREFIX.unpack(prefix)
+        header_raw = await self.proc.stdout.readexactly(hlen)
+        body = await self.proc.stdout.readexactly(blen) if blen else b""
+        return zygote.decode_frame_body(header_raw, body)
+
+    async def request(
+        self, header: dict[str, Any], blobs: list[bytes], timeout: float
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        """Send one request and wait for its answer; SlotDied if the zygote is gone or too late."""
+        if not self.alive or self.proc is None or self.proc.stdin is None:
+            raise SlotDied(f"slot {self.name} is not running")
+        try:
+            self.proc.stdin.write(zygote.encode_frame(header, blobs))
+            await self.proc.stdin.drain()
+            resp, out = await asyncio.wait_for(self._read_frame(), timeout)
+        except asyncio.TimeoutError as e:
+            await self.kill()
+            raise SlotDied(f"slot {self.name} did not answer within {timeout:.1f}s; it was killed") from e
+        except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError, ValueError) as e:
+            await self.kill()
+            raise SlotDied(f"slot {self.name} died during the run ({type(e).__name__})") from e
+        except asyncio.CancelledError:
+            await self.kill()  # the answer would arrive out of step: this slot is unusable now
+            raise
+        self.runs += 1
+        return resp, out
+
+    async def kill(self) -> None:
+        """Kill the zygote and everything in its namespaces and groups; remove its groups."""
+        self.alive = False
+        if self.proc is not None:
+            if self.proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
+            if self.cgroups:
+                await asyncio.to_thread(self.cgroups.kill_slot, self.name)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.proc.wait(), 10)
+            for stream in (self.proc.stdin,):
+                if stream is not None:
+                    with contextlib.suppress(Exception):
+                        stream.close()
+        if self.cgroups:
+            await asyncio.to_thread(self.cgroups.remove_slot, self.name)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None

@@ -1,0 +1,726 @@
+"""The slot zygote: the process that lives inside a slot's namespaces and forks one child per run.
+
+This file runs *inside* the sandbox under a plain system interpreter (``python3 -S -E -s``), so it
+imports nothing but the standard library. The host side (``dojo.sandbox.slot``) imports only its
+framing helpers.
+
+Life of a zygote (started by ``unshare --pid --fork --mount --net --ipc --uts``, so it is PID 1 of
+fresh namespaces and runs as root in them):
+
+1. join the slot's cgroups (memory, pids), keeping open file descriptors to the control files;
+2. build a new root on a tmpfs: read-only, nosuid binds of ``/usr``, ``/etc`` and any extra paths,
+   a minimal ``/dev``, a fresh ``/proc``, private tmpfs ``/tmp``, ``/dev/shm`` and work dir
+   ``/box``; ``pivot_root`` into it and detach the host's root;
+3. answer ``{"ready": true}`` and serve requests, one at a time, on fds 0 (in) and 1 (out).
+
+For each step of a request it forks a child that enters a fresh IPC namespace, applies rlimits,
+drops to the slot's unprivileged uid with ``no_new_privs`` and either runs Python source in-process
+(the fast path: no interpreter start-up) or ``execve``s a program. The zygote feeds stdin, reads
+stdout/stderr up to the output cap, enforces the wall-clock limit, then kills every other process
+in the namespace, reaps them and wipes ``/box``, ``/tmp`` and ``/dev/shm``. It reports raw facts
+(exit status, signal, times, peak memory, OOM kills, which limit it enforced); the host turns them
+into verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+from typing import Any
+
+# ---------------------------------------------------------------------------------------------
+# Framing, shared with the host: ">II" (header length, blob bytes), JSON header, blobs.
+# The header lists blob lengths under "blobs"; other fields refer to blobs by index.
+# ---------------------------------------------------------------------------------------------
+
+FRAME_PREFIX = struct.Struct(">II")
+MAX_HEADER = 64 * 1024 * 1024
+
+
+def encode_frame(header: dict[str, Any], blobs: list[bytes]) -> bytes:
+    header = dict(header)
+    header["blobs"] = [len(b) for b in blobs]
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    return FRAME_PREFIX.pack(len(raw), sum(len(b) for b in blobs)) + raw + b"".join(blobs)
+
+
+def decode_frame_body(header_raw: bytes, body: bytes) -> tuple[dict[str, Any], list[bytes]]:
+    header = json.loads(header_raw)
+    blobs: list[bytes] = []
+    offset = 0
+    for length in header.get("blobs", []):
+        blobs.append(body[offset : offset + length])
+        offset += length
+    if offset != len(body):
+        raise ValueError("frame body length does not match its blob table")
+    return header, blobs
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_frame(fd: int) -> tuple[dict[str, Any], list[bytes]]:
+    hlen, blen = FRAME_PREFIX.unpack(_read_exact(fd, FRAME_PREFIX.size))
+    if hlen > MAX_HEADER:
+        raise ValueError("header too large")
+    return decode_frame_body(_read_exact(fd, hlen), _read_exact(fd, blen))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+# ---------------------------------------------------------------------------------------------
+# Everything below runs only inside the sandbox.
+# ---------------------------------------------------------------------------------------------
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+
+NEW_ROOT = "/tmp"  # a tmpfs is mounted here in the private mount namespace, then pivoted into
+BOX = "/box"
+DEVICES = ("null", "zero", "full", "random", "urandom")
+PYTHON_PRELOAD = (
+    "typing", "collections", "itertools", "functools", "math", "re", "heapq", "bisect",
+    "string", "dataclasses", "fractions", "decimal", "statistics", "copy", "operator", "io",
+    "traceback", "atexit", "threading", "random", "hashlib", "types", "linecache",
+)  # fmt: skip
+
+
+class Zygote:
+    def __init__(self, config: dict[str, Any]) -> None:
+        import ctypes
+        import ctypes.util
+
+        self.config = config
+        self.uid: int = config["uid"]
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.ctypes = ctypes
+        self.cg: dict[str, int] = {}
+        self.cgroup_version: int = config.get("cgroup_version", 1)
+        self.host_netns: int | None = None
+        self.disk_bytes: int = config.get("disk_bytes", 64 << 20)
+
+    # -- syscalls ------------------------------------------------------------------------------
+
+    def _check(self, ret: int, what: str) -> None:
+        if ret != 0:
+            err = self.ctypes.get_errno()
+            raise OSError(err, f"{what}: {os.strerror(err)}")
+
+    def mount(self, src: str | None, dst: str, fstype: str | None, flags: int, data: str = "") -> None:
+        b = lambda s: s.encode() if s is not None else None  # noqa: E731
+        self._check(
+            self.libc.mount(b(src), b(dst), b(fstype), self.ctypes.c_ulong(flags), b(data) or None),
+            f"mount {src} on {dst}",
+        )
+
+    def umount(self, path: str) -> None:
+        self._check(self.libc.umount2(path.encode(), MNT_DETACH), f"umount {path}")
+
+    def unshare(self, flags: int) -> None:
+        self._check(self.libc.unshare(flags), "unshare")
+
+    def setns(self, fd: int, nstype: int) -> None:
+        self._check(self.libc.setns(fd, nstype), "setns")
+
+    def prctl(self, option: int, arg: int) -> None:
+        self._check(self.libc.prctl(option, self.ctypes.c_ulong(arg), 0, 0, 0), "prctl")
+
+    # -- set-up --------------------------------------------------------------------------------
+
+    def join_cgroups(self) -> None:
+        for name, path in self.config.get("cgroups", {}).items():
+            with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                f.write("0")
+            self.cg[name] = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+
+    def cg_write(self, controller: str, filename: str, value: str) -> None:
+        if controller not in self.cg:
+            return
+        fd = os.open(filename, os.O_WRONLY, dir_fd=self.cg[controller])
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
+
+    def cg_read(self, controller: str, filename: str) -> str:
+        if controller not in self.cg:
+            return ""
+        fd = os.open(filename, os.O_RDONLY, dir_fd=self.cg[controller])
+        try:
+            return os.read(fd, 65536).decode()
+        finally:
+            os.close(fd)
+
+    def loopback_up(self) -> None:
+        import fcntl
+        import socket
+
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            req = struct.pack("16sH14x", b"lo", 0)
+            flags = struct.unpack("16sH14x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
+            fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | 0x1 | 0x40))
+
+    def build_root(self) -> None:
+        import platform
+
+        if self.config.get("keep_host_netns"):
+            self.host_netns = os.open(self.config["keep_host_netns"], os.O_RDONLY | os.O_CLOEXEC)
+        self.mount(None, "/", None, MS_REC | MS_PRIVATE)
+        self.mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
+        r = NEW_ROOT
+        ro_flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+        binds: list[str] = ["/usr", "/etc", *self.config.get("extra_ro_paths", [])]
+        for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            host = "/" + top
+            if os.path.islink(host):
+                os.symlink(os.readlink(host), os.path.join(r, top))
+            elif os.path.isdir(host):
+                binds.append(host)
+        for src in binds:
+            if not os.path.exists(src):
+                continue
+            dst = r + src
+            if os.path.isdir(src):
+                os.makedirs(dst, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                open(dst, "w").close()
+            self.mount(src, dst, None, MS_BIND)
+            self.mount(None, dst, None, ro_flags)
+        # /dev: a few safe devices, nothing else.
+        os.makedirs(r + "/dev", exist_ok=True)
+        self.mount("tmpfs", r + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
+        for dev in DEVICES:
+            open(f"{r}/dev/{dev}", "w").close()
+            self.mount(f"/dev/{dev}", f"{r}/dev/{dev}", None, MS_BIND)
+            self.mount(None, f"{r}/dev/{dev}", None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC)
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                             ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
+            os.symlink(target, f"{r}/dev/{name}")
+        os.makedirs(r + "/dev/shm")
+        os.makedirs(r + "/proc")
+        self.mount("proc", r + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        for d in ("tmp", "box"):
+            os.makedirs(f"{r}/{d}")
+        self.mount_scratch(r)
+        os.chdir(r)
+        machine = platform.machine()
+        if machine not in SYS_PIVOT_ROOT:
+            raise OSError(f"unsupported architecture {machine}")
+        self._check(self.libc.syscall(SYS_PIVOT_ROOT[machine], b".", b"."), "pivot_root")
+        self.umount(".")
+        os.chdir("/")
+        self.mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+    def mount_scratch(self, root: str = "") -> None:
+        """Fresh tmpfs for /box (owned by the run uid), /tmp and /dev/shm."""
+        size = self.disk_bytes
+        uid = self.uid
+        self.mount("tmpfs", root + BOX, "tmpfs", MS_NOSUID | MS_NODEV,
+                   f"size={size},nr_inodes=4096,mode=0755,uid={uid},gid={uid}")  # fmt: skip
+        self.mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+                   f"size={size},nr_inodes=4096,mode=1777")  # fmt: skip
+        self.mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+                   f"size={size},nr_inodes=1024,mode=1777")  # fmt: skip
+
+    def wipe_scratch(self, disk_bytes: int) -> None:
+        dirty = disk_bytes != self.disk_bytes
+        if not dirty:
+            for d in (BOX, "/tmp", "/dev/shm"):
+                with os.scandir(d) as it:
+                    if next(it, None) is not None:
+                        dirty = True
+                        break
+        if dirty or os.stat(BOX).st_mode & 0o7777 != 0o755:
+            for d in (BOX, "/tmp", "/dev/shm"):
+                self.umount(d)
+            self.disk_bytes = disk_bytes
+            self.mount_scratch()
+
+    def preload(self) -> None:
+        import importlib
+
+        for name in PYTHON_PRELOAD:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+
+    def setup(self) -> None:
+        self.join_cgroups()
+        import socket
+
+        socket.sethostname("dojo")
+        self.loopback_up()
+        self.build_root()
+        if self.cgroup_version == 1 and "memory" in self.cg:
+            self.cg_write("memory", "memory.swappiness", "0")
+        try:  # needs CAP_SYS_RESOURCE; without it, children at +1000 are still chosen first
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("-1000")
+        except OSError:
+            pass
+        self.preload()
+
+    # -- one request ---------------------------------------------------------------------------
+
+    def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        out_blobs: list[bytes] = []
+        self.wipe_scratch(int(header.get("disk_bytes", self.disk_bytes)))
+        for f in header.get("files", []):
+            path = os.path.join(BOX, f["path"])
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, f.get("mode", 0o644))
+            try:
+                _write_all(fd, blobs[f["blob"]])
+            finally:
+                os.close(fd)
+        for dirpath, dirnames, filenames in os.walk(BOX):
+            for name in dirnames + filenames:
+                os.chown(os.path.join(dirpath, name), self.uid, self.uid)
+        stdin = blobs[header["stdin_blob"]] if header.get("stdin_blob") is not None else b""
+        steps_out = []
+        for step in header["steps"]:
+            res, so, se = self.run_step(step, stdin if step.get("stdin") else b"", header)
+            res["stdout_blob"] = len(out_blobs)
+            out_blobs.append(so)
+            res["stderr_blob"] = len(out_blobs)
+            out_blobs.append(se)
+            steps_out.append(res)
+            ok = res["exit_code"] == 0 and res["limit"] is None and res["exec_error"] is None
+            if not ok and step.get("role") == "compile":
+                break
+        fetched = []
+        if header.get("fetch"):
+            fetched = self.fetch(header["fetch"], int(header.get("fetch_max_bytes", 1 << 20)), out_blobs)
+        return {"steps": steps_out, "fetched": fetched}, out_blobs
+
+    def run_step(self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]) -> tuple[dict[str, Any], bytes, bytes]:
+        import select
+        import time
+
+        lim = step["limits"]
+        mem_base = 0
+        oom_before = self.oom_kills()
+        if "memory" in self.cg:
+            if self.cgroup_version == 1:
+                mem_base = int(self.cg_read("memory", "memory.usage_in_bytes"))
+                self.cg_write("memory", "memory.limit_in_bytes", str(mem_base + lim["memory_bytes"]))
+                self.cg_write("memory", "memory.max_usage_in_bytes", "0")
+            else:
+                mem_base = int(self.cg_read("memory", "memory.current"))
+                self.cg_write("memory", "memory.max", str(mem_base + lim["memory_bytes"]))
+                self.cg_write("memory", "memory.swap.max", "0")
+                try:
+                    self.cg_write("memory", "memory.peak", "0")
+                except OSError:
+                    pass
+        if "pids" in self.cg:
+            self.cg_write("pids", "pids.max", str(lim["processes"] + 1))
+
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child never returns
+            try:
+                self.child(step, lim, req, in_r, out_w, err_w, exc_w)
+            except BaseException as e:  # report set-up failures to the zygote
+                try:
+                    os.write(exc_w, f"{type(e).__name__}: {e}".encode()[:4000])
+                finally:
+                    os._exit(127)
+            os._exit(127)
+        for fd in (in_r, out_w, err_w, exc_w):
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        cap = lim["output_bytes"]
+        out = bytearray()
+        err = bytearray()
+        truncated = {"stdout": False, "stderr": False}
+        limit: str | None = None
+        deadline = start + lim["wall_s"]
+        poller = select.poll()
+        fds = {out_r: (out, "stdout"), err_r: (err, "stderr")}
+        for fd in fds:
+            os.set_blocking(fd, False)
+            poller.register(fd, select.POLLIN)
+        poller.register(pidfd, select.POLLIN)
+        os.set_blocking(in_w, False)
+        pending = memoryview(stdin)
+        if pending:
+            poller.register(in_w, select.POLLOUT)
+        else:
+            os.close(in_w)
+            in_w = -1
+        exited = False
+        open_fds = set(fds)
+        killed_all = False
+        while open_fds or not exited:
+            timeout = deadline - time.monotonic()
+            if timeout <= 0:
+                if limit is None and not exited:
+                    limit = "wall"
+                self.kill_all()
+                killed_all = True
+                deadline = time.monotonic() + 5.0
+                if exited:
+                    break
+                timeout = 5.0
+            for fd, ev in poller.poll(timeout * 1000):
+                if fd == pidfd:
+                    exited = True
+                    poller.unregister(pidfd)
+                    # Drain what is buffered now, then kill leftovers (background children
+                    # holding the pipes open) so the reads below reach EOF promptly.
+                    for rfd in list(open_fds):
+                        buf, name = fds[rfd]
+                        if self._drain(rfd, buf, cap, truncated, name) is None:
+                            open_fds.discard(rfd)
+                            poller.unregister(rfd)
+                    if not killed_all:
+                        self.kill_all()
+                        killed_all = True
+                elif fd == in_w:
+                    try:
+                        n = os.write(in_w, pending[: 1 << 16])
+                        pending = pending[n:]
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:  # EPIPE: the program stopped reading
+                        pending = pending[:0]
+                    if not pending:
+                        poller.unregister(in_w)
+                        os.close(in_w)
+                        in_w = -1
+                elif fd in open_fds:
+                    buf, name = fds[fd]
+                    if self._drain(fd, buf, cap, truncated, name) is None:
+                        open_fds.discard(fd)
+                        poller.unregister(fd)
+                    if (truncated["stdout"] or truncated["stderr"]) and limit is None:
+                        limit = "output"
+                        self.kill_all()
+                        killed_all = True
+        for fd in (*open_fds, out_r, err_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if in_w >= 0:
+            os.close(in_w)
+        _, status, ru = os.wait4(pid, 0)
+        wall = time.monotonic() - start
+        os.close(pidfd)
+        self.kill_all()
+        self.reap_all()
+        exec_error = os.read(exc_r, 4096).decode(errors="replace") or None
+        os.close(exc_r)
+        cpu = ru.ru_utime + ru.ru_stime
+        exit_code = os.waitstatus_to_exitcode(status)
+        sig = -exit_code if exit_code < 0 else None
+        if limit is None and (sig == 24 or cpu > lim["cpu_s"]):  # SIGXCPU or over budget
+            limit = "cpu"
+        oom = self.oom_kills() > oom_before
+        if oom and limit is None:
+            limit = "memory"
+        if sig == 25 and limit is None:  # SIGXFSZ
+            limit = "file_size"
+        peak = 0
+        if "memory" in self.cg:
+            name = "memory.max_usage_in_bytes" if self.cgroup_version == 1 else "memory.peak"
+            try:
+                peak = max(0, int(self.cg_read("memory", name)) - mem_base)
+            except (OSError, ValueError):
+                peak = ru.ru_maxrss * 1024
+        else:
+            peak = ru.ru_maxrss * 1024
+        res = {
+            "role": step.get("role", "run"),
+            "exit_code": exit_code if exit_code >= 0 else None,
+            "signal": sig,
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "peak_memory_bytes": peak,
+            "limit": limit,
+            "oom_killed": oom,
+            "stdout_truncated": truncated["stdout"],
+            "stderr_truncated": truncated["stderr"],
+            "exec_error": exec_error,
+        }
+        return res, bytes(out), bytes(err)
+
+    @staticmethod
+    def _drain(fd: int, buf: bytearray, cap: int, truncated: dict[str, bool], name: str) -> int | None:
+        """Read what is available; None on EOF. Bytes past the cap are dropped and flagged."""
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return 0
+            if not chunk:
+                return None
+            room = cap - len(buf)
+            if len(chunk) > room:
+                buf += chunk[: max(room, 0)]
+                truncated[name] = True
+            else:
+                buf += chunk
+
+    def oom_kills(self) -> int:
+        if "memory" not in self.cg:
+            return 0
+        name = "memory.oom_control" if self.cgroup_version == 1 else "memory.events"
+        for line in self.cg_read("memory", name).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+    @staticmethod
+    def kill_all() -> None:
+        try:
+            os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
+        except ProcessLookupError:
+            pass
+
+    def reap_all(self) -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, 0)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+
+    def fetch(self, paths: list[str], max_bytes: int, out_blobs: list[bytes]) -> list[dict[str, Any]]:
+        """Read requested files as the run uid (never as root: a symlink must not leak host files)."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover
+            try:
+                os.close(r)
+                os.setgroups([])
+                os.setresgid(self.uid, self.uid, self.uid)
+                os.setresuid(self.uid, self.uid, self.uid)
+                results: list[dict[str, Any]] = []
+                blobs: list[bytes] = []
+                for p in paths:
+                    try:
+                        with open(os.path.join(BOX, p), "rb") as f:
+                            data = f.read(max_bytes + 1)
+                        results.append({"path": p, "blob": len(blobs), "truncated": len(data) > max_bytes})
+                        blobs.append(data[:max_bytes])
+                    except OSError as e:
+                        results.append({"path": p, "blob": None, "error": e.strerror or str(e)})
+                _write_all(w, encode_frame({"fetched": results}, blobs))
+            finally:
+                os._exit(0)
+        os.close(w)
+        try:
+            header, blobs = _read_frame(r)
+        finally:
+            os.close(r)
+            os.waitpid(pid, 0)
+        fetched = header["fetched"]
+        for item in fetched:
+            if item.get("blob") is not None:
+                item["blob"] = len(out_blobs) + item["blob"]
+        out_blobs.extend(blobs)
+        return list(fetched)
+
+    # -- the child -----------------------------------------------------------------------------
+
+    def child(self, step: dict[str, Any], lim: dict[str, Any], req: dict[str, Any],
+              in_r: int, out_w: int, err_w: int, exc_w: int) -> None:  # fmt: skip
+        import resource
+
+        os.setsid()
+        self.unshare(CLONE_NEWIPC)
+        if req.get("network") and self.host_netns is not None:
+            self.setns(self.host_netns, CLONE_NEWNET)
+        os.dup2(in_r, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        if exc_w != 3:
+            os.dup2(exc_w, 3)
+            os.set_inheritable(3, False)
+        os.closerange(4, 1 << 16)
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+        cpu = max(1, int(-(-lim["cpu_s"] // 1)))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"], lim["file_size_bytes"]))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
+        resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        stack = lim.get("stack_bytes")
+        if stack:
+            resource.setrlimit(resource.RLIMIT_STACK, (stack, stack))
+        os.setgroups([])
+        os.setresgid(self.uid, self.uid, self.uid)
+        os.setresuid(self.uid, self.uid, self.uid)
+        self.prctl(PR_SET_NO_NEW_PRIVS, 1)
+        os.chdir(BOX)
+        os.umask(0o022)
+        env = dict(req.get("env") or {})
+        if step.get("argv"):
+            import signal
+
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; programs expect defaults
+                signal.signal(sig, signal.SIG_DFL)
+            argv = step["argv"]
+            os.execve(argv[0], argv, env)
+        self.run_python_inline(step["inline_python"], env, list(step.get("args") or []))
+
+    @staticmethod
+    def run_python_inline(filename: str, env: dict[str, str], args: list[str]) -> None:
+        """The fast path: run Python source in this already-warm interpreter, as `python main.py` would."""
+        import builtins
+        import io
+        import types
+
+        exc_fd = 3
+        os.close(exc_fd)  # set-up succeeded: nothing to report
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+                                     encoding="utf-8", errors="surrogateescape")  # fmt: skip
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+                                      encoding="utf-8", errors="surrogateescape")  # fmt: skip
+        sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                                      encoding="utf-8", errors="backslashreplace", line_buffering=True)  # fmt: skip
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        os.environ.clear()
+        os.environ.update(env)
+        path = os.path.join(BOX, filename)
+        sys.argv = [filename, *args]
+        sys.path.insert(0, BOX)
+        if "random" in sys.modules:
+            sys.modules["random"].seed()
+        main = types.ModuleType("__main__")
+        main.__file__ = path
+        main.__builtins__ = builtins  # type: ignore[attr-defined]
+        sys.modules["__main__"] = main
+        status = 0
+        try:
+            with open(path, "rb") as f:
+                source = f.read()
+            code = compile(source, path, "exec", dont_inherit=True)
+            exec(code, main.__dict__)
+        except SystemExit as e:
+            status = _exit_status(e)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            status = 1
+        try:
+            import threading
+
+            threading._shutdown()  # type: ignore[attr-defined]
+            import atexit
+
+            atexit._run_exitfuncs()
+        except SystemExit as e:
+            status = _exit_status(e)
+        except BaseException:
+            pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                status = status or 120
+        os._exit(status)
+
+    # -- main loop -----------------------------------------------------------------------------
+
+    def serve(self, rfd: int, wfd: int) -> None:
+        while True:
+            try:
+                header, blobs = _read_frame(rfd)
+            except EOFError:
+                return
+            try:
+                resp, out_blobs = self.handle(header, blobs)
+            except Exception as e:
+                self.kill_all()
+                self.reap_all()
+                resp, out_blobs = {"error": f"{type(e).__name__}: {e}"}, []
+            resp["id"] = header.get("id")
+            _write_all(wfd, encode_frame(resp, out_blobs))
+            if header.get("last"):
+                return
+
+
+def _exit_status(e: SystemExit) -> int:
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except BaseException:
+        pass
+    return 1
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    # Keep the protocol on private fds; 0/1/2 become /dev/null so nothing leaks into them.
+    rfd = os.dup(0)
+    wfd = os.dup(1)
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    zygote = Zygote(config)
+    try:
+        zygote.setup()
+    except BaseException as e:
+        import traceback
+
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        error = f"{type(e).__name__}: {e} (zygote.py:{where.lineno} {where.line})"
+        _write_all(wfd, encode_frame({"ready": False, "error": error}, []))
+        os._exit(1)
+    _write_all(wfd, encode_frame({"ready": True}, []))
+    zygote.serve(rfd, wfd)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
