@@ -17,6 +17,7 @@ from concurrent.futures import Future
 from typing import Any, Literal, TypeVar
 
 from dojo.sandbox.cgroups import SlotCgroups, detect
+from dojo.sandbox.compare import tokens_equal
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 from dojo.sandbox.languages import (
     SANDBOX_PATH,
@@ -32,6 +33,7 @@ from dojo.sandbox.pool import SlotPool, default_pool_size
 from dojo.sandbox.program import Program
 from dojo.sandbox.result import ExecutionResult, result_from_wire
 from dojo.sandbox.slot import SlotConfig, SlotDied
+from dojo.sandbox.verdict import Verdict
 
 Isolation = Literal["fast", "strict"]
 T = TypeVar("T")
@@ -147,7 +149,14 @@ class AsyncSandbox:
             return ExecutionResult.from_sandbox_error(str(e), lang.name)
         except SandboxError as e:
             return ExecutionResult.from_sandbox_error(str(e), lang.name)
-        return result_from_wire(resp, out, lang.name, compiled=lang.compiled)
+        result = result_from_wire(resp, out, lang.name, compiled=lang.compiled)
+        if (
+            program.expected_stdout is not None
+            and result.verdict is Verdict.ACCEPTED
+            and not tokens_equal(result.stdout, program.expected_stdout)
+        ):
+            result = result.model_copy(update={"verdict": Verdict.WRONG_ANSWER})
+        return result
 
     async def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
         """Run programs concurrently (bounded by the pool); results in input order."""

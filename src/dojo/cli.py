@@ -1,0 +1,114 @@
+"""The ``dojo`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
+from dojo.sandbox.languages import LANGUAGES, available_languages, get_language
+
+app = typer.Typer(help="dojo: agent RL post-training engine.", no_args_is_help=True, add_completion=False)
+console = Console()
+
+SUFFIXES = {".py": "python", ".sh": "bash", ".c": "c", ".cc": "cpp", ".cpp": "cpp", ".js": "javascript"}
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="Source file to run ('-' reads stdin).")],
+    language: Annotated[str | None, typer.Option("--language", "-l", help="Language; guessed from the suffix.")] = None,
+    stdin: Annotated[Path | None, typer.Option(help="File fed to the program's stdin.")] = None,
+    wall_time: Annotated[float, typer.Option(help="Wall-clock limit, seconds.")] = 10.0,
+    cpu_time: Annotated[float, typer.Option(help="CPU limit, seconds.")] = 5.0,
+    memory_mb: Annotated[int, typer.Option(help="Memory limit, MiB.")] = 512,
+    network: Annotated[bool, typer.Option(help="Allow the host's network.")] = False,
+    strict: Annotated[bool, typer.Option(help="Fresh namespaces and interpreter for this run.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
+) -> None:
+    """Run one program in the sandbox and print its output and verdict."""
+    if str(file) == "-":
+        source = sys.stdin.read()
+    elif not file.is_file():
+        _fail(f"no such file: {file}")
+        return
+    else:
+        source = file.read_text()
+    lang = language or SUFFIXES.get(file.suffix)
+    if lang is None:
+        _fail(f"cannot guess the language of {file}; pass --language ({', '.join(LANGUAGES)})")
+        return
+    try:
+        get_language(lang)
+        limits = Limits(wall_time=wall_time, cpu_time=cpu_time, memory=memory_mb << 20, network=network)
+        program = Program(language=lang, source=source, stdin=stdin.read_bytes() if stdin else b"")
+    except ValueError as e:
+        _fail(str(e))
+        return
+
+    async def go() -> None:
+        async with AsyncSandbox(pool_size=1, isolation="strict" if strict else "fast") as sandbox:
+            result = await sandbox.run(program, limits)
+        if as_json:
+            print(result.model_dump_json(indent=2, exclude={"files"}))
+        else:
+            sys.stdout.write(result.stdout)
+            sys.stderr.write(result.stderr)
+            extra = f" ({result.limit})" if result.limit else ""
+            console.print(
+                f"[bold]{result.verdict}[/bold]{extra} exit={result.exit_code} signal={result.signal} "
+                f"wall={result.wall_time * 1000:.1f}ms cpu={result.cpu_time * 1000:.1f}ms "
+                f"peak={result.peak_memory / 2**20:.1f}MiB",
+                stderr=True,
+            )
+            if result.sandbox_error:
+                console.print(f"[red]sandbox error:[/red] {result.sandbox_error}", stderr=True)
+        raise typer.Exit(0 if result.verdict is Verdict.ACCEPTED else 1)
+
+    try:
+        asyncio.run(go())
+    except (SandboxError, ValueError) as e:
+        _fail(str(e))
+
+
+@app.command()
+def languages() -> None:
+    """List the languages and whether their toolchain is installed here."""
+    here = set(available_languages())
+    table = Table("language", "aliases", "toolchain", "installed")
+    for lang in LANGUAGES.values():
+        table.add_row(lang.name, ", ".join(lang.aliases), lang.toolchain, "yes" if lang.name in here else "no")
+    console.print(table)
+
+
+@app.command()
+def demo(
+    quick: Annotated[bool, typer.Option(help="Fewer benchmark runs.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the benchmark summary as JSON.")] = False,
+) -> None:
+    """Run a few programs (several languages, some hostile), then a short benchmark summary."""
+    from dojo.demo import run_demo
+
+    try:
+        summary = asyncio.run(run_demo(console, quick=quick))
+    except SandboxError as e:
+        _fail(str(e))
+        return
+    if as_json:
+        print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from dojo.sandbox import AsyncSandbox, IsolationUnavailable, preflight
+
+try:
+    preflight()
+    SKIP_REASON = ""
+except IsolationUnavailable as e:  # pragma: no cover - CI runs as root
+    SKIP_REASON = str(e)
+
+requires_isolation = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON)
+
+
+@pytest_asyncio.fixture(scope="session", params=["fast", "strict"])
+async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[AsyncSandbox]:
+    """Both isolation levels must pass the same tests."""
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    async with AsyncSandbox(pool_size=4, isolation=request.param) as sb:
+        yield sb
+
+
+@pytest_asyncio.fixture(scope="session")
+async def fast_sandbox() -> AsyncIterator[AsyncSandbox]:
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    async with AsyncSandbox(pool_size=4) as sb:
+        yield sb
+
+
+@pytest_asyncio.fixture
+async def one_slot() -> AsyncIterator[AsyncSandbox]:
+    """A single slot, so consecutive runs land on the same zygote (for leakage tests)."""
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    async with AsyncSandbox(pool_size=1) as sb:
+        yield sb
+
+
+def host_processes() -> set[int]:
+    return {int(p) for p in os.listdir("/proc") if p.isdigit()}

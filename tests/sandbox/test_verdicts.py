@@ -1,0 +1,88 @@
+"""Every verdict of the taxonomy, on both isolation levels."""
+
+from __future__ import annotations
+
+from dojo.sandbox import AsyncSandbox, LimitKind, Limits, Program, Verdict
+
+
+async def test_accepted_with_stdin_and_args(sandbox: AsyncSandbox) -> None:
+    src = "import sys\nn = int(input())\nprint(n * 2, *sys.argv[1:])\n"
+    r = await sandbox.run(Program(language="python", source=src, stdin="21\n", args=["a", "b"]))
+    assert r.verdict is Verdict.ACCEPTED, r
+    assert r.stdout == "42 a b\n"
+    assert r.exit_code == 0 and r.signal is None
+    assert r.wall_time > 0 and r.peak_memory > 0
+
+
+async def test_wrong_answer_is_judged_outside_the_program(sandbox: AsyncSandbox) -> None:
+    ok = await sandbox.run(Program(language="python", source="print(1, 2)", expected_stdout="1 2\n"))
+    bad = await sandbox.run(Program(language="python", source="print(1, 3)", expected_stdout="1 2"))
+    assert ok.verdict is Verdict.ACCEPTED
+    assert bad.verdict is Verdict.WRONG_ANSWER
+
+
+async def test_runtime_error_keeps_traceback_and_exit_code(sandbox: AsyncSandbox) -> None:
+    r = await sandbox.run(Program(language="python", source="print('before')\nraise ValueError('boom')\n"))
+    assert r.verdict is Verdict.RUNTIME_ERROR
+    assert r.exit_code == 1
+    assert r.stdout == "before\n"
+    assert "ValueError: boom" in r.stderr
+
+
+async def test_sys_exit_code_is_reported(sandbox: AsyncSandbox) -> None:
+    r = await sandbox.run(Program(language="python", source="import sys\nsys.exit(3)\n"))
+    assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code == 3
+
+
+async def test_killed_by_signal(sandbox: AsyncSandbox) -> None:
+    r = await sandbox.run(Program(language="python", source="import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"))
+    assert r.verdict is Verdict.RUNTIME_ERROR
+    assert r.signal == 11 and r.exit_code is None
+
+
+async def test_compile_error_carries_compiler_message(sandbox: AsyncSandbox) -> None:
+    r = await sandbox.run(Program(language="c", source="int main(void) { return undefined_name; }\n"))
+    assert r.verdict is Verdict.COMPILE_ERROR
+    assert "undefined_name" in r.stderr
+    assert r.compile is not None and r.compile.exit_code != 0
+
+
+async def test_time_limit_cpu(sandbox: AsyncSandbox) -> None:
+    r = await sandbox.run(Program(language="python", source="while True:\n    pass\n"), Limits(cpu_time=1, wall_time=10))
+    assert r.verdict is Verdict.TIME_LIMIT_EXCEEDED
+    assert r.limit is LimitKind.CPU_TIME
+    assert r.cpu_time >= 0.9
+
+
+async def test_time_limit_wall(sandbox: AsyncSandbox) -> None:
+    r = await sandbox.run(Program(language="python", source="import time\ntime.sleep(60)\n"), Limits(wall_time=0.5))
+    assert r.verdict is Verdict.TIME_LIMIT_EXCEEDED
+    assert r.limit is LimitKind.WALL_TIME
+    assert r.wall_time < 10
+
+
+async def test_memory_limit(sandbox: AsyncSandbox) -> None:
+    src = "x = bytearray(512 << 20)\nprint('allocated')\n"
+    r = await sandbox.run(Program(language="python", source=src), Limits(memory=64 << 20))
+    assert r.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, r
+    assert r.limit is LimitKind.MEMORY
+    assert "allocated" not in r.stdout
+
+
+async def test_memory_limit_in_c(sandbox: AsyncSandbox) -> None:
+    src = (
+        "#include <stdlib.h>\n#include <string.h>\n#include <stdio.h>\n"
+        "int main(void){ for(int i=0;i<64;i++){ char*p=malloc(16<<20); if(!p) return 2; memset(p,1,16<<20);} puts(\"done\"); }\n"
+    )
+    r = await sandbox.run(Program(language="c", source=src), Limits(memory=128 << 20))
+    assert r.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, r
+    assert "done" not in r.stdout
+
+
+async def test_output_limit(sandbox: AsyncSandbox) -> None:
+    src = "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * (1 << 20))\n"  # 100 MB
+    r = await sandbox.run(Program(language="python", source=src), Limits(output=64 << 10))
+    assert r.verdict is Verdict.OUTPUT_LIMIT_EXCEEDED
+    assert r.limit is LimitKind.OUTPUT
+    assert r.stdout_truncated
+    assert len(r.stdout) == 64 << 10
