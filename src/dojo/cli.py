@@ -17,8 +17,16 @@ from dojo.sandbox.languages import LANGUAGES, available_languages, get_language
 
 app = typer.Typer(help="dojo: agent RL post-training engine.", no_args_is_help=True, add_completion=False)
 console = Console()
+err_console = Console(stderr=True)
 
-SUFFIXES = {".py": "python", ".sh": "bash", ".c": "c", ".cc": "cpp", ".cpp": "cpp", ".js": "javascript"}
+SUFFIXES = {
+    ".py": "python",
+    ".sh": "bash",
+    ".c": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".js": "javascript",
+}
 
 
 def _fail(message: str) -> None:
@@ -67,14 +75,13 @@ def run(
             sys.stdout.write(result.stdout)
             sys.stderr.write(result.stderr)
             extra = f" ({result.limit})" if result.limit else ""
-            console.print(
+            err_console.print(
                 f"[bold]{result.verdict}[/bold]{extra} exit={result.exit_code} signal={result.signal} "
                 f"wall={result.wall_time * 1000:.1f}ms cpu={result.cpu_time * 1000:.1f}ms "
                 f"peak={result.peak_memory / 2**20:.1f}MiB",
-                stderr=True,
             )
             if result.sandbox_error:
-                console.print(f"[red]sandbox error:[/red] {result.sandbox_error}", stderr=True)
+                err_console.print(f"[red]sandbox error:[/red] {result.sandbox_error}")
         raise typer.Exit(0 if result.verdict is Verdict.ACCEPTED else 1)
 
     try:

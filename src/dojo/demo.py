@@ -17,13 +17,37 @@ from dojo.sandbox.loadtest import WORKLOADS, closed_loop, naive_runner, sandbox_
 
 EXAMPLES: list[tuple[str, str, str, str, Limits | None]] = [
     ("python: stdin", "python", "n = int(input())\nprint(sum(range(n)))\n", "100\n", None),
-    ("bash: pipeline", "bash", "seq 1 5 | paste -sd+ | bc 2>/dev/null || echo $((1+2+3+4+5))\n", "", None),
-    ("c: compile + run", "c", '#include <stdio.h>\nint main(void){printf("%d\\n", 6*7);return 0;}\n', "", None),
+    (
+        "bash: pipeline",
+        "bash",
+        "seq 1 5 | paste -sd+ | bc 2>/dev/null || echo $((1+2+3+4+5))\n",
+        "",
+        None,
+    ),
+    (
+        "c: compile + run",
+        "c",
+        '#include <stdio.h>\nint main(void){printf("%d\\n", 6*7);return 0;}\n',
+        "",
+        None,
+    ),
     ("c++: compile error", "cpp", "int main() { return missing; }\n", "", None),
     ("javascript", "javascript", "console.log([1,2,3].map(x => x * x).join(' '))\n", "", None),
-    ("python: infinite loop", "python", "while True:\n    pass\n", "", Limits(cpu_time=1, wall_time=3)),
+    (
+        "python: infinite loop",
+        "python",
+        "while True:\n    pass\n",
+        "",
+        Limits(cpu_time=1, wall_time=3),
+    ),
     ("python: memory hog", "python", "x = bytearray(1 << 30)\n", "", Limits(memory=64 << 20)),
-    ("python: output flood", "python", "import sys\nsys.stdout.write('x' * (100 << 20))\n", "", None),
+    (
+        "python: output flood",
+        "python",
+        "import sys\nsys.stdout.write('x' * (100 << 20))\n",
+        "",
+        None,
+    ),
     (
         "python: reach the host",
         "python",
@@ -48,7 +72,11 @@ async def run_demo(console: Console, quick: bool = False) -> dict[str, Any]:
             text = (result.stdout or result.stderr).strip().splitlines()
             first = text[-1][:60] if text else ""
             table.add_row(
-                title, str(result.verdict), str(result.limit or ""), f"{result.wall_time * 1000:.1f}", first
+                title,
+                str(result.verdict),
+                str(result.limit or ""),
+                f"{result.wall_time * 1000:.1f}",
+                first,
             )
         console.print(table)
         summary = await benchmark_summary(sandbox, console, quick)
@@ -59,7 +87,12 @@ async def benchmark_summary(sandbox: AsyncSandbox, console: Console, quick: bool
     runs = 100 if quick else 300
     python = default_python()
     table = Table(
-        "workload", "way", "p50 ms (c=1)", "runs/s (c=8)", "wrong", title=f"benchmark ({runs} runs each)"
+        "workload",
+        "way",
+        "p50 ms (c=1)",
+        "runs/s (c=8)",
+        "wrong",
+        title=f"benchmark ({runs} runs each)",
     )
     summary: dict[str, Any] = {}
     for name, (source, expected) in WORKLOADS.items():
@@ -74,9 +107,7 @@ async def benchmark_summary(sandbox: AsyncSandbox, console: Console, quick: bool
                 "runs_per_s_c8": round(c8.throughput, 1),
                 "wrong": c1.wrong + c8.wrong,
             }
-            table.add_row(
-                name, way, f"{c1.p50 * 1000:.2f}", f"{c8.throughput:.0f}", str(c1.wrong + c8.wrong)
-            )
+            table.add_row(name, way, f"{c1.p50 * 1000:.2f}", f"{c8.throughput:.0f}", str(c1.wrong + c8.wrong))
     console.print(table)
     console.print("Full benchmark: [bold]make bench[/bold] (bench/sandbox.py); numbers in docs/benchmarks.md")
     await asyncio.sleep(0)

@@ -14,7 +14,10 @@ ECHO_SUM = {
     "bash": "read a b\necho $((a + b))\n",
     "c": '#include <stdio.h>\nint main(void){int a,b;scanf("%d %d",&a,&b);printf("%d\\n",a+b);return 0;}\n',
     "cpp": "#include <iostream>\nint main(){int a,b;std::cin>>a>>b;std::cout<<a+b<<std::endl;}\n",
-    "javascript": "const s=require('fs').readFileSync(0,'utf8').split(/\\s+/).filter(Boolean).map(Number);\nconsole.log(s[0]+s[1]);\n",
+    "javascript": (
+        "const s=require('fs').readFileSync(0,'utf8').split(/\\s+/).filter(Boolean).map(Number);\n"
+        "console.log(s[0]+s[1]);\n"
+    ),
 }
 TOOLCHAIN = {"python": "python3", "bash": "bash", "c": "gcc", "cpp": "g++", "javascript": "node"}
 

@@ -35,7 +35,9 @@ async def test_sys_exit_code_is_reported(sandbox: AsyncSandbox) -> None:
 
 
 async def test_killed_by_signal(sandbox: AsyncSandbox) -> None:
-    r = await sandbox.run(Program(language="python", source="import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"))
+    r = await sandbox.run(
+        Program(language="python", source="import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    )
     assert r.verdict is Verdict.RUNTIME_ERROR
     assert r.signal == 11 and r.exit_code is None
 
@@ -48,7 +50,10 @@ async def test_compile_error_carries_compiler_message(sandbox: AsyncSandbox) -> 
 
 
 async def test_time_limit_cpu(sandbox: AsyncSandbox) -> None:
-    r = await sandbox.run(Program(language="python", source="while True:\n    pass\n"), Limits(cpu_time=1, wall_time=10))
+    r = await sandbox.run(
+        Program(language="python", source="while True:\n    pass\n"),
+        Limits(cpu_time=1, wall_time=10),
+    )
     assert r.verdict is Verdict.TIME_LIMIT_EXCEEDED
     assert r.limit is LimitKind.CPU_TIME
     assert r.cpu_time >= 0.9
@@ -72,7 +77,8 @@ async def test_memory_limit(sandbox: AsyncSandbox) -> None:
 async def test_memory_limit_in_c(sandbox: AsyncSandbox) -> None:
     src = (
         "#include <stdlib.h>\n#include <string.h>\n#include <stdio.h>\n"
-        "int main(void){ for(int i=0;i<64;i++){ char*p=malloc(16<<20); if(!p) return 2; memset(p,1,16<<20);} puts(\"done\"); }\n"
+        "int main(void){ for(int i=0;i<64;i++){ char*p=malloc(16<<20); if(!p) return 2;\n"
+        '  memset(p,1,16<<20);} puts("done"); }\n'
     )
     r = await sandbox.run(Program(language="c", source=src), Limits(memory=128 << 20))
     assert r.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, r

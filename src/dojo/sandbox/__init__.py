@@ -1,12 +1,17 @@
 """Isolated execution of untrusted, model-written code.
 
-    from dojo.sandbox import AsyncSandbox, Program
-    async with AsyncSandbox() as sandbox:
-        result = await sandbox.run(Program(language="python", source="print(1)"))
-        assert result.verdict == "Accepted" and result.stdout == "1\\n"
+from dojo.sandbox import AsyncSandbox, Program
+async with AsyncSandbox() as sandbox:
+    result = await sandbox.run(Program(language="python", source="print(1)"))
+    assert result.verdict == "Accepted" and result.stdout == "1\\n"
 """
 
-from dojo.sandbox.errors import IsolationUnavailable, LanguageUnavailable, SandboxError, UnknownLanguage
+from dojo.sandbox.errors import (
+    IsolationUnavailable,
+    LanguageUnavailable,
+    SandboxError,
+    UnknownLanguage,
+)
 from dojo.sandbox.languages import LANGUAGES, available_languages, get_language
 from dojo.sandbox.limits import DEFAULT_COMPILE_LIMITS, DEFAULT_LIMITS, Limits
 from dojo.sandbox.program import InputFile, Program

@@ -32,19 +32,49 @@ class Language:
 LANGUAGES: dict[str, Language] = {
     lang.name: lang
     for lang in (
-        Language("python", "main.py", "python3", "apt-get install python3",
-                 ("{exe}", "-S", "-E", "-s", "-B", "main.py"), aliases=("python3", "py"),
-                 inline_python=True),
-        Language("bash", "main.sh", "bash", "apt-get install bash",
-                 ("{exe}", "main.sh"), aliases=("sh", "shell")),
-        Language("c", "main.c", "gcc", "apt-get install gcc",
-                 ("/box/main",), compile_argv=("{exe}", "-O2", "-std=gnu17", "-pipe", "-o", "main", "main.c", "-lm")),
-        Language("cpp", "main.cpp", "g++", "apt-get install g++",
-                 ("/box/main",), compile_argv=("{exe}", "-O2", "-std=gnu++17", "-pipe", "-o", "main", "main.cpp"),
-                 aliases=("c++", "cxx")),
-        Language("javascript", "main.js", "node", "apt-get install nodejs",
-                 ("{exe}", "main.js"), aliases=("js", "node", "nodejs")),
-    )  # fmt: skip
+        Language(
+            "python",
+            "main.py",
+            "python3",
+            "apt-get install python3",
+            ("{exe}", "-S", "-E", "-s", "-B", "main.py"),
+            aliases=("python3", "py"),
+            inline_python=True,
+        ),
+        Language(
+            "bash",
+            "main.sh",
+            "bash",
+            "apt-get install bash",
+            ("{exe}", "main.sh"),
+            aliases=("sh", "shell"),
+        ),
+        Language(
+            "c",
+            "main.c",
+            "gcc",
+            "apt-get install gcc",
+            ("/box/main",),
+            compile_argv=("{exe}", "-O2", "-std=gnu17", "-pipe", "-o", "main", "main.c", "-lm"),
+        ),
+        Language(
+            "cpp",
+            "main.cpp",
+            "g++",
+            "apt-get install g++",
+            ("/box/main",),
+            compile_argv=("{exe}", "-O2", "-std=gnu++17", "-pipe", "-o", "main", "main.cpp"),
+            aliases=("c++", "cxx"),
+        ),
+        Language(
+            "javascript",
+            "main.js",
+            "node",
+            "apt-get install nodejs",
+            ("{exe}", "main.js"),
+            aliases=("js", "node", "nodejs"),
+        ),
+    )
 }
 _ALIASES = {alias: lang for lang in LANGUAGES.values() for alias in (lang.name, *lang.aliases)}
 

@@ -21,9 +21,19 @@ class Limits(BaseModel):
     cpu_time: float = Field(5.0, gt=0, le=3600, description="CPU seconds (user+system) of the run.")
     memory: int = Field(512 * MiB, ge=4 * MiB, le=64 << 30, description="Memory of the whole process tree.")
     processes: int = Field(64, ge=1, le=4096, description="Processes and threads alive at once.")
-    output: int = Field(1 * MiB, ge=1, le=256 * MiB, description="Bytes kept of stdout and of stderr; more kills the run.")
+    output: int = Field(
+        1 * MiB,
+        ge=1,
+        le=256 * MiB,
+        description="Bytes kept of stdout and of stderr; more kills the run.",
+    )
     file_size: int = Field(16 * MiB, ge=0, le=1 << 30, description="Largest file the run may write.")
-    disk: int = Field(64 * MiB, ge=1 * MiB, le=4 << 30, description="Size of each scratch filesystem (work dir, /tmp, /dev/shm).")
+    disk: int = Field(
+        64 * MiB,
+        ge=1 * MiB,
+        le=4 << 30,
+        description="Size of each scratch filesystem (work dir, /tmp, /dev/shm).",
+    )
     open_files: int = Field(256, ge=8, le=65536, description="Open file descriptors per process.")
     network: bool = Field(False, description="Allow the host's network. Off: private loopback only.")
 

@@ -16,7 +16,7 @@ from dojo.sandbox.runtime import AsyncSandbox
 from dojo.sandbox.verdict import Verdict
 
 PRINT_ONE = "print(1)\n"
-HUMANEVAL_STYLE = '''from typing import List
+HUMANEVAL_STYLE = """from typing import List
 
 
 def has_close_elements(numbers: List[float], threshold: float) -> bool:
@@ -33,7 +33,7 @@ assert has_close_elements([1.0, 2.0, 5.9, 4.0, 5.0], 0.95) is True
 assert has_close_elements([1.0, 2.0, 5.9, 4.0, 5.0], 0.8) is False
 assert has_close_elements([1.1, 2.2, 3.1, 4.1, 5.1], 0.5) is False
 print("ok")
-'''
+"""
 WORKLOADS = {"print(1)": (PRINT_ONE, "1"), "humaneval-style": (HUMANEVAL_STYLE, "ok")}
 
 

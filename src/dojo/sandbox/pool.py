@@ -58,7 +58,9 @@ class SlotPool:
             self._slots[s.name] = s
             self._free.put_nowait(s)
 
-    async def execute(self, header: dict[str, Any], blobs: list[bytes], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+    async def execute(
+        self, header: dict[str, Any], blobs: list[bytes], timeout: float
+    ) -> tuple[dict[str, Any], list[bytes]]:
         """Run one request on a warm slot. Raises SlotDied when the slot died under it."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
@@ -79,7 +81,9 @@ class SlotPool:
         self._free.put_nowait(slot)
         return resp
 
-    async def execute_fresh(self, header: dict[str, Any], blobs: list[bytes], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+    async def execute_fresh(
+        self, header: dict[str, Any], blobs: list[bytes], timeout: float
+    ) -> tuple[dict[str, Any], list[bytes]]:
         """Strict isolation: fresh namespaces and a fresh zygote for this one request."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")

@@ -51,7 +51,8 @@ class Program(BaseModel):
     args: list[str] = Field(default_factory=list, description="Command-line arguments.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     expected_stdout: str | None = Field(
-        None, description="If set, an Accepted run whose stdout differs (ignoring whitespace) is WrongAnswer."
+        None,
+        description="If set, an Accepted run whose stdout differs (ignoring whitespace) is WrongAnswer.",
     )
 
     @field_validator("fetch")

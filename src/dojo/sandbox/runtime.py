@@ -20,8 +20,8 @@ from dojo.sandbox.cgroups import SlotCgroups, detect
 from dojo.sandbox.compare import tokens_equal
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 from dojo.sandbox.languages import (
-    SANDBOX_PATH,
     EXPOSED_PREFIXES,
+    SANDBOX_PATH,
     Language,
     default_python,
     get_language,
@@ -164,7 +164,12 @@ class AsyncSandbox:
 
 
 def build_request(
-    program: Program, lang: Language, limits: Limits, compile_limits: Limits, python: str, strict: bool
+    program: Program,
+    lang: Language,
+    limits: Limits,
+    compile_limits: Limits,
+    python: str,
+    strict: bool,
 ) -> tuple[dict[str, Any], list[bytes], float]:
     """Turn a Program into a zygote request: files, steps with their limits, and a host timeout."""
     exe = resolve_toolchain(lang, python)
@@ -186,14 +191,25 @@ def build_request(
         argv = [a.replace("{exe}", exe) for a in lang.compile_argv]
         steps.append({"role": "compile", "argv": argv, "stdin": False, "limits": compile_limits.to_wire()})
         timeout += compile_limits.wall_time
-    run_step: dict[str, Any] = {"role": "run", "stdin": True, "limits": limits.to_wire(), "args": program.args}
+    run_step: dict[str, Any] = {
+        "role": "run",
+        "stdin": True,
+        "limits": limits.to_wire(),
+        "args": program.args,
+    }
     if lang.inline_python and not strict:
         run_step["inline_python"] = lang.source_file
     else:
         run_step["argv"] = [a.replace("{exe}", exe) for a in lang.run_argv] + list(program.args)
     steps.append(run_step)
     timeout += limits.wall_time
-    env = {"PATH": SANDBOX_PATH, "HOME": "/box", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    env = {
+        "PATH": SANDBOX_PATH,
+        "HOME": "/box",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+    }
     env.update(program.env)
     header = {
         "files": files,
@@ -211,8 +227,8 @@ def build_request(
 class Sandbox:
     """Synchronous wrapper: an ``AsyncSandbox`` on a private event-loop thread.
 
-        with Sandbox() as sandbox:
-            print(sandbox.run(Program(language="python", source="print(1)")).stdout)
+    with Sandbox() as sandbox:
+        print(sandbox.run(Program(language="python", source="print(1)")).stdout)
     """
 
     def __init__(self, **kwargs: Any) -> None:

@@ -72,12 +72,10 @@ class Slot:
         )
         try:
             header, _ = await asyncio.wait_for(self._read_frame(), STARTUP_TIMEOUT)
-        except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError) as e:
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError) as e:
             stderr = await self._collect_stderr()
             await self.kill()
-            raise IsolationUnavailable(
-                f"slot {self.name} did not start: {stderr or type(e).__name__}".strip()
-            ) from e
+            raise IsolationUnavailable(f"slot {self.name} did not start: {stderr or type(e).__name__}".strip()) from e
         if not header.get("ready"):
             await self.kill()
             raise IsolationUnavailable(f"slot {self.name} could not isolate itself: {header.get('error')}")
@@ -109,7 +107,7 @@ class Slot:
             self.proc.stdin.write(zygote.encode_frame(header, blobs))
             await self.proc.stdin.drain()
             resp, out = await asyncio.wait_for(self._read_frame(), timeout)
-        except asyncio.TimeoutError as e:
+        except TimeoutError as e:
             await self.kill()
             raise SlotDied(f"slot {self.name} did not answer within {timeout:.1f}s; it was killed") from e
         except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError, ValueError) as e:

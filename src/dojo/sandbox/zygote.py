@@ -137,9 +137,11 @@ class Zygote:
             raise OSError(err, f"{what}: {os.strerror(err)}")
 
     def mount(self, src: str | None, dst: str, fstype: str | None, flags: int, data: str = "") -> None:
-        b = lambda s: s.encode() if s is not None else None  # noqa: E731
+        def b(s: str | None) -> bytes | None:
+            return s.encode() if s else None
+
         self._check(
-            self.libc.mount(b(src), b(dst), b(fstype), self.ctypes.c_ulong(flags), b(data) or None),
+            self.libc.mount(b(src), b(dst), b(fstype), self.ctypes.c_ulong(flags), b(data)),
             f"mount {src} on {dst}",
         )
 
@@ -401,7 +403,7 @@ class Zygote:
                 if exited:
                     break
                 timeout = 5.0
-            for fd, ev in poller.poll(timeout * 1000):
+            for fd, _event in poller.poll(timeout * 1000):
                 if fd == pidfd:
                     exited = True
                     poller.unregister(pidfd)
@@ -601,7 +603,10 @@ class Zygote:
         if step.get("argv"):
             import signal
 
-            for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; programs expect defaults
+            for sig in (
+                signal.SIGPIPE,
+                signal.SIGXFSZ,
+            ):  # Python ignores these; programs expect defaults
                 signal.signal(sig, signal.SIG_DFL)
             argv = step["argv"]
             os.execve(argv[0], argv, env)
@@ -622,7 +627,7 @@ class Zygote:
                                       encoding="utf-8", errors="surrogateescape")  # fmt: skip
         sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
                                       encoding="utf-8", errors="backslashreplace", line_buffering=True)  # fmt: skip
-        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
         os.environ.clear()
         os.environ.update(env)
         path = os.path.join(BOX, filename)

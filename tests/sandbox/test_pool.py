@@ -1,0 +1,102 @@
+"""The pool under load and under faults: concurrency, dead slots, and nothing left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+from dojo.sandbox import AsyncSandbox, Program, Verdict
+
+
+async def test_64_runs_at_once_all_outputs_correct(sandbox: AsyncSandbox) -> None:
+    programs = [
+        Program(
+            language="python",
+            source=f"import sys\nprint({i} * 7, sys.stdin.read())",
+            stdin=f"in{i}",
+        )
+        for i in range(64)
+    ]
+    results = await sandbox.run_many(programs)
+    for i, r in enumerate(results):
+        assert r.verdict is Verdict.ACCEPTED, r
+        assert r.stdout == f"{i * 7} in{i}\n"
+
+
+def _zygote_of(holder_pid: int) -> int:
+    children = Path(f"/proc/{holder_pid}/task/{holder_pid}/children").read_text().split()
+    return int(children[0])
+
+
+async def test_killed_slot_is_replaced_and_the_run_reports_sandbox_error(
+    one_slot: AsyncSandbox,
+) -> None:
+    pool = one_slot.pool
+    (slot,) = pool.slots()
+    assert slot.pid is not None
+    zygote = _zygote_of(slot.pid)
+    task = asyncio.create_task(
+        one_slot.run(Program(language="python", source="import time\ntime.sleep(5)\nprint('x')"))
+    )
+    await asyncio.sleep(0.5)
+    os.kill(zygote, signal.SIGKILL)
+    r = await task
+    assert r.verdict is Verdict.SANDBOX_ERROR
+    assert r.sandbox_error and "died" in r.sandbox_error
+    after = await one_slot.run(Program(language="python", source="print('replaced')"))
+    assert after.verdict is Verdict.ACCEPTED and after.stdout == "replaced\n"
+    assert pool.restarts == 1
+    (new_slot,) = pool.slots()
+    assert new_slot.pid != slot.pid
+
+
+def _snapshot() -> dict[str, set[str]]:
+    mounts = set(Path("/proc/self/mountinfo").read_text().splitlines())
+    cgroups: set[str] = set()
+    for controller in ("memory", "pids", "unified"):
+        root = Path("/sys/fs/cgroup") / controller
+        if root.is_dir():
+            cgroups |= {str(p) for p in root.rglob("dojo-*")}
+    procs = set()
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                cmd = Path(f"/proc/{p}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"zygote" in cmd or b"unshare" in cmd or b"sleep\x00100" in cmd:
+                procs.add(p)
+    tmp = {str(p) for p in Path("/tmp").iterdir()}
+    return {"mounts": mounts, "cgroups": cgroups, "procs": procs, "tmp": tmp}
+
+
+async def test_1000_runs_leave_nothing_behind() -> None:
+    from tests.sandbox.conftest import SKIP_REASON
+
+    if SKIP_REASON:
+        import pytest
+
+        pytest.skip(SKIP_REASON)
+    before = _snapshot()
+    sb = AsyncSandbox(pool_size=4)
+    async with sb:
+        sem = asyncio.Semaphore(16)
+        background = "import subprocess\nsubprocess.Popen(['sleep', '100'], start_new_session=True)\nprint({i})"
+
+        async def one(i: int) -> bool:
+            async with sem:
+                src = background.format(i=i) if i % 50 == 0 else f"open('/tmp/f{i}', 'w').write('x')\nprint({i})"
+                r = await sb.run(Program(language="python", source=src))
+                return r.verdict is Verdict.ACCEPTED and r.stdout == f"{i}\n"
+
+        oks = await asyncio.gather(*(one(i) for i in range(1000)))
+        assert all(oks)
+        during = _snapshot()
+        assert len(during["cgroups"] - before["cgroups"]) > 0  # the pool's groups exist while it runs
+    after = _snapshot()
+    assert after["procs"] - before["procs"] == set()
+    assert after["cgroups"] - before["cgroups"] == set()
+    assert after["mounts"] - before["mounts"] == set()
+    assert after["tmp"] - before["tmp"] == set()
