@@ -69,6 +69,7 @@ class Slot:
             stderr=asyncio.subprocess.PIPE,
             limit=1 << 20,
             start_new_session=True,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},  # nothing of the host's environment
         )
         try:
             header, _ = await asyncio.wait_for(self._read_frame(), STARTUP_TIMEOUT)

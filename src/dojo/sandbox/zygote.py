@@ -108,10 +108,33 @@ SIOCSIFFLAGS = 0x8914
 NEW_ROOT = "/tmp"  # a tmpfs is mounted here in the private mount namespace, then pivoted into
 BOX = "/box"
 DEVICES = ("null", "zero", "full", "random", "urandom")
+REHEARSAL = """
+from typing import List
+
+
+def has_close(numbers: List[float], threshold: float) -> bool:
+    for i, a in enumerate(numbers):
+        for j, b in enumerate(numbers):
+            if i != j and abs(a - b) < threshold:
+                return True
+    return False
+
+
+class Box:
+    size: int = 1
+
+    def grow(self, *args, **kwargs):
+        return [i * 2 for i in range(10) if i % 2] + sorted({k: v for k, v in kwargs.items()})
+
+
+assert has_close([1.0, 2.0, 3.9, 4.0], 0.3), f"{has_close!r}"
+print(sum(int(x) for x in "1 2 3".split()), Box().grow(a=1), "done")
+"""
+
+# Imported once by the zygote so that runs do not pay for them; kept small (idle memory per slot).
 PYTHON_PRELOAD = (
-    "typing", "collections", "itertools", "functools", "math", "re", "heapq", "bisect",
-    "string", "dataclasses", "fractions", "decimal", "statistics", "copy", "operator", "io",
-    "traceback", "atexit", "threading", "random", "hashlib", "types", "linecache",
+    "typing", "collections", "itertools", "functools", "math", "re", "heapq", "bisect", "string",
+    "copy", "operator", "io", "traceback", "atexit", "threading", "random", "types", "linecache",
 )  # fmt: skip
 
 
@@ -128,6 +151,9 @@ class Zygote:
         self.cgroup_version: int = config.get("cgroup_version", 1)
         self.host_netns: int | None = None
         self.disk_bytes: int = config.get("disk_bytes", 64 << 20)
+        self.mem_limit = -1
+        self.pids_limit = -1
+        self.oom_count = 0
 
     # -- syscalls ------------------------------------------------------------------------------
 
@@ -193,8 +219,6 @@ class Zygote:
             fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | 0x1 | 0x40))
 
     def build_root(self) -> None:
-        import platform
-
         if self.config.get("keep_host_netns"):
             self.host_netns = os.open(self.config["keep_host_netns"], os.O_RDONLY | os.O_CLOEXEC)
         self.mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -236,7 +260,7 @@ class Zygote:
             os.makedirs(f"{r}/{d}")
         self.mount_scratch(r)
         os.chdir(r)
-        machine = platform.machine()
+        machine = os.uname().machine
         if machine not in SYS_PIVOT_ROOT:
             raise OSError(f"unsupported architecture {machine}")
         self._check(self.libc.syscall(SYS_PIVOT_ROOT[machine], b".", b"."), "pivot_root")
@@ -270,13 +294,37 @@ class Zygote:
             self.mount_scratch()
 
     def preload(self) -> None:
+        """Import common modules and rehearse one run, so children start on warm memory.
+
+        Page faults are what a forked child pays for (several microseconds each in a VM): the
+        first ``compile()`` or stream set-up in a fresh process touches a few hundred new pages.
+        Doing it once here leaves those paths warm for every child (1.4 ms -> 0.1 ms measured).
+        """
+        import builtins
+        import gc
         import importlib
+        import io
 
         for name in PYTHON_PRELOAD:
             try:
                 importlib.import_module(name)
             except ImportError:
                 pass
+        null = os.open("/dev/null", os.O_RDWR)
+        saved = sys.stdout
+        try:
+            for _ in range(3):
+                out = io.TextIOWrapper(io.BufferedWriter(io.FileIO(null, "w", closefd=False)),
+                                       encoding="utf-8", errors="surrogateescape")  # fmt: skip
+                code = compile(REHEARSAL, "/box/main.py", "exec", dont_inherit=True)
+                sys.stdout = out
+                exec(code, {"__name__": "__rehearsal__", "__builtins__": builtins})
+                out.flush()
+        finally:
+            sys.stdout = saved
+            os.close(null)
+        gc.collect()
+        gc.freeze()  # forked children never scan (and so never copy) the zygote's objects
 
     def setup(self) -> None:
         self.join_cgroups()
@@ -286,7 +334,16 @@ class Zygote:
         self.loopback_up()
         self.build_root()
         if self.cgroup_version == 1 and "memory" in self.cg:
-            self.cg_write("memory", "memory.swappiness", "0")
+            try:
+                self.cg_write("memory", "memory.swappiness", "0")
+            except OSError:
+                pass
+        elif "memory" in self.cg:
+            try:
+                self.cg_write("memory", "memory.swap.max", "0")
+            except OSError:
+                pass
+        self.oom_count = self.oom_kills()
         try:  # needs CAP_SYS_RESOURCE; without it, children at +1000 are still chosen first
             with open("/proc/self/oom_score_adj", "w") as f:
                 f.write("-1000")
@@ -298,7 +355,11 @@ class Zygote:
 
     def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         out_blobs: list[bytes] = []
+        import time
+
+        self.marks = [("start", time.perf_counter())]
         self.wipe_scratch(int(header.get("disk_bytes", self.disk_bytes)))
+        self.marks.append(("wiped", time.perf_counter()))
         for f in header.get("files", []):
             path = os.path.join(BOX, f["path"])
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -325,7 +386,10 @@ class Zygote:
         fetched = []
         if header.get("fetch"):
             fetched = self.fetch(header["fetch"], int(header.get("fetch_max_bytes", 1 << 20)), out_blobs)
-        return {"steps": steps_out, "fetched": fetched}, out_blobs
+        self.marks.append(("end", time.perf_counter()))
+        t0 = self.marks[0][1]
+        timings = {name: round((t - t0) * 1e6) for name, t in self.marks}
+        return {"steps": steps_out, "fetched": fetched, "timings_us": timings}, out_blobs
 
     def run_step(self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]) -> tuple[dict[str, Any], bytes, bytes]:
         import select
@@ -333,21 +397,27 @@ class Zygote:
 
         lim = step["limits"]
         mem_base = 0
-        oom_before = self.oom_kills()
+        oom_before = self.oom_count
         if "memory" in self.cg:
+            # The zygote's own pages are in the group: the run gets its limit on top of them.
+            # Rewriting the limit is skipped while it is within 1 MiB of the last one.
             if self.cgroup_version == 1:
                 mem_base = int(self.cg_read("memory", "memory.usage_in_bytes"))
-                self.cg_write("memory", "memory.limit_in_bytes", str(mem_base + lim["memory_bytes"]))
+                if abs(mem_base + lim["memory_bytes"] - self.mem_limit) > (1 << 20):
+                    self.mem_limit = mem_base + lim["memory_bytes"]
+                    self.cg_write("memory", "memory.limit_in_bytes", str(self.mem_limit))
                 self.cg_write("memory", "memory.max_usage_in_bytes", "0")
             else:
                 mem_base = int(self.cg_read("memory", "memory.current"))
-                self.cg_write("memory", "memory.max", str(mem_base + lim["memory_bytes"]))
-                self.cg_write("memory", "memory.swap.max", "0")
+                if abs(mem_base + lim["memory_bytes"] - self.mem_limit) > (1 << 20):
+                    self.mem_limit = mem_base + lim["memory_bytes"]
+                    self.cg_write("memory", "memory.max", str(self.mem_limit))
                 try:
                     self.cg_write("memory", "memory.peak", "0")
                 except OSError:
                     pass
-        if "pids" in self.cg:
+        if "pids" in self.cg and lim["processes"] != self.pids_limit:
+            self.pids_limit = lim["processes"]
             self.cg_write("pids", "pids.max", str(lim["processes"] + 1))
 
         in_r, in_w = os.pipe2(os.O_CLOEXEC)
@@ -356,6 +426,7 @@ class Zygote:
         exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
         sys.stdout.flush()
         sys.stderr.flush()
+        self.marks.append(("fork", time.perf_counter()))
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child never returns
@@ -406,6 +477,7 @@ class Zygote:
             for fd, _event in poller.poll(timeout * 1000):
                 if fd == pidfd:
                     exited = True
+                    self.marks.append(("exited", time.perf_counter()))
                     poller.unregister(pidfd)
                     # Drain what is buffered now, then kill leftovers (background children
                     # holding the pipes open) so the reads below reach EOF promptly.
@@ -414,7 +486,7 @@ class Zygote:
                         if self._drain(rfd, buf, cap, truncated, name) is None:
                             open_fds.discard(rfd)
                             poller.unregister(rfd)
-                    if not killed_all:
+                    if open_fds and not killed_all:
                         self.kill_all()
                         killed_all = True
                 elif fd == in_w:
@@ -445,11 +517,12 @@ class Zygote:
                 pass
         if in_w >= 0:
             os.close(in_w)
+        self.marks.append(("eof", time.perf_counter()))
         _, status, ru = os.wait4(pid, 0)
         wall = time.monotonic() - start
         os.close(pidfd)
-        self.kill_all()
         self.reap_all()
+        self.marks.append(("reaped", time.perf_counter()))
         exec_error = os.read(exc_r, 4096).decode(errors="replace") or None
         os.close(exc_r)
         cpu = ru.ru_utime + ru.ru_stime
@@ -457,7 +530,8 @@ class Zygote:
         sig = -exit_code if exit_code < 0 else None
         if limit is None and (sig == 24 or cpu > lim["cpu_s"]):  # SIGXCPU or over budget
             limit = "cpu"
-        oom = self.oom_kills() > oom_before
+        self.oom_count = self.oom_kills()
+        oom = self.oom_count > oom_before
         if oom and limit is None:
             limit = "memory"
         if sig == 25 and limit is None:  # SIGXFSZ
@@ -521,13 +595,21 @@ class Zygote:
             pass
 
     def reap_all(self) -> None:
+        """Kill and reap every other process of the namespace, until none is left."""
         while True:
             try:
-                pid, _ = os.waitpid(-1, 0)
+                os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
+            except ProcessLookupError:
+                pass
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
-                return
+                try:
+                    os.waitpid(-1, 0)
+                except ChildProcessError:
+                    return
 
     def fetch(self, paths: list[str], max_bytes: int, out_blobs: list[bytes]) -> list[dict[str, Any]]:
         """Read requested files as the run uid (never as root: a symlink must not leak host files)."""
@@ -582,8 +664,9 @@ class Zygote:
             os.dup2(exc_w, 3)
             os.set_inheritable(3, False)
         os.closerange(4, 1 << 16)
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        os.write(fd, b"1000")
+        os.close(fd)
         cpu = max(1, int(-(-lim["cpu_s"] // 1)))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"], lim["file_size_bytes"]))
@@ -681,7 +764,6 @@ class Zygote:
             try:
                 resp, out_blobs = self.handle(header, blobs)
             except Exception as e:
-                self.kill_all()
                 self.reap_all()
                 resp, out_blobs = {"error": f"{type(e).__name__}: {e}"}, []
             resp["id"] = header.get("id")
