@@ -280,14 +280,22 @@ class Zygote:
                    f"size={size},nr_inodes=1024,mode=1777")  # fmt: skip
 
     def wipe_scratch(self, disk_bytes: int) -> None:
-        dirty = disk_bytes != self.disk_bytes
-        if not dirty:
+        """Empty /box, /tmp and /dev/shm for the next run.
+
+        The common case (a few files left by the last run) is unlinked in place; anything more
+        (directories, many entries, changed permissions, another size) gets fresh mounts.
+        """
+        remount = disk_bytes != self.disk_bytes or os.stat(BOX).st_mode & 0o7777 != 0o755
+        if not remount:
             for d in (BOX, "/tmp", "/dev/shm"):
                 with os.scandir(d) as it:
-                    if next(it, None) is not None:
-                        dirty = True
-                        break
-        if dirty or os.stat(BOX).st_mode & 0o7777 != 0o755:
+                    entries = list(it)
+                if len(entries) > 16 or any(e.is_dir(follow_symlinks=False) for e in entries):
+                    remount = True
+                    break
+                for e in entries:
+                    os.unlink(e.path)
+        if remount:
             for d in (BOX, "/tmp", "/dev/shm"):
                 self.umount(d)
             self.disk_bytes = disk_bytes
