@@ -141,7 +141,6 @@ PYTHON_PRELOAD = (
 class Zygote:
     def __init__(self, config: dict[str, Any]) -> None:
         import ctypes
-        import ctypes.util
 
         self.config = config
         self.uid: int = config["uid"]
@@ -333,6 +332,7 @@ class Zygote:
             os.close(null)
         gc.collect()
         gc.freeze()  # forked children never scan (and so never copy) the zygote's objects
+        self.libc.malloc_trim(0)  # give freed heap back: idle memory per slot is what scales
 
     def setup(self) -> None:
         self.join_cgroups()
