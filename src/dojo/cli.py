@@ -61,7 +61,7 @@ def run(
     try:
         get_language(lang)
         limits = Limits(wall_time=wall_time, cpu_time=cpu_time, memory=memory_mb << 20, network=network)
-        program = Program(language=lang, source=source, stdin=stdin.read_bytes() if stdin else b"")
+        program = Program(language=lang, source=source, stdin=stdin.read_text() if stdin else "")
     except ValueError as e:
         _fail(str(e))
         return

@@ -16,6 +16,7 @@ from dojo.sandbox.slot import Slot, SlotConfig, SlotDied
 log = logging.getLogger(__name__)
 
 UID_BASE = 200_000  # slot uids; one per slot so that RLIMIT_NPROC and file ownership never mix
+FRESH_UIDS = 8192  # dedicated slots (sessions, strict runs) alive at once, per pool
 
 
 def default_pool_size() -> int:
@@ -27,8 +28,8 @@ class SlotPool:
     """Warm slots behind a free-list. ``execute`` takes a free slot, runs one request, returns it."""
 
     def __init__(self, size: int, config: SlotConfig, cgroups: SlotCgroups | None) -> None:
-        if size < 1:
-            raise ValueError("pool size must be at least 1")
+        if not 1 <= size <= 1024:
+            raise ValueError(f"pool size must be between 1 and 1024, got {size}")
         self.size = size
         self.config = config
         self.cgroups = cgroups
@@ -36,10 +37,12 @@ class SlotPool:
         self._slots: dict[str, Slot] = {}
         self._replacing: set[asyncio.Task[None]] = set()
         self._fresh_ids = itertools.count()
+        self._fresh_uids_free: list[int] = []
+        self._fresh: dict[str, Slot] = {}
         self._fresh_sem = asyncio.Semaphore(size)
         self._closed = False
         # Per process and per pool: uids never collide between two pools of one host process.
-        self._uid_base = UID_BASE + (os.getpid() % 4096) * 4096 + (id(self) >> 4) % 16 * 256
+        self._uid_base = UID_BASE + ((os.getpid() * 16 + (id(self) >> 4) % 16) % 65536) * (FRESH_UIDS + 1024)
         self.restarts = 0
         self.runs = 0
 
@@ -81,6 +84,37 @@ class SlotPool:
         self._free.put_nowait(slot)
         return resp
 
+    def _take_uid(self) -> int:
+        if self._fresh_uids_free:
+            return self._fresh_uids_free.pop()
+        n = next(self._fresh_ids)
+        if n >= FRESH_UIDS:
+            raise SandboxError(f"more than {FRESH_UIDS} dedicated slots at once")
+        return self._uid_base + 1024 + n
+
+    def _give_uid(self, uid: int) -> None:
+        self._fresh_uids_free.append(uid)
+
+    async def start_fresh(self, name: str) -> Slot:
+        """A dedicated slot (for a session or a strict run); stop it with ``stop_fresh``."""
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        uid = self._take_uid()
+        slot = Slot(f"{name}-{uid - self._uid_base}", uid, self.config, self.cgroups)
+        try:
+            await slot.start()
+        except BaseException:
+            await slot.kill()
+            self._give_uid(uid)
+            raise
+        self._fresh[slot.name] = slot
+        return slot
+
+    async def stop_fresh(self, slot: Slot) -> None:
+        await slot.kill()
+        if self._fresh.pop(slot.name, None) is not None:
+            self._give_uid(slot.uid)
+
     async def execute_fresh(
         self, header: dict[str, Any], blobs: list[bytes], timeout: float
     ) -> tuple[dict[str, Any], list[bytes]]:
@@ -88,13 +122,11 @@ class SlotPool:
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         async with self._fresh_sem:
-            n = next(self._fresh_ids)
-            slot = Slot(f"fresh-{n}", self._uid_base + self.size + n % 1024, self.config, self.cgroups)
+            slot = await self.start_fresh("fresh")
             try:
-                await slot.start()
                 resp = await slot.request({**header, "last": True}, blobs, timeout)
             finally:
-                await slot.kill()
+                await self.stop_fresh(slot)
             self.runs += 1
             return resp
 
@@ -135,6 +167,7 @@ class SlotPool:
         with contextlib.suppress(Exception):
             await asyncio.gather(*self._replacing, return_exceptions=True)
         await asyncio.gather(*(s.kill() for s in self._slots.values()), return_exceptions=True)
+        await asyncio.gather(*(s.kill() for s in list(self._fresh.values())), return_exceptions=True)
         if self.cgroups:
             await asyncio.to_thread(self.cgroups.remove_pool)
 

@@ -26,7 +26,9 @@ def check_relative_path(path: str) -> str:
 
 
 class InputFile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """A file placed in the work dir before the run. In JSON, ``content`` is base64."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 
     path: str = Field(description="Path relative to the work dir.")
     content: bytes = Field(description="File content.")
@@ -41,11 +43,11 @@ class InputFile(BaseModel):
 class Program(BaseModel):
     """Source code in a language, plus what it reads and what to bring back."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
 
-    language: str = Field(description="python, bash, c, cpp or javascript (aliases accepted).")
+    language: str = Field(max_length=32, description="python, bash, c, cpp or javascript (aliases accepted).")
     source: str = Field(description="The program's source code.")
-    stdin: bytes | str = b""
+    stdin: str = Field("", description="Text fed to the program's standard input.")
     files: list[InputFile] = Field(default_factory=list, description="Files placed in the work dir.")
     fetch: list[str] = Field(default_factory=list, description="Work-dir paths returned after the run.")
     args: list[str] = Field(default_factory=list, description="Command-line arguments.")
@@ -76,7 +78,7 @@ class Program(BaseModel):
         return v
 
     def stdin_bytes(self) -> bytes:
-        return self.stdin.encode() if isinstance(self.stdin, str) else self.stdin
+        return self.stdin.encode("utf-8", errors="surrogateescape")
 
 
 __all__ = ["InputFile", "Limits", "Program", "check_relative_path"]

@@ -38,7 +38,9 @@ class StepResult(BaseModel):
 
 
 class FetchedFile(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    """A file brought back from the work dir. In JSON, ``content`` is base64."""
+
+    model_config = ConfigDict(frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
 
     path: str
     content: bytes | None = None
@@ -49,7 +51,7 @@ class FetchedFile(BaseModel):
 class ExecutionResult(BaseModel):
     """The outcome of running a program. ``limit`` says which limit a limit verdict came from."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
 
     verdict: Verdict
     exit_code: int | None = None
@@ -66,6 +68,8 @@ class ExecutionResult(BaseModel):
     files: dict[str, FetchedFile] = Field(default_factory=dict)
     sandbox_error: str | None = Field(None, description="Why the sandbox failed (verdict SandboxError).")
     language: str = ""
+    session_restarted: bool | None = Field(None, description="Sessions: the interpreter was (re)started for this exec.")
+    session_ended: bool | None = Field(None, description="Sessions: the interpreter ended; its state is gone.")
 
     @property
     def ok(self) -> bool:

@@ -32,6 +32,7 @@ from dojo.sandbox.limits import DEFAULT_COMPILE_LIMITS, DEFAULT_LIMITS, Limits
 from dojo.sandbox.pool import SlotPool, default_pool_size
 from dojo.sandbox.program import Program
 from dojo.sandbox.result import ExecutionResult, result_from_wire
+from dojo.sandbox.session import Session
 from dojo.sandbox.slot import SlotConfig, SlotDied
 from dojo.sandbox.verdict import Verdict
 
@@ -113,6 +114,27 @@ class AsyncSandbox:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    @property
+    def started(self) -> bool:
+        return self._pool is not None
+
+    async def open_session(self, language: str, limits: Limits | None = None) -> Session:
+        """A stateful session on a slot of its own (see ``dojo.sandbox.session``)."""
+        lang = get_language(language)
+        resolve_toolchain(lang, self.python)
+        if self._pool is None:
+            await self.start()
+        limits = limits or self.limits
+        slot = await self.pool.start_fresh("session")
+
+        def build(program: Program, lang: Language, lim: Limits) -> tuple[dict[str, Any], list[bytes], float]:
+            return build_request(program, lang, lim, self.compile_limits, self.python, strict=False)
+
+        async def release(session: Session) -> None:
+            await self.pool.stop_fresh(session.slot)
+
+        return Session(slot, lang, limits, build, release)
 
     @property
     def pool(self) -> SlotPool:
@@ -254,6 +276,27 @@ class Sandbox:
 
     def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
         return self._call(self._async.run_many(list(programs), limits))
+
+    @property
+    def started(self) -> bool:
+        return self._pool is not None
+
+    async def open_session(self, language: str, limits: Limits | None = None) -> Session:
+        """A stateful session on a slot of its own (see ``dojo.sandbox.session``)."""
+        lang = get_language(language)
+        resolve_toolchain(lang, self.python)
+        if self._pool is None:
+            await self.start()
+        limits = limits or self.limits
+        slot = await self.pool.start_fresh("session")
+
+        def build(program: Program, lang: Language, lim: Limits) -> tuple[dict[str, Any], list[bytes], float]:
+            return build_request(program, lang, lim, self.compile_limits, self.python, strict=False)
+
+        async def release(session: Session) -> None:
+            await self.pool.stop_fresh(session.slot)
+
+        return Session(slot, lang, limits, build, release)
 
     @property
     def pool(self) -> SlotPool:

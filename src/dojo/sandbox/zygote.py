@@ -366,23 +366,29 @@ class Zygote:
         import time
 
         self.marks = [("start", time.perf_counter())]
-        self.wipe_scratch(int(header.get("disk_bytes", self.disk_bytes)))
-        self.marks.append(("wiped", time.perf_counter()))
-        for f in header.get("files", []):
-            path = os.path.join(BOX, f["path"])
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, f.get("mode", 0o644))
-            try:
-                _write_all(fd, blobs[f["blob"]])
-            finally:
-                os.close(fd)
-        for dirpath, dirnames, filenames in os.walk(BOX):
-            for name in dirnames + filenames:
-                os.chown(os.path.join(dirpath, name), self.uid, self.uid)
+        if header.get("keep_files"):  # a session: the work dir is the program's; write as its uid
+            self.write_files_as_user(header.get("files", []), blobs)
+        else:
+            self.wipe_scratch(int(header.get("disk_bytes", self.disk_bytes)))
+            self.marks.append(("wiped", time.perf_counter()))
+            for f in header.get("files", []):
+                path = os.path.join(BOX, f["path"])
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, f.get("mode", 0o644))
+                try:
+                    _write_all(fd, blobs[f["blob"]])
+                finally:
+                    os.close(fd)
+            for dirpath, dirnames, filenames in os.walk(BOX):
+                for name in dirnames + filenames:
+                    os.chown(os.path.join(dirpath, name), self.uid, self.uid)
         stdin = blobs[header["stdin_blob"]] if header.get("stdin_blob") is not None else b""
         steps_out = []
         for step in header["steps"]:
-            res, so, se = self.run_step(step, stdin if step.get("stdin") else b"", header)
+            if step.get("session_python"):
+                res, so, se = self.run_session_python(step, stdin, header)
+            else:
+                res, so, se = self.run_step(step, stdin if step.get("stdin") else b"", header)
             res["stdout_blob"] = len(out_blobs)
             out_blobs.append(so)
             res["stderr_blob"] = len(out_blobs)
@@ -404,29 +410,9 @@ class Zygote:
         import time
 
         lim = step["limits"]
-        mem_base = 0
         oom_before = self.oom_count
-        if "memory" in self.cg:
-            # The zygote's own pages are in the group: the run gets its limit on top of them.
-            # Rewriting the limit is skipped while it is within 1 MiB of the last one.
-            if self.cgroup_version == 1:
-                mem_base = int(self.cg_read("memory", "memory.usage_in_bytes"))
-                if abs(mem_base + lim["memory_bytes"] - self.mem_limit) > (1 << 20):
-                    self.mem_limit = mem_base + lim["memory_bytes"]
-                    self.cg_write("memory", "memory.limit_in_bytes", str(self.mem_limit))
-                self.cg_write("memory", "memory.max_usage_in_bytes", "0")
-            else:
-                mem_base = int(self.cg_read("memory", "memory.current"))
-                if abs(mem_base + lim["memory_bytes"] - self.mem_limit) > (1 << 20):
-                    self.mem_limit = mem_base + lim["memory_bytes"]
-                    self.cg_write("memory", "memory.max", str(self.mem_limit))
-                try:
-                    self.cg_write("memory", "memory.peak", "0")
-                except OSError:
-                    pass
-        if "pids" in self.cg and lim["processes"] != self.pids_limit:
-            self.pids_limit = lim["processes"]
-            self.cg_write("pids", "pids.max", str(lim["processes"] + 1))
+        mem_base = self.set_cgroup_limits(lim)
+        self.reset_peak()
 
         in_r, in_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -544,15 +530,7 @@ class Zygote:
             limit = "memory"
         if sig == 25 and limit is None:  # SIGXFSZ
             limit = "file_size"
-        peak = 0
-        if "memory" in self.cg:
-            name = "memory.max_usage_in_bytes" if self.cgroup_version == 1 else "memory.peak"
-            try:
-                peak = max(0, int(self.cg_read("memory", name)) - mem_base)
-            except (OSError, ValueError):
-                peak = ru.ru_maxrss * 1024
-        else:
-            peak = ru.ru_maxrss * 1024
+        peak = self.read_peak(mem_base) or ru.ru_maxrss * 1024
         res = {
             "role": step.get("role", "run"),
             "exit_code": exit_code if exit_code >= 0 else None,
@@ -584,6 +562,46 @@ class Zygote:
                 truncated[name] = True
             else:
                 buf += chunk
+
+    def memory_usage(self) -> int:
+        if "memory" not in self.cg:
+            return 0
+        name = "memory.usage_in_bytes" if self.cgroup_version == 1 else "memory.current"
+        return int(self.cg_read("memory", name))
+
+    def set_cgroup_limits(self, lim: dict[str, Any]) -> int:
+        """Memory limit = what the group holds now (the zygote) + the run's limit; pids.max.
+
+        Returns the usage the limit was based on. A rewrite within 1 MiB of the last is skipped.
+        """
+        base = self.memory_usage()
+        if "memory" in self.cg and abs(base + lim["memory_bytes"] - self.mem_limit) > (1 << 20):
+            self.mem_limit = base + lim["memory_bytes"]
+            name = "memory.limit_in_bytes" if self.cgroup_version == 1 else "memory.max"
+            self.cg_write("memory", name, str(self.mem_limit))
+        if "pids" in self.cg and lim["processes"] != self.pids_limit:
+            self.pids_limit = lim["processes"]
+            self.cg_write("pids", "pids.max", str(lim["processes"] + 1))
+        return base
+
+    def reset_peak(self) -> int:
+        """Reset the group's peak-memory counter; returns the usage now."""
+        if "memory" in self.cg:
+            try:
+                name = "memory.max_usage_in_bytes" if self.cgroup_version == 1 else "memory.peak"
+                self.cg_write("memory", name, "0")
+            except OSError:
+                pass
+        return self.memory_usage()
+
+    def read_peak(self, base: int) -> int:
+        if "memory" not in self.cg:
+            return 0
+        name = "memory.max_usage_in_bytes" if self.cgroup_version == 1 else "memory.peak"
+        try:
+            return max(0, int(self.cg_read("memory", name)) - base)
+        except (OSError, ValueError):
+            return 0
 
     def oom_kills(self) -> int:
         if "memory" not in self.cg:
@@ -655,28 +673,287 @@ class Zygote:
         out_blobs.extend(blobs)
         return list(fetched)
 
+    def as_user(self, work: Any) -> Any:
+        """Run ``work()`` in a child with the slot's uid; return what it returns (JSON-able)."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover
+            status = 0
+            try:
+                os.close(r)
+                os.setgroups([])
+                os.setresgid(self.uid, self.uid, self.uid)
+                os.setresuid(self.uid, self.uid, self.uid)
+                os.umask(0o022)
+                _write_all(w, encode_frame({"value": work()}, []))
+            except BaseException as e:
+                status = 1
+                try:
+                    _write_all(w, encode_frame({"error": f"{type(e).__name__}: {e}"}, []))
+                except BaseException:
+                    pass
+            finally:
+                os._exit(status)
+        os.close(w)
+        try:
+            header, _ = _read_frame(r)
+        finally:
+            os.close(r)
+            os.waitpid(pid, 0)
+        if "error" in header:
+            raise OSError(header["error"])
+        return header["value"]
+
+    def write_files_as_user(self, files: list[dict[str, Any]], blobs: list[bytes]) -> None:
+        def work() -> int:
+            for f in files:
+                path = os.path.join(BOX, f["path"])
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, f.get("mode", 0o644))
+                try:
+                    _write_all(fd, blobs[f["blob"]])
+                finally:
+                    os.close(fd)
+            return len(files)
+
+        if files:
+            self.as_user(work)
+
+    def start_worker(self, lim: dict[str, Any], req: dict[str, Any]) -> None:
+        """Fork the persistent Python worker of a session (variables live in it between execs)."""
+        ctl_r, ctl_w = os.pipe2(os.O_CLOEXEC)
+        st_r, st_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
+        null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover
+            try:
+                self.child({"role": "session"}, lim, req, null, out_w, err_w, exc_w, keep=(ctl_r, st_w))
+                os.chdir(BOX)
+                os.close(3)
+                self.session_worker_loop(4, 5, dict(req.get("env") or {}))
+            except BaseException as e:
+                try:
+                    import traceback
+
+                    os.write(2, f"dojo session worker failed: {type(e).__name__}: {e}\n".encode()[:4000])
+                    os.write(2, traceback.format_exc().encode()[-4000:])
+                finally:
+                    os._exit(127)
+            os._exit(0)
+        for fd in (ctl_r, st_w, out_w, err_w, exc_w, null):
+            os.close(fd)
+        for fd in (st_r, out_r, err_r, exc_r):
+            os.set_blocking(fd, False)
+        self.worker = {"pid": pid, "pidfd": os.pidfd_open(pid), "ctl": ctl_w, "status": st_r,
+                       "out": out_r, "err": err_r, "exc": exc_r, "limits": lim}  # fmt: skip
+
+    def stop_worker(self) -> None:
+        w = getattr(self, "worker", None)
+        if not w:
+            return
+        self.worker = None
+        for key in ("ctl", "status", "out", "err", "exc", "pidfd"):
+            try:
+                os.close(w[key])
+            except OSError:
+                pass
+        self.reap_all()
+
+    @staticmethod
+    def _proc_cpu(pid: int) -> float:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            ticks = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+            return ticks / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def run_session_python(self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]) -> tuple[dict[str, Any], bytes, bytes]:
+        """One exec in the session's persistent interpreter (started on first use)."""
+        import select
+        import time
+
+        lim = step["limits"]
+        restarted = False
+        if getattr(self, "worker", None) is None:
+            self.set_cgroup_limits(lim)
+            self.start_worker(lim, req)
+            restarted = True
+        w = self.worker
+        assert w is not None
+        mem_base = self.reset_peak()
+        oom_before = self.oom_count
+        cpu_before = self._proc_cpu(w["pid"])
+        start = time.monotonic()
+        deadline = start + lim["wall_s"]
+        cap = lim["output_bytes"]
+        out = bytearray()
+        err = bytearray()
+        truncated = {"stdout": False, "stderr": False}
+        limit: str | None = None
+        try:
+            _write_all(w["ctl"], encode_frame({"exec": True}, [step["code"].encode(), stdin]))
+        except OSError:
+            pass
+        poller = select.poll()
+        for fd in (w["status"], w["out"], w["err"], w["pidfd"]):
+            poller.register(fd, select.POLLIN)
+        done: dict[str, Any] | None = None
+        died = False
+        status_buf = bytearray()
+        while done is None and not died:
+            now = time.monotonic()
+            if now >= deadline:
+                limit = "wall"
+                break
+            if self._proc_cpu(w["pid"]) - cpu_before > lim["cpu_s"]:
+                limit = "cpu"
+                break
+            for fd, _event in poller.poll(min(deadline - now, 0.05) * 1000):
+                if fd == w["out"]:
+                    self._drain(fd, out, cap, truncated, "stdout")
+                elif fd == w["err"]:
+                    self._drain(fd, err, cap, truncated, "stderr")
+                elif fd == w["status"]:
+                    try:
+                        status_buf += os.read(fd, 65536)
+                    except BlockingIOError:
+                        pass
+                    if len(status_buf) >= FRAME_PREFIX.size:
+                        hlen, _ = FRAME_PREFIX.unpack(status_buf[: FRAME_PREFIX.size])
+                        if len(status_buf) >= FRAME_PREFIX.size + hlen:
+                            done = json.loads(status_buf[FRAME_PREFIX.size : FRAME_PREFIX.size + hlen])
+                elif fd == w["pidfd"]:
+                    died = True
+            if (truncated["stdout"] or truncated["stderr"]) and limit is None:
+                limit = "output"
+                break
+        self._drain(w["out"], out, cap, truncated, "stdout")
+        self._drain(w["err"], err, cap, truncated, "stderr")
+        wall = time.monotonic() - start
+        cpu = max(0.0, self._proc_cpu(w["pid"]) - cpu_before)
+        exit_code: int | None = None
+        sig: int | None = None
+        exec_error = None
+        try:
+            exec_error = os.read(w["exc"], 4096).decode(errors="replace") or None
+        except BlockingIOError:
+            pass
+        ended = died or limit is not None or bool(done and done.get("ended"))
+        if ended:
+            pid = w["pid"]
+            if limit is not None:
+                self.kill_all()
+            try:
+                _, status, _ = os.wait4(pid, 0)
+                code = os.waitstatus_to_exitcode(status)
+                exit_code, sig = (code, None) if code >= 0 else (None, -code)
+            except ChildProcessError:
+                pass
+            self.stop_worker()
+            if done and done.get("ended"):
+                exit_code = done.get("status", exit_code)
+        else:
+            exit_code = int(done["status"]) if done else None
+        self.oom_count = self.oom_kills()
+        oom = self.oom_count > oom_before
+        if oom and limit is None:
+            limit = "memory"
+        res = {
+            "role": "run", "exit_code": exit_code, "signal": sig, "wall_s": wall, "cpu_s": cpu,
+            "peak_memory_bytes": self.read_peak(mem_base), "limit": limit, "oom_killed": oom,
+            "stdout_truncated": truncated["stdout"], "stderr_truncated": truncated["stderr"],
+            "exec_error": exec_error, "session_restarted": restarted, "session_ended": ended,
+        }  # fmt: skip
+        return res, bytes(out), bytes(err)
+
+    @staticmethod
+    def session_worker_loop(ctl: int, status_fd: int, env: dict[str, str]) -> None:  # pragma: no cover
+        """Inside the worker: run each received chunk in one persistent namespace, like a notebook."""
+        import ast
+        import builtins
+        import io
+        import types
+
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+                                      encoding="utf-8", errors="surrogateescape", write_through=True)  # fmt: skip
+        sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                                      encoding="utf-8", errors="backslashreplace", write_through=True)  # fmt: skip
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = [""]
+        sys.path.insert(0, BOX)
+        if "random" in sys.modules:
+            sys.modules["random"].seed()
+        main = types.ModuleType("__main__")
+        main.__builtins__ = builtins  # type: ignore[attr-defined]
+        sys.modules["__main__"] = main
+        n = 0
+        while True:
+            try:
+                _, blobs = _read_frame(ctl)
+            except EOFError:
+                os._exit(0)
+            n += 1
+            code, stdin = blobs[0].decode("utf-8", errors="replace"), blobs[1]
+            sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="surrogateescape")
+            status = 0
+            ended = False
+            try:
+                tree = ast.parse(code, f"<exec {n}>", "exec")
+                last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+                if last is not None:
+                    tree.body.pop()
+                exec(compile(tree, f"<exec {n}>", "exec"), main.__dict__)
+                if last is not None:
+                    value = eval(compile(ast.Expression(last.value), f"<exec {n}>", "eval"), main.__dict__)
+                    if value is not None:
+                        print(repr(value))
+            except SystemExit as e:
+                status = _exit_status(e)
+                ended = True
+            except BaseException as e:
+                import traceback
+
+                tb = e.__traceback__.tb_next if e.__traceback__ else None  # hide this loop's frame
+                traceback.print_exception(type(e), e, tb)
+                status = 1
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            _write_all(status_fd, encode_frame({"status": status, "ended": ended}, []))
+            if ended:
+                os._exit(status)
+
     # -- the child -----------------------------------------------------------------------------
 
     def child(self, step: dict[str, Any], lim: dict[str, Any], req: dict[str, Any],
-              in_r: int, out_w: int, err_w: int, exc_w: int) -> None:  # fmt: skip
+              in_r: int, out_w: int, err_w: int, exc_w: int, keep: tuple[int, ...] = ()) -> None:  # fmt: skip
+        """Set up a run's process: fds 0-2 the pipes, 3 the set-up error pipe (close-on-exec), then
+        ``keep`` at 4, 5, ...; fresh IPC namespace, rlimits, unprivileged uid, no_new_privs."""
+        import fcntl
         import resource
 
         os.setsid()
         self.unshare(CLONE_NEWIPC)
         if req.get("network") and self.host_netns is not None:
             self.setns(self.host_netns, CLONE_NEWNET)
-        os.dup2(in_r, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        if exc_w != 3:
-            os.dup2(exc_w, 3)
-            os.set_inheritable(3, False)
-        os.closerange(4, 1 << 16)
+        sources = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (in_r, out_w, err_w, exc_w, *keep)]
+        for target, src in enumerate(sources):
+            os.dup2(src, target, inheritable=target != 3)
+        os.closerange(len(sources), 1 << 16)
         fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
         os.write(fd, b"1000")
         os.close(fd)
-        cpu = max(1, int(-(-lim["cpu_s"] // 1)))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        if step.get("role") != "session":  # a session's worker lives on: the zygote meters each exec
+            cpu = max(1, int(-(-lim["cpu_s"] // 1)))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"], lim["file_size_bytes"]))
         resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
         resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
@@ -691,6 +968,8 @@ class Zygote:
         os.chdir(BOX)
         os.umask(0o022)
         env = dict(req.get("env") or {})
+        if step.get("role") == "session":
+            return  # the caller runs the session worker loop in this process
         if step.get("argv"):
             import signal
 

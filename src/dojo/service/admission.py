@@ -1,0 +1,47 @@
+"""Admission control: a bounded number of requests in the service; beyond it, 429 at once."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+
+class Overloaded(Exception):
+    """The queue in front of the sandbox is full; the client should retry after ``retry_after`` s."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"the sandbox queue is full; retry after {retry_after:.0f}s")
+        self.retry_after = retry_after
+
+
+class AdmissionQueue:
+    """Counts requests admitted (running or waiting for a slot); refuses past ``capacity``.
+
+    ``capacity`` is the slots plus the queue length. Refusing at once with Retry-After is what keeps
+    latency bounded under overload, instead of every request timing out together.
+    """
+
+    def __init__(self, slots: int, queue: int, retry_after: float = 1.0) -> None:
+        if slots < 1 or queue < 0:
+            raise ValueError("slots must be >= 1 and queue >= 0")
+        self.slots = slots
+        self.capacity = slots + queue
+        self.retry_after = retry_after
+        self.admitted = 0
+        self.rejected = 0
+
+    @property
+    def waiting(self) -> int:
+        return max(0, self.admitted - self.slots)
+
+    @contextlib.contextmanager
+    def admit(self, weight: int = 1) -> Iterator[None]:
+        weight = max(1, min(weight, self.capacity))
+        if self.admitted + weight > self.capacity:
+            self.rejected += 1
+            raise Overloaded(self.retry_after)
+        self.admitted += weight
+        try:
+            yield
+        finally:
+            self.admitted -= weight

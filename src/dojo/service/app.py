@@ -1,0 +1,294 @@
+"""The FastAPI application: routes, admission, auth, request ids, body limits, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, Verdict
+from dojo.service import fusion
+from dojo.service.admission import AdmissionQueue, Overloaded
+from dojo.service.logs import ACCESS_LOGGER
+from dojo.service.metrics import ServiceMetrics
+from dojo.service.schemas import BatchItem, BatchRequest, BatchResponse, RunRequest
+from dojo.service.sessions import SessionLimitReached, SessionManager, register_session_routes
+
+log = logging.getLogger(ACCESS_LOGGER)
+REQUEST_ID_HEADER = "X-Request-ID"
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """How the service runs. Defaults suit one machine; every field is a `dojo serve` option."""
+
+    pool_size: int | None = None
+    queue: int = 256
+    token: str | None = None
+    max_body_bytes: int = 32 << 20
+    max_sessions: int = 1000
+    session_ttl: float = 600.0
+    max_wall_time: float = 300.0
+    retry_after: float = 1.0
+
+
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` with 413, from Content-Length or while streaming."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    too_big = int(value) > self.max_bytes
+                except ValueError:
+                    too_big = False
+                if too_big:
+                    await self._reject(scope, receive, send)
+                    return
+        received = 0
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except BodyTooLarge:
+            await self._reject(scope, receive, send)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse(
+            {"error": f"request body larger than {self.max_bytes} bytes; send less or raise --max-body-bytes"},
+            status_code=413,
+        )
+        await response(scope, receive, send)
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | None = None) -> FastAPI:
+    """Build the app. It starts (and owns) an ``AsyncSandbox`` unless one is given."""
+    settings = settings or ServiceSettings()
+    metrics = ServiceMetrics()
+    owned = sandbox is None
+    sb = sandbox or AsyncSandbox(pool_size=settings.pool_size)
+    admission = AdmissionQueue(sb.pool_size, settings.queue, settings.retry_after)
+    sessions = SessionManager(sb, max_sessions=settings.max_sessions, ttl=settings.session_ttl)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await sb.start()
+        await sessions.start()
+        try:
+            yield
+        finally:
+            await sessions.close()
+            if owned:
+                await sb.close()
+
+    app = FastAPI(
+        title="dojo sandbox service",
+        version="0.1.0",
+        description="Isolated execution of model-written code: native API (/v1) and SandboxFusion's /run_code.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.sandbox = sb
+    app.state.metrics = metrics
+    app.state.admission = admission
+    app.state.sessions = sessions
+
+    @app.middleware("http")
+    async def request_context(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        rid = request.headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
+        rid = rid[:128]
+        request.state.request_id = rid
+        start = time.perf_counter()
+        if settings.token and request.url.path != "/healthz" and not _authorized(request, settings.token):
+            response: Response = JSONResponse(
+                {"error": "missing or wrong bearer token: send 'Authorization: Bearer <token>'", "request_id": rid},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        else:
+            response = await call_next(request)
+        elapsed = time.perf_counter() - start
+        response.headers[REQUEST_ID_HEADER] = rid
+        route = request.scope.get("route")
+        endpoint = getattr(route, "path", "unmatched")
+        metrics.latency.labels(endpoint=endpoint).observe(elapsed)
+        fields: dict[str, Any] = {
+            "request_id": rid,
+            "method": request.method,
+            "path": request.url.path,
+            "status": response.status_code,
+            "duration_ms": round(elapsed * 1000, 2),
+        }
+        verdict = getattr(request.state, "verdict", None)
+        if verdict:
+            fields["verdict"] = verdict
+        log.info("request", extra={"fields": fields})
+        return response
+
+    @app.exception_handler(Overloaded)
+    async def overloaded(request: Request, exc: Overloaded) -> JSONResponse:
+        metrics.rejected.labels(reason="queue_full").inc()
+        return JSONResponse(
+            {"error": str(exc), "request_id": getattr(request.state, "request_id", None)},
+            status_code=429,
+            headers={"Retry-After": str(max(1, round(exc.retry_after)))},
+        )
+
+    @app.exception_handler(SessionLimitReached)
+    async def too_many_sessions(request: Request, exc: SessionLimitReached) -> JSONResponse:
+        metrics.rejected.labels(reason="sessions").inc()
+        return JSONResponse(
+            {"error": str(exc), "request_id": getattr(request.state, "request_id", None)},
+            status_code=429,
+            headers={"Retry-After": str(max(1, round(settings.retry_after)))},
+        )
+
+    @app.exception_handler(ValueError)
+    async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+        return JSONResponse(
+            {"error": str(exc), "request_id": getattr(request.state, "request_id", None)}, status_code=400
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()
+        ]
+        summary = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in errors[:5])
+        return JSONResponse(
+            {"error": f"invalid request: {summary}", "detail": errors, "request_id": request.state.request_id},
+            status_code=422,
+        )
+
+    def check_limits(*limits: Limits | None) -> None:
+        for lim in limits:
+            if lim is not None and lim.wall_time > settings.max_wall_time:
+                raise ValueError(f"wall_time {lim.wall_time}s is over this service's maximum {settings.max_wall_time}s")
+
+    async def run_one(
+        program: Program, limits: Limits, compile_limits: Limits | None, isolation: str = "fast"
+    ) -> ExecutionResult:
+        result = await sb.run(program, limits, compile_limits=compile_limits, isolation=isolation)  # type: ignore[arg-type]
+        metrics.runs.labels(verdict=str(result.verdict), language=result.language or program.language).inc()
+        return result
+
+    @app.get("/healthz", tags=["service"])
+    async def healthz() -> dict[str, Any]:
+        """Liveness and load: slots, admitted requests, live sessions."""
+        return {
+            "status": "ok",
+            "slots": sb.pool_size,
+            "admitted": admission.admitted,
+            "capacity": admission.capacity,
+            "live_sessions": sessions.live,
+        }
+
+    @app.get("/metrics", tags=["service"])
+    async def prometheus_metrics() -> Response:
+        """Prometheus metrics: runs by verdict and language, latency, queue, sessions, restarts."""
+        metrics.queue_depth.set(admission.waiting)
+        metrics.admitted.set(admission.admitted)
+        metrics.live_sessions.set(sessions.live)
+        metrics.slot_restarts.set(sb.pool.restarts if sb.started else 0)
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.post("/v1/run", response_model=ExecutionResult, tags=["native"])
+    async def run(body: RunRequest, request: Request) -> ExecutionResult:
+        """Run one program with limits; the result carries the verdict."""
+        check_limits(body.limits, body.compile_limits)
+        with admission.admit():
+            result = await run_one(body.program, body.limits, body.compile_limits, body.isolation)
+        request.state.verdict = str(result.verdict)
+        return result
+
+    @app.post("/v1/batch", response_model=BatchResponse, tags=["native"])
+    async def batch(body: BatchRequest) -> BatchResponse:
+        """One program against N cases, or N programs; results in order."""
+        check_limits(body.limits, body.compile_limits, *(c.limits for c in body.cases))
+        jobs: list[tuple[Program, Limits]] = []
+        if body.program is not None:
+            for case in body.cases:
+                program = body.program.model_copy(
+                    update={"stdin": case.stdin, "expected_stdout": case.expected_stdout, "args": case.args}
+                )
+                jobs.append((program, case.limits or body.limits))
+        else:
+            jobs = [(p, body.limits) for p in body.programs]
+        results: list[BatchItem | None] = [None] * len(jobs)
+        width = min(len(jobs), sb.pool_size)
+        failed = asyncio.Event()
+        next_index = 0
+
+        async def worker() -> None:
+            nonlocal next_index
+            while next_index < len(jobs):
+                i = next_index
+                next_index += 1
+                if body.stop_on_first_failure and failed.is_set():
+                    results[i] = BatchItem(index=i, skipped=True)
+                    continue
+                program, limits = jobs[i]
+                result = await run_one(program, limits, body.compile_limits)
+                results[i] = BatchItem(index=i, result=result)
+                if result.verdict is not Verdict.ACCEPTED:
+                    failed.set()
+
+        with admission.admit(weight=width):
+            if body.stop_on_first_failure:
+                width = 1  # in order, so "first" means first
+            await asyncio.gather(*(worker() for _ in range(width)))
+        items = [r if r is not None else BatchItem(index=i, skipped=True) for i, r in enumerate(results)]
+        accepted = sum(1 for r in items if r.result is not None and r.result.verdict is Verdict.ACCEPTED)
+        return BatchResponse(results=items, accepted=accepted, total=len(items))
+
+    @app.post("/run_code", response_model=fusion.RunCodeResponse, tags=["sandboxfusion"])
+    async def run_code(body: fusion.RunCodeRequest, request: Request) -> fusion.RunCodeResponse:
+        """SandboxFusion-compatible: the same request and response fields and status strings."""
+        program, limits, compile_limits = fusion.to_program(body)
+        check_limits(limits, compile_limits)
+        with admission.admit():
+            result = await run_one(program, limits, compile_limits)
+        request.state.verdict = str(result.verdict)
+        return fusion.to_response(result)
+
+    register_session_routes(app, sessions, admission, check_limits)
+    wrapped: Any = app
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    return wrapped  # type: ignore[no-any-return]
+
+
+def _authorized(request: Request, token: str) -> bool:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())

@@ -1,0 +1,168 @@
+"""SandboxFusion compatibility: ``POST /run_code`` request and response, mapped onto dojo's runtime.
+
+Field names and status strings follow SandboxFusion, so verl's ``sandbox_fusion`` reward code and
+the ``sandbox-fusion`` client work unchanged. dojo's own precision travels in extra fields
+(``verdict``, ``limit``, ``peak_memory``) that those clients ignore.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dojo.sandbox import ExecutionResult, InputFile, LimitKind, Limits, Program, StepResult, Verdict
+from dojo.sandbox.program import check_relative_path
+
+# SandboxFusion language names -> dojo's. Languages SandboxFusion knows but dojo does not run yet
+# are rejected with a 400 that names what is supported.
+FUSION_LANGUAGES = {"python": "python", "python3": "python", "cpp": "cpp", "c": "c", "nodejs": "javascript",
+                    "javascript": "javascript", "bash": "bash"}  # fmt: skip
+DEFAULT_MEMORY_MB = 1024
+
+
+class RunStatus(StrEnum):
+    SUCCESS = "Success"
+    FAILED = "Failed"
+    SANDBOX_ERROR = "SandboxError"
+
+
+class CommandRunStatus(StrEnum):
+    FINISHED = "Finished"
+    ERROR = "Error"
+    TIME_LIMIT_EXCEEDED = "TimeLimitExceeded"
+
+
+class RunCodeRequest(BaseModel):
+    """SandboxFusion's request. Unknown extra fields are ignored, as SandboxFusion does."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    code: str = Field(description="The code to run.")
+    language: str = Field("python", max_length=32, description="python, cpp, c, nodejs or bash.")
+    compile_timeout: float = Field(10, gt=0, le=600)
+    run_timeout: float = Field(10, gt=0, le=600)
+    memory_limit_MB: int = Field(-1, ge=-1, le=65536, description="-1: the service default (1024 MB).")
+    stdin: str | None = None
+    files: dict[str, str | None] = Field(default_factory=dict, description="Path -> base64 content.")
+    fetch_files: list[str] = Field(default_factory=list)
+
+    @field_validator("files")
+    @classmethod
+    def _files(cls, v: dict[str, str | None]) -> dict[str, str | None]:
+        for path, content in v.items():
+            check_relative_path(path)
+            if content is not None:
+                try:
+                    base64.b64decode(content, validate=True)
+                except (binascii.Error, ValueError) as e:
+                    raise ValueError(f"files[{path!r}] is not valid base64: {e}") from e
+        return v
+
+    @field_validator("fetch_files")
+    @classmethod
+    def _fetch(cls, v: list[str]) -> list[str]:
+        return [check_relative_path(p) for p in v]
+
+
+class CommandRunResult(BaseModel):
+    status: CommandRunStatus
+    execution_time: float | None = None
+    cpu_time: float | None = None
+    return_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    # dojo's extras
+    verdict: Verdict | None = None
+    limit: str | None = None
+    peak_memory: int | None = None
+
+
+class RunCodeResponse(BaseModel):
+    status: RunStatus
+    message: str
+    compile_result: CommandRunResult | None = None
+    run_result: CommandRunResult | None = None
+    executor_pod_name: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+    verdict: Verdict | None = None
+
+
+def to_program(req: RunCodeRequest) -> tuple[Program, Limits, Limits]:
+    """A dojo Program and run/compile limits. Raises ValueError for a language dojo cannot run."""
+    lang = FUSION_LANGUAGES.get(req.language)
+    if lang is None:
+        raise ValueError(
+            f"language {req.language!r} is not supported by dojo; supported: {', '.join(sorted(FUSION_LANGUAGES))}"
+        )
+    memory = (req.memory_limit_MB if req.memory_limit_MB > 0 else DEFAULT_MEMORY_MB) << 20
+    files = [InputFile(path=p, content=base64.b64decode(c or "")) for p, c in req.files.items()]
+    program = Program(language=lang, source=req.code, stdin=req.stdin or "", files=files, fetch=req.fetch_files)
+    limits = Limits(wall_time=req.run_timeout, cpu_time=req.run_timeout, memory=max(memory, 4 << 20))
+    compile_limits = Limits(
+        wall_time=req.compile_timeout, cpu_time=req.compile_timeout, memory=max(memory, 1024 << 20), processes=32
+    )
+    return program, limits, compile_limits
+
+
+def _command(step: StepResult, verdict: Verdict) -> CommandRunResult:
+    if verdict is Verdict.TIME_LIMIT_EXCEEDED:
+        status = CommandRunStatus.TIME_LIMIT_EXCEEDED
+    else:
+        status = CommandRunStatus.FINISHED
+    return_code = step.exit_code if step.exit_code is not None else (-step.signal if step.signal else None)
+    return CommandRunResult(
+        status=status,
+        execution_time=step.wall_time,
+        cpu_time=step.cpu_time,
+        return_code=return_code,
+        stdout=step.stdout,
+        stderr=step.stderr,
+        verdict=verdict,
+        limit=str(step.limit) if step.limit else None,
+        peak_memory=step.peak_memory,
+    )
+
+
+def to_response(result: ExecutionResult) -> RunCodeResponse:
+    if result.verdict is Verdict.SANDBOX_ERROR:
+        return RunCodeResponse(
+            status=RunStatus.SANDBOX_ERROR, message=result.sandbox_error or "sandbox error", verdict=result.verdict
+        )
+    compile_result = None
+    if result.compile is not None:
+        if result.compile.limit in (LimitKind.WALL_TIME, LimitKind.CPU_TIME):
+            compile_verdict = Verdict.TIME_LIMIT_EXCEEDED
+        elif result.verdict is Verdict.COMPILE_ERROR:
+            compile_verdict = Verdict.COMPILE_ERROR
+        else:
+            compile_verdict = Verdict.ACCEPTED
+        compile_result = _command(result.compile, compile_verdict)
+    run_result = None
+    if result.verdict is not Verdict.COMPILE_ERROR:
+        run_step = StepResult(
+            exit_code=result.exit_code,
+            signal=result.signal,
+            stdout=result.stdout,
+            stderr=result.stderr,
+            stdout_truncated=result.stdout_truncated,
+            stderr_truncated=result.stderr_truncated,
+            wall_time=result.wall_time,
+            cpu_time=result.cpu_time,
+            peak_memory=result.peak_memory,
+            limit=result.limit,
+        )
+        run_result = _command(run_step, result.verdict)
+    ok = result.verdict is Verdict.ACCEPTED
+    files = {p: base64.b64encode(f.content).decode() for p, f in result.files.items() if f.content is not None}
+    message = "" if ok else str(result.verdict)
+    return RunCodeResponse(
+        status=RunStatus.SUCCESS if ok else RunStatus.FAILED,
+        message=message,
+        compile_result=compile_result,
+        run_result=run_result,
+        files=files,
+        verdict=result.verdict,
+    )

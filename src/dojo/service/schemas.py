@@ -1,0 +1,72 @@
+"""Request and response bodies of the native API (/v1). Results are ``ExecutionResult``s."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dojo.sandbox import ExecutionResult, Limits, Program
+
+MAX_BATCH = 1024
+
+
+class RunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    program: Program
+    limits: Limits = Field(default_factory=Limits)
+    compile_limits: Limits | None = None
+    isolation: Literal["fast", "strict"] = "fast"
+
+
+class BatchCase(BaseModel):
+    """One test input for a program: stdin (and optionally the expected stdout) and arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stdin: str = ""
+    expected_stdout: str | None = None
+    args: list[str] = Field(default_factory=list)
+    limits: Limits | None = Field(None, description="Limits of this case; the batch's limits otherwise.")
+
+
+class BatchRequest(BaseModel):
+    """Either one ``program`` against ``cases``, or several ``programs`` (each with its own stdin)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    program: Program | None = None
+    cases: list[BatchCase] = Field(default_factory=list, max_length=MAX_BATCH)
+    programs: list[Program] = Field(default_factory=list, max_length=MAX_BATCH)
+    limits: Limits = Field(default_factory=Limits)
+    compile_limits: Limits | None = None
+    stop_on_first_failure: bool = Field(
+        False, description="Stop at the first case that is not Accepted; later cases are reported as skipped."
+    )
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> BatchRequest:
+        if (self.program is None) == (not self.programs):
+            raise ValueError("give either 'program' with 'cases', or 'programs' (not both, not neither)")
+        if self.program is not None and not self.cases:
+            raise ValueError("'program' needs at least one entry in 'cases'")
+        return self
+
+
+class BatchItem(BaseModel):
+    index: int
+    skipped: bool = False
+    result: ExecutionResult | None = None
+
+
+class BatchResponse(BaseModel):
+    results: list[BatchItem]
+    accepted: int
+    total: int
+
+
+class ErrorBody(BaseModel):
+    error: str
+    detail: object | None = None
+    request_id: str | None = None
