@@ -91,6 +91,33 @@ def run(
 
 
 @app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind; non-loopback needs a token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.", min=1, max=65535)] = 8080,
+    token: Annotated[str | None, typer.Option(envvar="DOJO_TOKEN", help="Bearer token clients must send.")] = None,
+    pool_size: Annotated[int | None, typer.Option(help="Warm slots (default: 2 per core).", min=1)] = None,
+    queue: Annotated[int, typer.Option(help="Requests that may wait for a slot before 429.", min=0)] = 256,
+    max_sessions: Annotated[int, typer.Option(help="Live sessions before 429.", min=1)] = 1000,
+    session_ttl: Annotated[float, typer.Option(help="Idle seconds before a session expires.", min=1)] = 600.0,
+    max_body_bytes: Annotated[int, typer.Option(help="Largest request body.", min=1024)] = 32 << 20,
+) -> None:
+    """Serve the sandbox over HTTP: native API (/v1), SandboxFusion's /run_code, sessions, /metrics."""
+    from dojo.service.app import ServiceSettings
+    from dojo.service.server import UnsafeBind, check_bind
+    from dojo.service.server import serve as run_server
+
+    try:
+        check_bind(host, token)
+    except UnsafeBind as e:
+        _fail(str(e))
+    settings = ServiceSettings(
+        pool_size=pool_size, queue=queue, token=token, max_sessions=max_sessions,
+        session_ttl=session_ttl, max_body_bytes=max_body_bytes,
+    )  # fmt: skip
+    run_server(host, port, settings)
+
+
+@app.command()
 def languages() -> None:
     """List the languages and whether their toolchain is installed here."""
     here = set(available_languages())

@@ -277,26 +277,9 @@ class Sandbox:
     def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
         return self._call(self._async.run_many(list(programs), limits))
 
-    @property
-    def started(self) -> bool:
-        return self._pool is not None
-
-    async def open_session(self, language: str, limits: Limits | None = None) -> Session:
-        """A stateful session on a slot of its own (see ``dojo.sandbox.session``)."""
-        lang = get_language(language)
-        resolve_toolchain(lang, self.python)
-        if self._pool is None:
-            await self.start()
-        limits = limits or self.limits
-        slot = await self.pool.start_fresh("session")
-
-        def build(program: Program, lang: Language, lim: Limits) -> tuple[dict[str, Any], list[bytes], float]:
-            return build_request(program, lang, lim, self.compile_limits, self.python, strict=False)
-
-        async def release(session: Session) -> None:
-            await self.pool.stop_fresh(session.slot)
-
-        return Session(slot, lang, limits, build, release)
+    def open_session(self, language: str, limits: Limits | None = None) -> SyncSession:
+        """A stateful session (see ``AsyncSandbox.open_session``), with blocking methods."""
+        return SyncSession(self, self._call(self._async.open_session(language, limits)))
 
     @property
     def pool(self) -> SlotPool:
@@ -315,6 +298,32 @@ class Sandbox:
 
     def __enter__(self) -> Sandbox:
         return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SyncSession:
+    """Blocking face of a ``Session``, for ``Sandbox`` users."""
+
+    def __init__(self, sandbox: Sandbox, session: Session) -> None:
+        self._sandbox = sandbox
+        self.session = session
+
+    def exec(self, code: str, stdin: str = "", limits: Limits | None = None) -> ExecutionResult:
+        return self._sandbox._call(self.session.exec(code, stdin, limits))
+
+    def write_file(self, path: str, content: bytes, executable: bool = False) -> None:
+        self._sandbox._call(self.session.write_file(path, content, executable))
+
+    def read_file(self, path: str, max_bytes: int = 16 << 20) -> bytes:
+        return self._sandbox._call(self.session.read_file(path, max_bytes))
+
+    def close(self) -> None:
+        self._sandbox._call(self.session.close())
+
+    def __enter__(self) -> SyncSession:
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -45,7 +45,9 @@ class Session:
     def alive(self) -> bool:
         return not self.closed and self.slot.alive
 
-    async def _request(self, header: dict[str, Any], blobs: list[bytes], timeout: float) -> tuple[dict[str, Any], list[bytes]]:
+    async def _request(
+        self, header: dict[str, Any], blobs: list[bytes], timeout: float
+    ) -> tuple[dict[str, Any], list[bytes]]:
         if self.closed:
             raise SandboxError("the session is closed")
         if self._busy:
@@ -78,7 +80,7 @@ class Session:
             source = code
             if lang.name == "bash":
                 source = (
-                    f"if [ -r {BASH_CWD_FILE} ]; then cd -- \"$(cat {BASH_CWD_FILE})\" 2>/dev/null; fi\n"
+                    f'if [ -r {BASH_CWD_FILE} ]; then cd -- "$(cat {BASH_CWD_FILE})" 2>/dev/null; fi\n'
                     f"trap 'pwd > {BASH_CWD_FILE}' EXIT\n{code}\n"
                 )
             header, blobs, timeout = self._build(Program(language=lang.name, source=source, stdin=stdin), lang, limits)
@@ -109,7 +111,8 @@ class Session:
         item = resp["fetched"][0]
         if item.get("blob") is None:
             raise FileNotFoundError(f"{path}: {item.get('error') or 'not found'}")
-        return out[item["blob"]]
+        data: bytes = out[item["blob"]]
+        return data
 
     async def close(self) -> None:
         if self.closed:
@@ -122,4 +125,3 @@ class Session:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-

@@ -747,7 +747,7 @@ class Zygote:
             os.close(fd)
         for fd in (st_r, out_r, err_r, exc_r):
             os.set_blocking(fd, False)
-        self.worker = {"pid": pid, "pidfd": os.pidfd_open(pid), "ctl": ctl_w, "status": st_r,
+        self.worker: dict[str, Any] | None = {"pid": pid, "pidfd": os.pidfd_open(pid), "ctl": ctl_w, "status": st_r,
                        "out": out_r, "err": err_r, "exc": exc_r, "limits": lim}  # fmt: skip
 
     def stop_worker(self) -> None:
@@ -772,7 +772,9 @@ class Zygote:
         except (OSError, IndexError, ValueError):
             return 0.0
 
-    def run_session_python(self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]) -> tuple[dict[str, Any], bytes, bytes]:
+    def run_session_python(
+        self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]
+    ) -> tuple[dict[str, Any], bytes, bytes]:
         """One exec in the session's persistent interpreter (started on first use)."""
         import select
         import time
@@ -784,7 +786,8 @@ class Zygote:
             self.start_worker(lim, req)
             restarted = True
         w = self.worker
-        assert w is not None
+        if w is None:
+            raise RuntimeError("session worker did not start")
         mem_base = self.reset_peak()
         oom_before = self.oom_count
         cpu_before = self._proc_cpu(w["pid"])

@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, Verdict
@@ -172,6 +173,14 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
             {"error": str(exc), "request_id": getattr(request.state, "request_id", None)},
             status_code=429,
             headers={"Retry-After": str(max(1, round(settings.retry_after)))},
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(
+            {"error": str(exc.detail), "request_id": getattr(request.state, "request_id", None)},
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
         )
 
     @app.exception_handler(ValueError)

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+import uvicorn
+
+from dojo.service import ServiceSettings, create_app
+from tests.sandbox.conftest import SKIP_REASON
+
+
+@dataclass
+class LiveServer:
+    url: str
+    app: object
+    settings: ServiceSettings
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(settings: ServiceSettings) -> tuple[LiveServer, uvicorn.Server, threading.Thread]:
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    app = create_app(settings)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    else:  # pragma: no cover
+        raise RuntimeError("server did not start")
+    return LiveServer(url, app, settings), server, thread
+
+
+@pytest.fixture(scope="session")
+def live() -> Iterator[LiveServer]:
+    """A real uvicorn server on a free loopback port, serving a real sandbox pool."""
+    srv, server, thread = start_server(ServiceSettings(pool_size=4, queue=64, max_sessions=20, session_ttl=600))
+    yield srv
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.fixture
+def http(live: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        yield client
