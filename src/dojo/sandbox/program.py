@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import posixpath
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, field_validator
 
 from dojo.sandbox.limits import Limits
 
@@ -25,13 +28,31 @@ def check_relative_path(path: str) -> str:
     return norm
 
 
+def _from_base64(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise ValueError(f"content must be standard base64: {e}") from e
+    return value
+
+
+Base64Bytes = Annotated[
+    bytes,
+    BeforeValidator(_from_base64),
+    PlainSerializer(lambda b: base64.b64encode(b).decode(), return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "byte", "description": "Standard base64."}),
+]
+"""Bytes in Python; standard base64 text in JSON (a ``str`` given in Python is decoded as base64)."""
+
+
 class InputFile(BaseModel):
     """A file placed in the work dir before the run. In JSON, ``content`` is base64."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str = Field(description="Path relative to the work dir.")
-    content: bytes = Field(description="File content.")
+    content: Base64Bytes = Field(description="File content (base64 in JSON).")
     executable: bool = False
 
     @field_validator("path")
@@ -43,7 +64,7 @@ class InputFile(BaseModel):
 class Program(BaseModel):
     """Source code in a language, plus what it reads and what to bring back."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     language: str = Field(max_length=32, description="python, bash, c, cpp or javascript (aliases accepted).")
     source: str = Field(description="The program's source code.")

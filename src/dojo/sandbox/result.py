@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.sandbox.errors import SandboxError
+from dojo.sandbox.program import Base64Bytes
 from dojo.sandbox.verdict import LimitKind, Verdict
 
 
@@ -40,10 +41,10 @@ class StepResult(BaseModel):
 class FetchedFile(BaseModel):
     """A file brought back from the work dir. In JSON, ``content`` is base64."""
 
-    model_config = ConfigDict(frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
+    model_config = ConfigDict(frozen=True)
 
     path: str
-    content: bytes | None = None
+    content: Base64Bytes | None = None
     truncated: bool = False
     error: str | None = None
 
@@ -51,7 +52,7 @@ class FetchedFile(BaseModel):
 class ExecutionResult(BaseModel):
     """The outcome of running a program. ``limit`` says which limit a limit verdict came from."""
 
-    model_config = ConfigDict(frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
+    model_config = ConfigDict(frozen=True)
 
     verdict: Verdict
     exit_code: int | None = None

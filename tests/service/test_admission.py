@@ -1,0 +1,77 @@
+"""Admission control, auth and bind safety."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from dojo.cli import app as cli_app
+from dojo.service import ServiceSettings
+from dojo.service.server import UnsafeBind, check_bind
+from tests.service.conftest import start_server
+
+SLEEP = {"program": {"language": "python", "source": "import time\ntime.sleep(1.5)\nprint('done')"}}
+
+
+def test_full_queue_answers_429_at_once_with_retry_after() -> None:
+    srv, server, thread = start_server(ServiceSettings(pool_size=1, queue=1))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(httpx.post, f"{srv.url}/v1/run", json=SLEEP, timeout=30) for _ in range(4)]
+            responses = [f.result() for f in futures]
+        codes = sorted(r.status_code for r in responses)
+        assert codes == [200, 200, 429, 429]
+        for r in responses:
+            if r.status_code == 429:
+                assert r.headers["Retry-After"] == "1"
+                assert "queue is full" in r.json()["error"]
+                assert r.elapsed.total_seconds() < 1.0  # refused at once, not after waiting
+            else:
+                assert r.json()["stdout"] == "done\n"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def test_token_is_required_when_set() -> None:
+    srv, server, thread = start_server(ServiceSettings(pool_size=1, token="s3cret"))
+    try:
+        body = {"program": {"language": "python", "source": "print(1)"}}
+        assert httpx.post(f"{srv.url}/v1/run", json=body).status_code == 401
+        bad = httpx.post(f"{srv.url}/v1/run", json=body, headers={"Authorization": "Bearer nope"})
+        assert bad.status_code == 401
+        ok = httpx.post(f"{srv.url}/v1/run", json=body, headers={"Authorization": "Bearer s3cret"})
+        assert ok.status_code == 200 and ok.json()["stdout"] == "1\n"
+        assert httpx.get(f"{srv.url}/healthz").status_code == 200
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def test_non_loopback_bind_needs_a_token() -> None:
+    check_bind("127.0.0.1", None)
+    check_bind("::1", None)
+    check_bind("0.0.0.0", "token")
+    with pytest.raises(UnsafeBind, match="--token"):
+        check_bind("0.0.0.0", None)
+    result = CliRunner().invoke(cli_app, ["serve", "--host", "0.0.0.0"], env={"DOJO_TOKEN": ""})
+    assert result.exit_code == 2
+    assert "refusing to bind 0.0.0.0 without a token" in result.output
+
+
+def test_server_answers_while_a_slow_run_is_in_progress() -> None:
+    srv, server, thread = start_server(ServiceSettings(pool_size=2, queue=4))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            slow = pool.submit(httpx.post, f"{srv.url}/v1/run", json=SLEEP, timeout=30)
+            time.sleep(0.2)
+            quick = httpx.post(f"{srv.url}/v1/run", json={"program": {"language": "python", "source": "print(2)"}})
+            assert quick.json()["stdout"] == "2\n"
+            assert slow.result().json()["stdout"] == "done\n"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
