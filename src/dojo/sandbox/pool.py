@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import logging
@@ -33,7 +34,8 @@ class SlotPool:
         self.size = size
         self.config = config
         self.cgroups = cgroups
-        self._free: asyncio.Queue[Slot] = asyncio.Queue()
+        self._free: collections.deque[Slot] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[Slot]] = collections.deque()
         self._slots: dict[str, Slot] = {}
         self._replacing: set[asyncio.Task[None]] = set()
         self._fresh_ids = itertools.count()
@@ -59,7 +61,7 @@ class SlotPool:
             raise errors[0]
         for s in slots:
             self._slots[s.name] = s
-            self._free.put_nowait(s)
+            self._release(s)
 
     async def execute(
         self, header: dict[str, Any], blobs: list[bytes], timeout: float
@@ -68,7 +70,7 @@ class SlotPool:
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         while True:
-            slot = await self._free.get()
+            slot = await self._acquire()
             if slot.alive and slot.proc is not None and slot.proc.returncode is None:
                 break
             self._replace(slot)  # died while idle: replace it and take another
@@ -78,11 +80,35 @@ class SlotPool:
             if not slot.alive:
                 self._replace(slot)
             else:
-                self._free.put_nowait(slot)
+                self._release(slot)
             raise
         self.runs += 1
-        self._free.put_nowait(slot)
+        self._release(slot)
         return resp
+
+    async def _acquire(self) -> Slot:
+        """First come, first served. (asyncio.Queue lets a task that just returned a slot take it
+        straight back ahead of woken waiters, which starved some callers for seconds under load.)"""
+        if self._free and not self._waiters:
+            return self._free.popleft()
+        fut: asyncio.Future[Slot] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self._release(fut.result())  # handed over just as we were cancelled: pass it on
+            else:
+                self._waiters.remove(fut)
+            raise
+
+    def _release(self, slot: Slot) -> None:
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(slot)
+                return
+        self._free.append(slot)
 
     def _take_uid(self) -> int:
         if self._fresh_uids_free:
@@ -154,7 +180,7 @@ class SlotPool:
                 await slot.kill()
                 return
             self._slots[slot.name] = slot
-            self._free.put_nowait(slot)
+            self._release(slot)
             return
 
     def slots(self) -> list[Slot]:

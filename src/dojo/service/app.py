@@ -7,7 +7,7 @@ import hmac
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -45,48 +46,85 @@ class ServiceSettings:
     retry_after: float = 1.0
 
 
-class BodyLimit:
-    """Refuse request bodies over ``max_bytes`` with 413, from Content-Length or while streaming."""
+class RequestContext:
+    """Pure ASGI middleware (cheaper than BaseHTTPMiddleware): request id, bearer auth, body size
+    limit, one JSON log line and latency metrics per request."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, settings: ServiceSettings, metrics: ServiceMetrics) -> None:
         self.app = app
-        self.max_bytes = max_bytes
+        self.settings = settings
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope.get("headers", []):
-            if name == b"content-length":
-                try:
-                    too_big = int(value) > self.max_bytes
-                except ValueError:
-                    too_big = False
-                if too_big:
-                    await self._reject(scope, receive, send)
-                    return
-        received = 0
+        start = time.perf_counter()
+        headers = dict(scope.get("headers", []))
+        rid = (headers.get(b"x-request-id", b"").decode("latin-1") or uuid.uuid4().hex)[:128]
+        state = scope.setdefault("state", {})
+        state["request_id"] = rid
+        status = 500
 
-        async def limited() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise BodyTooLarge
-            return message
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (REQUEST_ID_HEADER.lower().encode(), rid.encode())]
+            await send(message)
 
         try:
-            await self.app(scope, limited, send)
-        except BodyTooLarge:
-            await self._reject(scope, receive, send)
+            if self.settings.token and scope["path"] != "/healthz" and not _authorized(headers, self.settings.token):
+                await JSONResponse(
+                    {"error": "missing or wrong bearer token: send 'Authorization: Bearer <token>'", "request_id": rid},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )(scope, receive, send_with_id)
+                return
+            length = headers.get(b"content-length")
+            if length is not None and length.isdigit() and int(length) > self.settings.max_body_bytes:
+                await self._too_large(scope, receive, send_with_id, rid)
+                return
+            received = 0
 
-    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = JSONResponse(
-            {"error": f"request body larger than {self.max_bytes} bytes; send less or raise --max-body-bytes"},
+            async def limited() -> Message:
+                nonlocal received
+                message = await receive()
+                if message["type"] == "http.request":
+                    received += len(message.get("body", b""))
+                    if received > self.settings.max_body_bytes:
+                        raise BodyTooLarge
+                return message
+
+            try:
+                await self.app(scope, limited, send_with_id)
+            except BodyTooLarge:
+                await self._too_large(scope, receive, send_with_id, rid)
+        finally:
+            elapsed = time.perf_counter() - start
+            route = scope.get("route")
+            self.metrics.latency.labels(endpoint=getattr(route, "path", "unmatched")).observe(elapsed)
+            fields: dict[str, Any] = {
+                "request_id": rid,
+                "method": scope.get("method"),
+                "path": scope.get("path"),
+                "status": status,
+                "duration_ms": round(elapsed * 1000, 2),
+            }
+            if state.get("verdict"):
+                fields["verdict"] = state["verdict"]
+            log.info("request", extra={"fields": fields})
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send, rid: str) -> None:
+        limit = self.settings.max_body_bytes
+        await JSONResponse(
+            {
+                "error": f"request body larger than {limit} bytes; send less or raise --max-body-bytes",
+                "request_id": rid,
+            },
             status_code=413,
-        )
-        await response(scope, receive, send)
+        )(scope, receive, send)
 
 
 class BodyTooLarge(Exception):
@@ -124,38 +162,6 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
     app.state.metrics = metrics
     app.state.admission = admission
     app.state.sessions = sessions
-
-    @app.middleware("http")
-    async def request_context(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        rid = request.headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
-        rid = rid[:128]
-        request.state.request_id = rid
-        start = time.perf_counter()
-        if settings.token and request.url.path != "/healthz" and not _authorized(request, settings.token):
-            response: Response = JSONResponse(
-                {"error": "missing or wrong bearer token: send 'Authorization: Bearer <token>'", "request_id": rid},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        else:
-            response = await call_next(request)
-        elapsed = time.perf_counter() - start
-        response.headers[REQUEST_ID_HEADER] = rid
-        route = request.scope.get("route")
-        endpoint = getattr(route, "path", "unmatched")
-        metrics.latency.labels(endpoint=endpoint).observe(elapsed)
-        fields: dict[str, Any] = {
-            "request_id": rid,
-            "method": request.method,
-            "path": request.url.path,
-            "status": response.status_code,
-            "duration_ms": round(elapsed * 1000, 2),
-        }
-        verdict = getattr(request.state, "verdict", None)
-        if verdict:
-            fields["verdict"] = verdict
-        log.info("request", extra={"fields": fields})
-        return response
 
     @app.exception_handler(Overloaded)
     async def overloaded(request: Request, exc: Overloaded) -> JSONResponse:
@@ -233,16 +239,16 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/v1/run", response_model=ExecutionResult, tags=["native"])
-    async def run(body: RunRequest, request: Request) -> ExecutionResult:
+    async def run(body: RunRequest, request: Request) -> Response:
         """Run one program with limits; the result carries the verdict."""
         check_limits(body.limits, body.compile_limits)
         with admission.admit():
             result = await run_one(body.program, body.limits, body.compile_limits, body.isolation)
         request.state.verdict = str(result.verdict)
-        return result
+        return json_response(result)
 
     @app.post("/v1/batch", response_model=BatchResponse, tags=["native"])
-    async def batch(body: BatchRequest) -> BatchResponse:
+    async def batch(body: BatchRequest) -> Response:
         """One program against N cases, or N programs; results in order."""
         check_limits(body.limits, body.compile_limits, *(c.limits for c in body.cases))
         jobs: list[tuple[Program, Limits]] = []
@@ -279,25 +285,30 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
             await asyncio.gather(*(worker() for _ in range(width)))
         items = [r if r is not None else BatchItem(index=i, skipped=True) for i, r in enumerate(results)]
         accepted = sum(1 for r in items if r.result is not None and r.result.verdict is Verdict.ACCEPTED)
-        return BatchResponse(results=items, accepted=accepted, total=len(items))
+        return json_response(BatchResponse(results=items, accepted=accepted, total=len(items)))
 
     @app.post("/run_code", response_model=fusion.RunCodeResponse, tags=["sandboxfusion"])
-    async def run_code(body: fusion.RunCodeRequest, request: Request) -> fusion.RunCodeResponse:
+    async def run_code(body: fusion.RunCodeRequest, request: Request) -> Response:
         """SandboxFusion-compatible: the same request and response fields and status strings."""
         program, limits, compile_limits = fusion.to_program(body)
         check_limits(limits, compile_limits)
         with admission.admit():
             result = await run_one(program, limits, compile_limits)
         request.state.verdict = str(result.verdict)
-        return fusion.to_response(result)
+        return json_response(fusion.to_response(result))
 
     register_session_routes(app, sessions, admission, check_limits)
     wrapped: Any = app
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestContext, settings=settings, metrics=metrics)
     return wrapped  # type: ignore[no-any-return]
 
 
-def _authorized(request: Request, token: str) -> bool:
-    header = request.headers.get("authorization", "")
+def json_response(model: BaseModel, status_code: int = 200) -> Response:
+    """Serialise with pydantic directly (FastAPI's response_model path re-validates: slower)."""
+    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
+
+
+def _authorized(headers: dict[bytes, bytes], token: str) -> bool:
+    header = headers.get(b"authorization", b"").decode("latin-1")
     scheme, _, value = header.partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())

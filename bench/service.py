@@ -1,0 +1,268 @@
+"""Service benchmark: closed-loop load on `dojo serve` over loopback.
+
+    .venv/bin/python bench/service.py [--requests 1000] [--levels 1,8,32,128] [--agents 500]
+                                      [--execs 10] [--soak-seconds 0] [--pool-size N]
+
+Starts `dojo serve` as a subprocess on a free loopback port (so the load generator does not share
+its event loop), then:
+
+1. `/run_code` (SandboxFusion's endpoint) with `print(1)` and a HumanEval-style program at each
+   concurrency level: requests/s, p50/p99 latency, 429s, errors, and lost outputs (status Success
+   but the wrong stdout);
+2. sessions: --agents agents each create a Python session, wait until all are live, run --execs
+   execs (state carried between them), and delete it: create and exec latency, peak live sessions,
+   server memory (RSS of the whole process tree);
+3. optionally a soak at concurrency 64 for --soak-seconds: errors other than 429, and memory
+   sampled every 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from dojo.sandbox.loadtest import WORKLOADS
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def tree_rss_mib(pid: int) -> float:
+    """RSS of a process and all its descendants (the server, its slots and sessions)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            fields = stat.rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        total += rss.get(p, 0)
+        stack.extend(children.get(p, []))
+    return total / 2**20
+
+
+def process_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pct(data: list[float], q: float) -> float:
+    data = sorted(data)
+    return data[min(len(data) - 1, int(q * len(data)))] if data else 0.0
+
+
+async def load(
+    client: aiohttp.ClientSession, source: str, expected: str, concurrency: int, total: int
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    counts = {"ok": 0, "lost": 0, "429": 0, "error": 0, "failed": 0}
+    remaining = total
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            t0 = time.perf_counter()
+            try:
+                async with client.post("/run_code", json={"code": source, "language": "python"}) as r:
+                    status, retry_after = r.status, r.headers.get("retry-after", "1")
+                    body = await r.json() if status == 200 else None
+            except aiohttp.ClientError:
+                counts["error"] += 1
+                continue
+            latencies.append(time.perf_counter() - t0)
+            if status == 429:
+                counts["429"] += 1
+                await asyncio.sleep(float(retry_after) / 10)
+            elif body is None:
+                counts["error"] += 1
+            else:
+                if body["status"] == "Success":
+                    good = (body["run_result"]["stdout"] or "").strip() == expected
+                    counts["ok" if good else "lost"] += 1
+                else:
+                    counts["failed"] += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    seconds = time.perf_counter() - start
+    return {
+        "concurrency": concurrency,
+        "requests_per_s": counts["ok"] / seconds,
+        "p50_ms": statistics.median(latencies) * 1000 if latencies else 0.0,
+        "p99_ms": pct(latencies, 0.99) * 1000,
+        **counts,
+    }
+
+
+async def sessions(client: aiohttp.ClientSession, agents: int, execs: int, server_pid: int) -> dict[str, Any]:
+    create_lat: list[float] = []
+    exec_lat: list[float] = []
+    wrong = 0
+    errors = 0
+    live = asyncio.Event()
+    created = 0
+    peak_rss = 0.0
+
+    async def agent(i: int) -> None:
+        nonlocal created, wrong, errors
+        t0 = time.perf_counter()
+        async with client.post("/v1/sessions", json={"language": "python"}) as r:
+            status, created_body = r.status, await r.json()
+        if status != 201:
+            errors += 1
+            created += 1
+            if created == agents:
+                live.set()
+            return
+        create_lat.append(time.perf_counter() - t0)
+        sid = created_body["id"]
+        created += 1
+        if created == agents:
+            live.set()
+        await live.wait()
+        async with client.post(f"/v1/sessions/{sid}/exec", json={"code": f"total = {i}"}) as r:
+            await r.read()
+        for k in range(execs - 1):
+            t0 = time.perf_counter()
+            async with client.post(f"/v1/sessions/{sid}/exec", json={"code": f"total += {k}\ntotal"}) as r:
+                status, body = r.status, await r.json()
+            exec_lat.append(time.perf_counter() - t0)
+            if status != 200 or body["stdout"].strip() != str(i + sum(range(k + 1))):
+                wrong += 1
+        async with client.delete(f"/v1/sessions/{sid}") as r:
+            await r.read()
+
+    async def watch() -> None:
+        nonlocal peak_rss
+        while True:
+            peak_rss = max(peak_rss, tree_rss_mib(server_pid))
+            await asyncio.sleep(1.0)
+
+    watcher = asyncio.create_task(watch())
+    start = time.perf_counter()
+    await asyncio.gather(*(agent(i) for i in range(agents)))
+    watcher.cancel()
+    return {
+        "agents": agents,
+        "seconds": time.perf_counter() - start,
+        "create_p50_ms": statistics.median(create_lat) * 1000 if create_lat else 0.0,
+        "exec_p50_ms": statistics.median(exec_lat) * 1000 if exec_lat else 0.0,
+        "exec_p99_ms": pct(exec_lat, 0.99) * 1000,
+        "wrong": wrong,
+        "create_errors": errors,
+        "peak_server_rss_mib": peak_rss,
+    }
+
+
+async def soak(client: aiohttp.ClientSession, seconds: float, server_pid: int) -> dict[str, Any]:
+    source, expected = WORKLOADS["print(1)"]
+    deadline = time.monotonic() + seconds
+    rss: list[float] = []
+    totals = {"ok": 0, "lost": 0, "429": 0, "error": 0, "failed": 0}
+    while time.monotonic() < deadline:
+        part = await load(client, source, expected, 64, 640)
+        for k in totals:
+            totals[k] += part[k]
+        if not rss or time.monotonic() - deadline + seconds > 10 * len(rss):
+            rss.append(round(tree_rss_mib(server_pid), 1))
+    return {"seconds": seconds, **totals, "rss_mib_samples": rss}
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    port = free_port()
+    cmd = [sys.executable, "-m", "dojo.cli", "serve", "--port", str(port), "--queue", "512",
+           "--max-sessions", str(max(1000, args.agents))]  # fmt: skip
+    if args.pool_size:
+        cmd += ["--pool-size", str(args.pool_size)]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        connector = aiohttp.TCPConnector(limit=1024)
+        timeout = aiohttp.ClientTimeout(total=300)
+        async with aiohttp.ClientSession(url, connector=connector, timeout=timeout) as client:
+            for _ in range(600):
+                try:
+                    async with client.get("/healthz") as r:
+                        if r.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.1)
+            print(f"server: {' '.join(cmd[2:])} (pid {server.pid})\n")
+            print(
+                "| workload | concurrency | requests/s | p50 ms | p99 ms | lost | 429 | errors | server CPU ms/req | client CPU ms/req |"
+            )
+            print("|---|---|---|---|---|---|---|---|---|---|")
+            for name, (source, expected) in WORKLOADS.items():
+                await load(client, source, expected, 8, 100)  # warm-up
+                for c in args.levels:
+                    cpu0, me0 = process_cpu_s(server.pid), process_cpu_s(os.getpid())
+                    res = await load(client, source, expected, c, args.requests)
+                    cpu_ms = (process_cpu_s(server.pid) - cpu0) * 1000 / args.requests
+                    client_ms = (process_cpu_s(os.getpid()) - me0) * 1000 / args.requests
+                    print(
+                        f"| {name} | {c} | {res['requests_per_s']:.0f} | {res['p50_ms']:.2f} | {res['p99_ms']:.2f} "
+                        f"| {res['lost']} | {res['429']} | {res['error']} | {cpu_ms:.2f} | {client_ms:.2f} |",
+                        flush=True,
+                    )
+            if args.agents:
+                s = await sessions(client, args.agents, args.execs, server.pid)
+                print(
+                    f"\nsessions: {s['agents']} agents live at once, {args.execs} execs each, {s['seconds']:.1f}s; "
+                    f"create p50 {s['create_p50_ms']:.1f} ms, exec p50 {s['exec_p50_ms']:.2f} ms, "
+                    f"p99 {s['exec_p99_ms']:.2f} ms; wrong {s['wrong']}, create errors {s['create_errors']}; "
+                    f"peak server RSS {s['peak_server_rss_mib']:.0f} MiB"
+                )
+            if args.soak_seconds:
+                s = await soak(client, args.soak_seconds, server.pid)
+                print(
+                    f"\nsoak: {s['seconds']:.0f}s at concurrency 64: ok {s['ok']}, lost {s['lost']}, 429 {s['429']}, "
+                    f"errors {s['error']}, failed {s['failed']}; server RSS MiB every ~10s: {s['rss_mib_samples']}"
+                )
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=1000, help="requests per concurrency level")
+    parser.add_argument("--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32, 128])
+    parser.add_argument("--agents", type=int, default=500, help="session agents live at once (0: skip)")
+    parser.add_argument("--execs", type=int, default=10, help="execs per session agent")
+    parser.add_argument("--soak-seconds", type=float, default=0, help="soak at concurrency 64 (0: skip)")
+    parser.add_argument("--pool-size", type=int, default=None)
+    args = parser.parse_args()
+    if args.requests < 10 or args.execs < 2 or args.agents < 0:
+        parser.error("--requests >= 10, --execs >= 2, --agents >= 0")
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()
