@@ -213,7 +213,8 @@ async def main_async(args: argparse.Namespace) -> None:
                     await asyncio.sleep(0.1)
             print(f"server: {' '.join(cmd[2:])} (pid {server.pid})\n")
             print(
-                "| workload | concurrency | requests/s | p50 ms | p99 ms | lost | 429 | errors | server CPU ms/req | client CPU ms/req |"
+                "| workload | concurrency | requests/s | p50 ms | p99 ms | lost | 429 | errors "
+                "| server CPU ms/req | client CPU ms/req |"
             )
             print("|---|---|---|---|---|---|---|---|---|---|")
             for name, (source, expected) in WORKLOADS.items():
