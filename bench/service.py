@@ -118,63 +118,70 @@ async def load(
     }
 
 
-async def sessions(client: aiohttp.ClientSession, agents: int, execs: int, server_pid: int) -> dict[str, Any]:
-    create_lat: list[float] = []
-    exec_lat: list[float] = []
-    wrong = 0
-    errors = 0
-    live = asyncio.Event()
-    created = 0
-    peak_rss = 0.0
+def mem_available_mib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
-    async def agent(i: int) -> None:
-        nonlocal created, wrong, errors
+
+async def post_json(client: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    async with client.post(path, json=body) as r:
+        return r.status, await r.json()
+
+
+async def sessions(client: aiohttp.ClientSession, agents: int, execs: int) -> dict[str, Any]:
+    """Open `agents` Python sessions, keep them all live, measure execs, then delete them."""
+    mem_before = mem_available_mib()
+    start = time.perf_counter()
+    created = await asyncio.gather(*(post_json(client, "/v1/sessions", {"language": "python"}) for _ in range(agents)))
+    create_s = time.perf_counter() - start
+    ids = [body["id"] for status, body in created if status == 201]
+    create_errors = agents - len(ids)
+    await asyncio.sleep(1.0)
+    mem_per_session = (mem_before - mem_available_mib()) / max(1, len(ids))
+    async with client.get("/healthz") as r:
+        live = (await r.json())["live_sessions"]
+
+    # exec latency at concurrency 1 while every session is live
+    one = ids[0]
+    await post_json(client, f"/v1/sessions/{one}/exec", {"code": "n = 0"})
+    lat: list[float] = []
+    for _ in range(200):
         t0 = time.perf_counter()
-        async with client.post("/v1/sessions", json={"language": "python"}) as r:
-            status, created_body = r.status, await r.json()
-        if status != 201:
-            errors += 1
-            created += 1
-            if created == agents:
-                live.set()
-            return
-        create_lat.append(time.perf_counter() - t0)
-        sid = created_body["id"]
-        created += 1
-        if created == agents:
-            live.set()
-        await live.wait()
-        async with client.post(f"/v1/sessions/{sid}/exec", json={"code": f"total = {i}"}) as r:
-            await r.read()
+        await post_json(client, f"/v1/sessions/{one}/exec", {"code": "n += 1\nn"})
+        lat.append(time.perf_counter() - t0)
+
+    # every agent runs its execs at once; state must carry over
+    wrong = 0
+
+    async def agent(i: int, sid: str) -> None:
+        nonlocal wrong
+        await post_json(client, f"/v1/sessions/{sid}/exec", {"code": f"total = {i}"})
         for k in range(execs - 1):
-            t0 = time.perf_counter()
-            async with client.post(f"/v1/sessions/{sid}/exec", json={"code": f"total += {k}\ntotal"}) as r:
-                status, body = r.status, await r.json()
-            exec_lat.append(time.perf_counter() - t0)
+            status, body = await post_json(client, f"/v1/sessions/{sid}/exec", {"code": f"total += {k}\ntotal"})
             if status != 200 or body["stdout"].strip() != str(i + sum(range(k + 1))):
                 wrong += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(agent(i, sid) for i, sid in enumerate(ids)))
+    exec_s = time.perf_counter() - t0
+
+    async def delete(sid: str) -> None:
         async with client.delete(f"/v1/sessions/{sid}") as r:
             await r.read()
 
-    async def watch() -> None:
-        nonlocal peak_rss
-        while True:
-            peak_rss = max(peak_rss, tree_rss_mib(server_pid))
-            await asyncio.sleep(1.0)
-
-    watcher = asyncio.create_task(watch())
-    start = time.perf_counter()
-    await asyncio.gather(*(agent(i) for i in range(agents)))
-    watcher.cancel()
+    await asyncio.gather(*(delete(sid) for sid in ids))
     return {
         "agents": agents,
-        "seconds": time.perf_counter() - start,
-        "create_p50_ms": statistics.median(create_lat) * 1000 if create_lat else 0.0,
-        "exec_p50_ms": statistics.median(exec_lat) * 1000 if exec_lat else 0.0,
-        "exec_p99_ms": pct(exec_lat, 0.99) * 1000,
+        "live": live,
+        "create_s": create_s,
+        "create_errors": create_errors,
+        "mem_per_session_mib": mem_per_session,
+        "exec_p50_ms": statistics.median(lat) * 1000,
+        "exec_p99_ms": pct(lat, 0.99) * 1000,
+        "execs_per_s": len(ids) * execs / exec_s,
         "wrong": wrong,
-        "create_errors": errors,
-        "peak_server_rss_mib": peak_rss,
     }
 
 
@@ -198,7 +205,8 @@ async def main_async(args: argparse.Namespace) -> None:
            "--max-sessions", str(max(1000, args.agents))]  # fmt: skip
     if args.pool_size:
         cmd += ["--pool-size", str(args.pool_size)]
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(args.server_log, "wb") if args.server_log else subprocess.DEVNULL  # noqa: SIM115
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
     try:
         url = f"http://127.0.0.1:{port}"
         connector = aiohttp.TCPConnector(limit=1024)
@@ -230,12 +238,13 @@ async def main_async(args: argparse.Namespace) -> None:
                         flush=True,
                     )
             if args.agents:
-                s = await sessions(client, args.agents, args.execs, server.pid)
+                s = await sessions(client, args.agents, args.execs)
                 print(
-                    f"\nsessions: {s['agents']} agents live at once, {args.execs} execs each, {s['seconds']:.1f}s; "
-                    f"create p50 {s['create_p50_ms']:.1f} ms, exec p50 {s['exec_p50_ms']:.2f} ms, "
-                    f"p99 {s['exec_p99_ms']:.2f} ms; wrong {s['wrong']}, create errors {s['create_errors']}; "
-                    f"peak server RSS {s['peak_server_rss_mib']:.0f} MiB"
+                    f"\nsessions: {s['live']} live at once (created in {s['create_s']:.1f}s, "
+                    f"{s['create_errors']} refused), {s['mem_per_session_mib']:.1f} MiB of MemAvailable each; "
+                    f"exec at concurrency 1 with all live: p50 {s['exec_p50_ms']:.2f} ms, "
+                    f"p99 {s['exec_p99_ms']:.2f} ms; "
+                    f"all agents at once, {args.execs} execs each: {s['execs_per_s']:.0f} execs/s, wrong {s['wrong']}"
                 )
             if args.soak_seconds:
                 s = await soak(client, args.soak_seconds, server.pid)
@@ -255,10 +264,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=1000, help="requests per concurrency level")
     parser.add_argument("--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32, 128])
-    parser.add_argument("--agents", type=int, default=500, help="session agents live at once (0: skip)")
+    parser.add_argument("--agents", type=int, default=1000, help="Python sessions live at once (0: skip)")
     parser.add_argument("--execs", type=int, default=10, help="execs per session agent")
     parser.add_argument("--soak-seconds", type=float, default=0, help="soak at concurrency 64 (0: skip)")
     parser.add_argument("--pool-size", type=int, default=None)
+    parser.add_argument("--server-log", type=Path, default=None, help="write the server's JSON log here")
     args = parser.parse_args()
     if args.requests < 10 or args.execs < 2 or args.agents < 0:
         parser.error("--requests >= 10, --execs >= 2, --agents >= 0")

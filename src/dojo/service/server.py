@@ -36,4 +36,4 @@ def serve(host: str = "127.0.0.1", port: int = 8080, settings: ServiceSettings |
     settings = settings or ServiceSettings(token=os.environ.get("DOJO_TOKEN") or None)
     check_bind(host, settings.token)
     configure_json_logging()
-    uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False)
+    uvicorn.run(create_app(settings), host=host, port=port, log_config=None, access_log=False, timeout_keep_alive=75)
