@@ -3,6 +3,7 @@
     .venv/bin/python bench/service.py [--requests 1000] [--levels 1,8,32,128] [--agents 500]
                                       [--execs 10] [--soak-seconds 0] [--pool-size N]
 
+Figures of the load table are medians over --repeats rounds (lost/429/errors are totals).
 Starts `dojo serve` as a subprocess on a free loopback port (so the load generator does not share
 its event loop), then:
 
@@ -228,13 +229,19 @@ async def main_async(args: argparse.Namespace) -> None:
             for name, (source, expected) in WORKLOADS.items():
                 await load(client, source, expected, 8, 100)  # warm-up
                 for c in args.levels:
-                    cpu0, me0 = process_cpu_s(server.pid), process_cpu_s(os.getpid())
-                    res = await load(client, source, expected, c, args.requests)
-                    cpu_ms = (process_cpu_s(server.pid) - cpu0) * 1000 / args.requests
-                    client_ms = (process_cpu_s(os.getpid()) - me0) * 1000 / args.requests
+                    rounds = []
+                    for _ in range(args.repeats):
+                        cpu0, me0 = process_cpu_s(server.pid), process_cpu_s(os.getpid())
+                        res = await load(client, source, expected, c, args.requests)
+                        res["server_ms"] = (process_cpu_s(server.pid) - cpu0) * 1000 / args.requests
+                        res["client_ms"] = (process_cpu_s(os.getpid()) - me0) * 1000 / args.requests
+                        rounds.append(res)
+                    med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+                    bad = {k: sum(r[k] for r in rounds) for k in ("lost", "429", "error")}
                     print(
-                        f"| {name} | {c} | {res['requests_per_s']:.0f} | {res['p50_ms']:.2f} | {res['p99_ms']:.2f} "
-                        f"| {res['lost']} | {res['429']} | {res['error']} | {cpu_ms:.2f} | {client_ms:.2f} |",
+                        f"| {name} | {c} | {med['requests_per_s']:.0f} | {med['p50_ms']:.2f} | {med['p99_ms']:.2f} "
+                        f"| {bad['lost']} | {bad['429']} | {bad['error']} | {med['server_ms']:.2f} "
+                        f"| {med['client_ms']:.2f} |",
                         flush=True,
                     )
             if args.agents:
@@ -262,7 +269,8 @@ async def main_async(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=1000, help="requests per concurrency level")
+    parser.add_argument("--requests", type=int, default=1000, help="requests per concurrency level and round")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds per level; figures are medians")
     parser.add_argument("--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32, 128])
     parser.add_argument("--agents", type=int, default=1000, help="Python sessions live at once (0: skip)")
     parser.add_argument("--execs", type=int, default=10, help="execs per session agent")
