@@ -112,3 +112,31 @@ def test_openapi_documents_the_endpoints(http: httpx.Client) -> None:
     paths = http.get("/openapi.json").json()["paths"]
     for p in ["/v1/run", "/v1/batch", "/v1/sessions", "/v1/sessions/{sid}/exec", "/run_code", "/healthz", "/metrics"]:
         assert p in paths
+
+
+def test_batch_function_calls_compare_return_values_outside(http: httpx.Client) -> None:
+    source = "def add(a, b=0):\n    return a + b\n\ndef broken(x):\n    return object()\n"
+    cases = [
+        {"call": {"function": "add", "args": [1, 2]}, "expected_return": 3},
+        {"call": {"function": "add", "args": [[1], [2]]}, "expected_return": [1, 2]},
+        {"call": {"function": "add", "args": [2], "kwargs": {"b": 5}}, "expected_return": 8},
+        {"call": {"function": "broken", "args": [1]}},
+        {"call": {"function": "add", "args": ["a", "b"]}},
+    ]
+    r = http.post("/v1/batch", json={"program": {"language": "python", "source": source}, "cases": cases})
+    items = r.json()["results"]
+    assert [i["result"]["verdict"] for i in items] == [
+        "Accepted", "Accepted", "WrongAnswer", "RuntimeError", "Accepted",
+    ]  # fmt: skip
+    assert [i["return_value"] for i in items] == [3, [1, 2], 7, None, "ab"]
+    assert "not JSON serializable" in items[3]["result"]["stderr"]
+    assert "zygote" not in items[3]["result"]["stderr"]  # the traceback starts at the program
+    assert items[0]["result"]["files"] == {}  # the harness's file is not shown
+
+
+def test_function_calls_need_python(http: httpx.Client) -> None:
+    r = http.post(
+        "/v1/batch",
+        json={"program": {"language": "bash", "source": "true"}, "cases": [{"call": {"function": "f"}}]},
+    )
+    assert r.status_code == 422 and "need a python program" in r.json()["error"]

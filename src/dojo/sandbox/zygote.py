@@ -1020,10 +1020,11 @@ class Zygote:
             exec(code, main.__dict__)
         except SystemExit as e:
             status = _exit_status(e)
-        except BaseException:
+        except BaseException as e:
             import traceback
 
-            traceback.print_exc()
+            tb = e.__traceback__.tb_next if e.__traceback__ else None  # start at the program's frame
+            traceback.print_exception(type(e), e, tb)
             status = 1
         try:
             import threading

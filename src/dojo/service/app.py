@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, Verdict
-from dojo.service import fusion
+from dojo.service import calls, fusion
 from dojo.service.admission import AdmissionQueue, Overloaded
 from dojo.service.logs import ACCESS_LOGGER
 from dojo.service.metrics import ServiceMetrics
@@ -251,15 +251,19 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
     async def batch(body: BatchRequest) -> Response:
         """One program against N cases, or N programs; results in order."""
         check_limits(body.limits, body.compile_limits, *(c.limits for c in body.cases))
-        jobs: list[tuple[Program, Limits]] = []
+        jobs: list[tuple[Program, Limits, Any]] = []
         if body.program is not None:
             for case in body.cases:
                 program = body.program.model_copy(
                     update={"stdin": case.stdin, "expected_stdout": case.expected_stdout, "args": case.args}
                 )
-                jobs.append((program, case.limits or body.limits))
+                call = None
+                if case.call is not None:
+                    program, path = calls.with_call(program, case.call.function, case.call.args, case.call.kwargs)
+                    call = (path, "expected_return" in case.model_fields_set, case.expected_return)
+                jobs.append((program, case.limits or body.limits, call))
         else:
-            jobs = [(p, body.limits) for p in body.programs]
+            jobs = [(p, body.limits, None) for p in body.programs]
         results: list[BatchItem | None] = [None] * len(jobs)
         width = min(len(jobs), sb.pool_size)
         failed = asyncio.Event()
@@ -273,9 +277,15 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
                 if body.stop_on_first_failure and failed.is_set():
                     results[i] = BatchItem(index=i, skipped=True)
                     continue
-                program, limits = jobs[i]
+                program, limits, call = jobs[i]
                 result = await run_one(program, limits, body.compile_limits)
-                results[i] = BatchItem(index=i, result=result)
+                value = None
+                if call is not None:
+                    path, has_expected, expected = call
+                    result, value = calls.read_return(result, path)
+                    if has_expected:
+                        result = calls.judge_return(result, value, expected)
+                results[i] = BatchItem(index=i, result=result, return_value=value)
                 if result.verdict is not Verdict.ACCEPTED:
                     failed.set()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from dojo.sandbox import ExecutionResult, Limits, Program
 
@@ -20,14 +20,27 @@ class RunRequest(BaseModel):
     isolation: Literal["fast", "strict"] = "fast"
 
 
+class FunctionCall(BaseModel):
+    """Call a function the (Python) program defines, with JSON arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    function: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)
+    args: list[JsonValue] = Field(default_factory=list)
+    kwargs: dict[str, JsonValue] = Field(default_factory=dict)
+
+
 class BatchCase(BaseModel):
-    """One test input for a program: stdin (and optionally the expected stdout) and arguments."""
+    """One test input: stdin (and optionally the expected stdout) and arguments, or a function call
+    (and optionally its expected return value, compared outside the sandbox)."""
 
     model_config = ConfigDict(extra="forbid")
 
     stdin: str = ""
     expected_stdout: str | None = None
     args: list[str] = Field(default_factory=list)
+    call: FunctionCall | None = None
+    expected_return: JsonValue = Field(None, description="With 'call': the JSON value the call must return.")
     limits: Limits | None = Field(None, description="Limits of this case; the batch's limits otherwise.")
 
 
@@ -51,6 +64,11 @@ class BatchRequest(BaseModel):
             raise ValueError("give either 'program' with 'cases', or 'programs' (not both, not neither)")
         if self.program is not None and not self.cases:
             raise ValueError("'program' needs at least one entry in 'cases'")
+        if any(c.call is not None for c in self.cases) and self.program is not None:
+            from dojo.sandbox import get_language
+
+            if get_language(self.program.language).name != "python":
+                raise ValueError("function-call cases ('call') need a python program")
         return self
 
 
@@ -58,6 +76,7 @@ class BatchItem(BaseModel):
     index: int
     skipped: bool = False
     result: ExecutionResult | None = None
+    return_value: JsonValue = Field(None, description="With 'call': what the function returned (JSON).")
 
 
 class BatchResponse(BaseModel):
