@@ -64,6 +64,22 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+def _retry_wait(client: Any, response: httpx.Response, attempt: int, start: float) -> tuple[float | None, Any]:
+    """After one try: (seconds to wait before retrying, None) or (None, the JSON body to return)."""
+    policy: RetryPolicy = client.retry
+    last = attempt == policy.attempts - 1 or time.monotonic() - start > policy.budget
+    if response.status_code == 429 and not last:
+        client.retries += 1
+        return policy.delay(attempt, _retry_after(response)), None
+    if response.status_code >= 400:
+        raise _error(response)
+    data = response.json()
+    if data.get("verdict") == Verdict.SANDBOX_ERROR and not last:
+        client.retries += 1
+        return policy.delay(attempt, None), None
+    return None, data
+
+
 def _run_body(program: Program, limits: Limits | None, compile_limits: Limits | None, isolation: str) -> dict[str, Any]:
     body: dict[str, Any] = {"program": program.model_dump(mode="json"), "isolation": isolation}
     if limits is not None:
@@ -94,20 +110,10 @@ class AsyncSandboxClient:
     async def _post_result(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         start = time.monotonic()
         for attempt in range(self.retry.attempts):
-            response = await self._http.post(path, json=body)
-            last = attempt == self.retry.attempts - 1 or time.monotonic() - start > self.retry.budget
-            if response.status_code == 429 and not last:
-                self.retries += 1
-                await asyncio.sleep(self.retry.delay(attempt, _retry_after(response)))
-                continue
-            if response.status_code >= 400:
-                raise _error(response)
-            data: dict[str, Any] = response.json()
-            if data.get("verdict") == Verdict.SANDBOX_ERROR and not last:
-                self.retries += 1
-                await asyncio.sleep(self.retry.delay(attempt, None))
-                continue
-            return data
+            wait, data = _retry_wait(self, await self._http.post(path, json=body), attempt, start)
+            if wait is None:
+                return dict(data)
+            await asyncio.sleep(wait)
         raise SandboxError("retry budget exhausted")  # pragma: no cover - the loop returns or raises
 
     async def run(
@@ -211,20 +217,10 @@ class SandboxClient:
     def _post_result(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         start = time.monotonic()
         for attempt in range(self.retry.attempts):
-            response = self._http.post(path, json=body)
-            last = attempt == self.retry.attempts - 1 or time.monotonic() - start > self.retry.budget
-            if response.status_code == 429 and not last:
-                self.retries += 1
-                time.sleep(self.retry.delay(attempt, _retry_after(response)))
-                continue
-            if response.status_code >= 400:
-                raise _error(response)
-            data: dict[str, Any] = response.json()
-            if data.get("verdict") == Verdict.SANDBOX_ERROR and not last:
-                self.retries += 1
-                time.sleep(self.retry.delay(attempt, None))
-                continue
-            return data
+            wait, data = _retry_wait(self, self._http.post(path, json=body), attempt, start)
+            if wait is None:
+                return dict(data)
+            time.sleep(wait)
         raise SandboxError("retry budget exhausted")  # pragma: no cover
 
     def run(

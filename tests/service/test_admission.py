@@ -77,3 +77,22 @@ def test_server_answers_while_a_slow_run_is_in_progress() -> None:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def test_client_retries_429_until_admitted() -> None:
+    from dojo.client import RetryPolicy, SandboxClient
+    from dojo.sandbox import Program
+
+    srv, server, thread = start_server(ServiceSettings(pool_size=1, queue=0))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            busy = pool.submit(httpx.post, f"{srv.url}/v1/run", json=SLEEP, timeout=30)
+            time.sleep(0.3)
+            with SandboxClient(srv.url, retry=RetryPolicy(attempts=20, budget=30)) as client:
+                r = client.run(Program(language="python", source="print('admitted')"))
+                assert r.stdout == "admitted\n"
+                assert client.retries >= 1  # it was refused at least once, then retried
+            assert busy.result().status_code == 200
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

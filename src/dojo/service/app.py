@@ -163,37 +163,27 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
     app.state.admission = admission
     app.state.sessions = sessions
 
+    def error(request: Request, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+        body = {"error": message, "request_id": getattr(request.state, "request_id", None)}
+        return JSONResponse(body, status_code=status, headers=headers)
+
     @app.exception_handler(Overloaded)
     async def overloaded(request: Request, exc: Overloaded) -> JSONResponse:
         metrics.rejected.labels(reason="queue_full").inc()
-        return JSONResponse(
-            {"error": str(exc), "request_id": getattr(request.state, "request_id", None)},
-            status_code=429,
-            headers={"Retry-After": str(max(1, round(exc.retry_after)))},
-        )
+        return error(request, str(exc), 429, {"Retry-After": str(max(1, round(exc.retry_after)))})
 
     @app.exception_handler(SessionLimitReached)
     async def too_many_sessions(request: Request, exc: SessionLimitReached) -> JSONResponse:
         metrics.rejected.labels(reason="sessions").inc()
-        return JSONResponse(
-            {"error": str(exc), "request_id": getattr(request.state, "request_id", None)},
-            status_code=429,
-            headers={"Retry-After": str(max(1, round(settings.retry_after)))},
-        )
+        return error(request, str(exc), 429, {"Retry-After": str(max(1, round(settings.retry_after)))})
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse(
-            {"error": str(exc.detail), "request_id": getattr(request.state, "request_id", None)},
-            status_code=exc.status_code,
-            headers=getattr(exc, "headers", None),
-        )
+        return error(request, str(exc.detail), exc.status_code, getattr(exc, "headers", None))
 
     @app.exception_handler(ValueError)
     async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
-        return JSONResponse(
-            {"error": str(exc), "request_id": getattr(request.state, "request_id", None)}, status_code=400
-        )
+        return error(request, str(exc), 400)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
