@@ -5,7 +5,6 @@ Until the training loop lands this is dojo's embedded default job.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from rich.console import Console
@@ -110,5 +109,4 @@ async def benchmark_summary(sandbox: AsyncSandbox, console: Console, quick: bool
             table.add_row(name, way, f"{c1.p50 * 1000:.2f}", f"{c8.throughput:.0f}", str(c1.wrong + c8.wrong))
     console.print(table)
     console.print("Full benchmark: [bold]make bench[/bold] (bench/sandbox.py); numbers in docs/benchmarks.md")
-    await asyncio.sleep(0)
     return summary

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -48,13 +49,22 @@ def start_server(settings: ServiceSettings) -> tuple[LiveServer, uvicorn.Server,
     return LiveServer(url, app, settings), server, thread
 
 
+@contextlib.contextmanager
+def running_server(settings: ServiceSettings) -> Iterator[LiveServer]:
+    """A real uvicorn server on a free loopback port, stopped (and its sandbox closed) on exit."""
+    srv, server, thread = start_server(settings)
+    try:
+        yield srv
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
 @pytest.fixture(scope="session")
 def live() -> Iterator[LiveServer]:
-    """A real uvicorn server on a free loopback port, serving a real sandbox pool."""
-    srv, server, thread = start_server(ServiceSettings(pool_size=4, queue=64, max_sessions=20, session_ttl=600))
-    yield srv
-    server.should_exit = True
-    thread.join(timeout=30)
+    """The shared server of the suite, serving a real sandbox pool."""
+    with running_server(ServiceSettings(pool_size=4, queue=64, max_sessions=20, session_ttl=600)) as srv:
+        yield srv
 
 
 @pytest.fixture

@@ -12,14 +12,13 @@ from typer.testing import CliRunner
 from dojo.cli import app as cli_app
 from dojo.service import ServiceSettings
 from dojo.service.server import UnsafeBind, check_bind
-from tests.service.conftest import start_server
+from tests.service.conftest import running_server
 
 SLEEP = {"program": {"language": "python", "source": "import time\ntime.sleep(1.5)\nprint('done')"}}
 
 
 def test_full_queue_answers_429_at_once_with_retry_after() -> None:
-    srv, server, thread = start_server(ServiceSettings(pool_size=1, queue=1))
-    try:
+    with running_server(ServiceSettings(pool_size=1, queue=1)) as srv:
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             futures = [pool.submit(httpx.post, f"{srv.url}/v1/run", json=SLEEP, timeout=30) for _ in range(4)]
             responses = [f.result() for f in futures]
@@ -34,14 +33,10 @@ def test_full_queue_answers_429_at_once_with_retry_after() -> None:
             assert r.elapsed < min(ok.elapsed for ok in served)
         for r in served:
             assert r.json()["stdout"] == "done\n"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def test_token_is_required_when_set() -> None:
-    srv, server, thread = start_server(ServiceSettings(pool_size=1, token="s3cret"))
-    try:
+    with running_server(ServiceSettings(pool_size=1, token="s3cret")) as srv:
         body = {"program": {"language": "python", "source": "print(1)"}}
         assert httpx.post(f"{srv.url}/v1/run", json=body).status_code == 401
         bad = httpx.post(f"{srv.url}/v1/run", json=body, headers={"Authorization": "Bearer nope"})
@@ -49,9 +44,6 @@ def test_token_is_required_when_set() -> None:
         ok = httpx.post(f"{srv.url}/v1/run", json=body, headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200 and ok.json()["stdout"] == "1\n"
         assert httpx.get(f"{srv.url}/healthz").status_code == 200
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def test_non_loopback_bind_needs_a_token() -> None:
@@ -66,33 +58,23 @@ def test_non_loopback_bind_needs_a_token() -> None:
 
 
 def test_server_answers_while_a_slow_run_is_in_progress() -> None:
-    srv, server, thread = start_server(ServiceSettings(pool_size=2, queue=4))
-    try:
-        with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            slow = pool.submit(httpx.post, f"{srv.url}/v1/run", json=SLEEP, timeout=30)
-            time.sleep(0.2)
-            quick = httpx.post(f"{srv.url}/v1/run", json={"program": {"language": "python", "source": "print(2)"}})
-            assert quick.json()["stdout"] == "2\n"
-            assert slow.result().json()["stdout"] == "done\n"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with running_server(ServiceSettings(pool_size=2, queue=4)) as srv, concurrent.futures.ThreadPoolExecutor(2) as pool:
+        slow = pool.submit(httpx.post, f"{srv.url}/v1/run", json=SLEEP, timeout=30)
+        time.sleep(0.2)
+        quick = httpx.post(f"{srv.url}/v1/run", json={"program": {"language": "python", "source": "print(2)"}})
+        assert quick.json()["stdout"] == "2\n"
+        assert slow.result().json()["stdout"] == "done\n"
 
 
 def test_client_retries_429_until_admitted() -> None:
     from dojo.client import RetryPolicy, SandboxClient
     from dojo.sandbox import Program
 
-    srv, server, thread = start_server(ServiceSettings(pool_size=1, queue=0))
-    try:
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            busy = pool.submit(httpx.post, f"{srv.url}/v1/run", json=SLEEP, timeout=30)
-            time.sleep(0.3)
-            with SandboxClient(srv.url, retry=RetryPolicy(attempts=20, budget=30)) as client:
-                r = client.run(Program(language="python", source="print('admitted')"))
-                assert r.stdout == "admitted\n"
-                assert client.retries >= 1  # it was refused at least once, then retried
-            assert busy.result().status_code == 200
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    with running_server(ServiceSettings(pool_size=1, queue=0)) as srv, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        busy = pool.submit(httpx.post, f"{srv.url}/v1/run", json=SLEEP, timeout=30)
+        time.sleep(0.3)
+        with SandboxClient(srv.url, retry=RetryPolicy(attempts=20, budget=30)) as client:
+            r = client.run(Program(language="python", source="print('admitted')"))
+            assert r.stdout == "admitted\n"
+            assert client.retries >= 1  # it was refused at least once, then retried
+        assert busy.result().status_code == 200

@@ -8,7 +8,7 @@ import httpx
 
 from dojo.client import SandboxClient, ServiceError
 from dojo.service import ServiceSettings
-from tests.service.conftest import LiveServer, start_server
+from tests.service.conftest import LiveServer, running_server
 
 
 def test_python_variables_persist(live: LiveServer) -> None:
@@ -44,23 +44,19 @@ def test_files_put_and_get(live: LiveServer, http: httpx.Client) -> None:
 
 
 def test_sessions_expire_and_the_cap_answers_429() -> None:
-    srv, server, thread = start_server(ServiceSettings(pool_size=1, max_sessions=2, session_ttl=1.0))
-    try:
-        with httpx.Client(base_url=srv.url, timeout=30) as http:
-            a = http.post("/v1/sessions", json={"language": "python"}).json()["id"]
-            http.post("/v1/sessions", json={"language": "python"})
-            full = http.post("/v1/sessions", json={"language": "python"})
-            assert full.status_code == 429 and "Retry-After" in full.headers
-            assert "maximum of 2 live sessions" in full.json()["error"]
-            deadline = time.monotonic() + 10
-            while http.get("/healthz").json()["live_sessions"] and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert http.get("/healthz").json()["live_sessions"] == 0
-            assert http.post(f"/v1/sessions/{a}/exec", json={"code": "1"}).status_code == 404
-            assert http.post("/v1/sessions", json={"language": "python"}).status_code == 201
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+    settings = ServiceSettings(pool_size=1, max_sessions=2, session_ttl=1.0)
+    with running_server(settings) as srv, httpx.Client(base_url=srv.url, timeout=30) as http:
+        a = http.post("/v1/sessions", json={"language": "python"}).json()["id"]
+        http.post("/v1/sessions", json={"language": "python"})
+        full = http.post("/v1/sessions", json={"language": "python"})
+        assert full.status_code == 429 and "Retry-After" in full.headers
+        assert "maximum of 2 live sessions" in full.json()["error"]
+        deadline = time.monotonic() + 10
+        while http.get("/healthz").json()["live_sessions"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert http.get("/healthz").json()["live_sessions"] == 0
+        assert http.post(f"/v1/sessions/{a}/exec", json={"code": "1"}).status_code == 404
+        assert http.post("/v1/sessions", json={"language": "python"}).status_code == 201
 
 
 def test_unknown_session_language_is_400(live: LiveServer) -> None:

@@ -82,9 +82,8 @@ class SlotCgroups:
         try:
             for controller, parent in self.layout.parents.items():
                 d = parent / self.name
-                if d in self.pool_dirs.values():
-                    continue
-                d.mkdir()
+                if d not in self.pool_dirs.values():  # v2: one directory serves both controllers
+                    d.mkdir()
                 self.pool_dirs[controller] = d
             if self.layout.version == 2:
                 d = next(iter(self.pool_dirs.values()))
@@ -115,14 +114,17 @@ class SlotCgroups:
         paths: dict[str, str] = {}
         for controller, pool_dir in self.pool_dirs.items():
             d = pool_dir / slot
-            if str(d) not in paths.values():
-                d.mkdir(exist_ok=True)
+            d.mkdir(exist_ok=True)
             paths[controller] = str(d)
         return paths
 
+    def _dirs(self) -> list[Path]:
+        """Each pool directory once (on v2 the controllers share one)."""
+        return list(dict.fromkeys(self.pool_dirs.values()))
+
     def kill_slot(self, slot: str) -> None:
         """SIGKILL every process left in the slot's groups."""
-        for pool_dir in self.pool_dirs.values():
+        for pool_dir in self._dirs():
             d = pool_dir / slot
             kill_file = d / "cgroup.kill"
             if kill_file.exists():
@@ -145,7 +147,7 @@ class SlotCgroups:
         """Kill and remove the slot's groups; True when they are gone."""
         self.kill_slot(slot)
         done = True
-        for pool_dir in self.pool_dirs.values():
+        for pool_dir in self._dirs():
             d = pool_dir / slot
             if not _rmdir_retry(d, timeout):
                 done = False
@@ -153,7 +155,7 @@ class SlotCgroups:
 
     def remove_pool(self, timeout: float = 5.0) -> bool:
         done = True
-        for pool_dir in self.pool_dirs.values():
+        for pool_dir in self._dirs():
             if not pool_dir.exists():
                 continue
             for child in pool_dir.iterdir():

@@ -140,41 +140,18 @@ def result_from_wire(header: dict[str, Any], blobs: list[bytes], language: str, 
             error=item.get("error"),
         )
     compile_step: StepResult | None = None
+    run_raw = steps[-1]
     if compiled:
-        compile_raw = steps[0]
-        compile_step = step_from_wire(compile_raw, blobs)
+        compile_step = step_from_wire(steps[0], blobs)
         if len(steps) == 1:  # the compile step failed, so nothing ran
             return ExecutionResult(
                 verdict=Verdict.COMPILE_ERROR,
-                exit_code=compile_step.exit_code,
-                signal=compile_step.signal,
-                stdout=compile_step.stdout,
-                stderr=compile_step.stderr,
-                stdout_truncated=compile_step.stdout_truncated,
-                stderr_truncated=compile_step.stderr_truncated,
-                wall_time=compile_step.wall_time,
-                cpu_time=compile_step.cpu_time,
-                peak_memory=compile_step.peak_memory,
-                limit=compile_step.limit,
+                **dict(compile_step),
                 compile=compile_step,
                 files=files,
                 language=language,
             )
-    run_raw = steps[-1]
     run = step_from_wire(run_raw, blobs)
     return ExecutionResult(
-        verdict=verdict_of(run_raw),
-        exit_code=run.exit_code,
-        signal=run.signal,
-        stdout=run.stdout,
-        stderr=run.stderr,
-        stdout_truncated=run.stdout_truncated,
-        stderr_truncated=run.stderr_truncated,
-        wall_time=run.wall_time,
-        cpu_time=run.cpu_time,
-        peak_memory=run.peak_memory,
-        limit=run.limit,
-        compile=compile_step,
-        files=files,
-        language=language,
+        verdict=verdict_of(run_raw), **dict(run), compile=compile_step, files=files, language=language
     )

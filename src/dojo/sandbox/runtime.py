@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import threading
 from collections.abc import Coroutine, Iterable
 from concurrent.futures import Future
@@ -33,7 +34,7 @@ from dojo.sandbox.pool import SlotPool, default_pool_size
 from dojo.sandbox.program import Program
 from dojo.sandbox.result import ExecutionResult, result_from_wire
 from dojo.sandbox.session import Session
-from dojo.sandbox.slot import SlotConfig, SlotDied
+from dojo.sandbox.slot import SlotConfig
 from dojo.sandbox.verdict import Verdict
 
 Isolation = Literal["fast", "strict"]
@@ -51,14 +52,8 @@ def preflight() -> None:
             "and process limits, and one unprivileged uid per slot. Run as root (or in a container with "
             "CAP_SYS_ADMIN). Rootless mode through user namespaces is not implemented yet."
         )
-    if not os.access("/usr/bin/unshare", os.X_OK) and not _which("unshare"):
+    if not os.access("/usr/bin/unshare", os.X_OK) and not shutil.which("unshare"):
         raise IsolationUnavailable("the 'unshare' tool is missing; install it with: apt-get install util-linux")
-
-
-def _which(name: str) -> str | None:
-    import shutil
-
-    return shutil.which(name)
 
 
 class AsyncSandbox:
@@ -167,9 +162,7 @@ class AsyncSandbox:
                 resp, out = await self.pool.execute_fresh(header, blobs, timeout)
             else:
                 resp, out = await self.pool.execute(header, blobs, timeout)
-        except SlotDied as e:
-            return ExecutionResult.from_sandbox_error(str(e), lang.name)
-        except SandboxError as e:
+        except SandboxError as e:  # includes SlotDied
             return ExecutionResult.from_sandbox_error(str(e), lang.name)
         result = result_from_wire(resp, out, lang.name, compiled=lang.compiled)
         if (

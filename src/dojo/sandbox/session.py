@@ -42,6 +42,10 @@ class Session:
         self._busy = False
 
     @property
+    def busy(self) -> bool:
+        return self._busy
+
+    @property
     def alive(self) -> bool:
         return not self.closed and self.slot.alive
 

@@ -44,9 +44,7 @@ class Slot:
         self.config = config
         self.cgroups = cgroups
         self.proc: asyncio.subprocess.Process | None = None
-        self.runs = 0
         self.alive = False
-        self._stderr = b""
 
     async def start(self) -> None:
         cg_paths = self.cgroups.create_slot(self.name) if self.cgroups else {}
@@ -117,7 +115,6 @@ class Slot:
         except asyncio.CancelledError:
             await self.kill()  # the answer would arrive out of step: this slot is unusable now
             raise
-        self.runs += 1
         return resp, out
 
     async def kill(self) -> None:
@@ -131,10 +128,9 @@ class Slot:
                 await asyncio.to_thread(self.cgroups.kill_slot, self.name)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.proc.wait(), 10)
-            for stream in (self.proc.stdin,):
-                if stream is not None:
-                    with contextlib.suppress(Exception):
-                        stream.close()
+            if self.proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    self.proc.stdin.close()
         if self.cgroups:
             await asyncio.to_thread(self.cgroups.remove_slot, self.name)
 

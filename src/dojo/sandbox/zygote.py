@@ -153,6 +153,7 @@ class Zygote:
         self.mem_limit = -1
         self.pids_limit = -1
         self.oom_count = 0
+        self.peak_fd = -1
 
     # -- syscalls ------------------------------------------------------------------------------
 
@@ -185,10 +186,13 @@ class Zygote:
     # -- set-up --------------------------------------------------------------------------------
 
     def join_cgroups(self) -> None:
+        joined: dict[str, int] = {}
         for name, path in self.config.get("cgroups", {}).items():
-            with open(os.path.join(path, "cgroup.procs"), "w") as f:
-                f.write("0")
-            self.cg[name] = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+            if path not in joined:  # on v2 both controllers live in one directory
+                with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                    f.write("0")
+                joined[path] = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+            self.cg[name] = joined[path]
 
     def cg_write(self, controller: str, filename: str, value: str) -> None:
         if controller not in self.cg:
@@ -371,17 +375,15 @@ class Zygote:
         else:
             self.wipe_scratch(int(header.get("disk_bytes", self.disk_bytes)))
             self.marks.append(("wiped", time.perf_counter()))
-            for f in header.get("files", []):
+            for f in header.get("files", []):  # a fresh /box: written as root, handed to the run uid
                 path = os.path.join(BOX, f["path"])
-                os.makedirs(os.path.dirname(path), exist_ok=True)
+                self.makedirs_owned(os.path.dirname(path))
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, f.get("mode", 0o644))
                 try:
+                    os.fchown(fd, self.uid, self.uid)
                     _write_all(fd, blobs[f["blob"]])
                 finally:
                     os.close(fd)
-            for dirpath, dirnames, filenames in os.walk(BOX):
-                for name in dirnames + filenames:
-                    os.chown(os.path.join(dirpath, name), self.uid, self.uid)
         stdin = blobs[header["stdin_blob"]] if header.get("stdin_blob") is not None else b""
         steps_out = []
         for step in header["steps"]:
@@ -585,11 +587,19 @@ class Zygote:
         return base
 
     def reset_peak(self) -> int:
-        """Reset the group's peak-memory counter; returns the usage now."""
+        """Reset the group's peak-memory counter; returns the usage now.
+
+        v1: write 0 to memory.max_usage_in_bytes. v2: a write to memory.peak resets it only for
+        reads through the same open file, so the zygote keeps one descriptor for it.
+        """
         if "memory" in self.cg:
             try:
-                name = "memory.max_usage_in_bytes" if self.cgroup_version == 1 else "memory.peak"
-                self.cg_write("memory", name, "0")
+                if self.cgroup_version == 1:
+                    self.cg_write("memory", "memory.max_usage_in_bytes", "0")
+                else:
+                    if self.peak_fd < 0:
+                        self.peak_fd = os.open("memory.peak", os.O_RDWR, dir_fd=self.cg["memory"])
+                    os.write(self.peak_fd, b"reset")
             except OSError:
                 pass
         return self.memory_usage()
@@ -597,9 +607,14 @@ class Zygote:
     def read_peak(self, base: int) -> int:
         if "memory" not in self.cg:
             return 0
-        name = "memory.max_usage_in_bytes" if self.cgroup_version == 1 else "memory.peak"
         try:
-            return max(0, int(self.cg_read("memory", name)) - base)
+            if self.cgroup_version == 1:
+                raw = self.cg_read("memory", "memory.max_usage_in_bytes")
+            elif self.peak_fd >= 0:
+                raw = os.pread(self.peak_fd, 64, 0).decode()
+            else:
+                return 0
+            return max(0, int(raw) - base)
         except (OSError, ValueError):
             return 0
 
@@ -639,42 +654,37 @@ class Zygote:
 
     def fetch(self, paths: list[str], max_bytes: int, out_blobs: list[bytes]) -> list[dict[str, Any]]:
         """Read requested files as the run uid (never as root: a symlink must not leak host files)."""
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover
-            try:
-                os.close(r)
-                os.setgroups([])
-                os.setresgid(self.uid, self.uid, self.uid)
-                os.setresuid(self.uid, self.uid, self.uid)
-                results: list[dict[str, Any]] = []
-                blobs: list[bytes] = []
-                for p in paths:
-                    try:
-                        with open(os.path.join(BOX, p), "rb") as f:
-                            data = f.read(max_bytes + 1)
-                        results.append({"path": p, "blob": len(blobs), "truncated": len(data) > max_bytes})
-                        blobs.append(data[:max_bytes])
-                    except OSError as e:
-                        results.append({"path": p, "blob": None, "error": e.strerror or str(e)})
-                _write_all(w, encode_frame({"fetched": results}, blobs))
-            finally:
-                os._exit(0)
-        os.close(w)
-        try:
-            header, blobs = _read_frame(r)
-        finally:
-            os.close(r)
-            os.waitpid(pid, 0)
-        fetched = header["fetched"]
+
+        def work() -> tuple[list[dict[str, Any]], list[bytes]]:
+            results: list[dict[str, Any]] = []
+            blobs: list[bytes] = []
+            for p in paths:
+                try:
+                    with open(os.path.join(BOX, p), "rb") as f:
+                        data = f.read(max_bytes + 1)
+                    results.append({"path": p, "blob": len(blobs), "truncated": len(data) > max_bytes})
+                    blobs.append(data[:max_bytes])
+                except OSError as e:
+                    results.append({"path": p, "blob": None, "error": e.strerror or str(e)})
+            return results, blobs
+
+        fetched, blobs = self.as_user(work)
         for item in fetched:
             if item.get("blob") is not None:
                 item["blob"] = len(out_blobs) + item["blob"]
         out_blobs.extend(blobs)
         return list(fetched)
 
-    def as_user(self, work: Any) -> Any:
-        """Run ``work()`` in a child with the slot's uid; return what it returns (JSON-able)."""
+    def makedirs_owned(self, path: str) -> None:
+        """Create the missing directories of ``path`` (under /box), owned by the run uid."""
+        if path == BOX or os.path.isdir(path):
+            return
+        self.makedirs_owned(os.path.dirname(path))
+        os.mkdir(path)
+        os.chown(path, self.uid, self.uid)
+
+    def as_user(self, work: Any) -> tuple[Any, list[bytes]]:
+        """Run ``work()`` in a child with the slot's uid; it returns (JSON-able value, blobs)."""
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover
@@ -685,7 +695,8 @@ class Zygote:
                 os.setresgid(self.uid, self.uid, self.uid)
                 os.setresuid(self.uid, self.uid, self.uid)
                 os.umask(0o022)
-                _write_all(w, encode_frame({"value": work()}, []))
+                value, blobs = work()
+                _write_all(w, encode_frame({"value": value}, blobs))
             except BaseException as e:
                 status = 1
                 try:
@@ -696,16 +707,16 @@ class Zygote:
                 os._exit(status)
         os.close(w)
         try:
-            header, _ = _read_frame(r)
+            header, blobs = _read_frame(r)
         finally:
             os.close(r)
             os.waitpid(pid, 0)
         if "error" in header:
             raise OSError(header["error"])
-        return header["value"]
+        return header["value"], blobs
 
     def write_files_as_user(self, files: list[dict[str, Any]], blobs: list[bytes]) -> None:
-        def work() -> int:
+        def work() -> tuple[int, list[bytes]]:
             for f in files:
                 path = os.path.join(BOX, f["path"])
                 os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -714,7 +725,7 @@ class Zygote:
                     _write_all(fd, blobs[f["blob"]])
                 finally:
                     os.close(fd)
-            return len(files)
+            return len(files), []
 
         if files:
             self.as_user(work)

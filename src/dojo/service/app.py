@@ -255,7 +255,8 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
         else:
             jobs = [(p, body.limits, None) for p in body.programs]
         results: list[BatchItem | None] = [None] * len(jobs)
-        width = min(len(jobs), sb.pool_size)
+        # in order when stopping at the first failure, so that "first" means first
+        width = 1 if body.stop_on_first_failure else min(len(jobs), sb.pool_size)
         failed = asyncio.Event()
         next_index = 0
 
@@ -280,8 +281,6 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
                     failed.set()
 
         with admission.admit(weight=width):
-            if body.stop_on_first_failure:
-                width = 1  # in order, so "first" means first
             await asyncio.gather(*(worker() for _ in range(width)))
         items = [r if r is not None else BatchItem(index=i, skipped=True) for i, r in enumerate(results)]
         accepted = sum(1 for r in items if r.result is not None and r.result.verdict is Verdict.ACCEPTED)
@@ -298,9 +297,8 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
         return json_response(fusion.to_response(result))
 
     register_session_routes(app, sessions, admission, check_limits)
-    wrapped: Any = app
     app.add_middleware(RequestContext, settings=settings, metrics=metrics)
-    return wrapped  # type: ignore[no-any-return]
+    return app
 
 
 def json_response(model: BaseModel, status_code: int = 200) -> Response:

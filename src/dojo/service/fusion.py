@@ -142,18 +142,7 @@ def to_response(result: ExecutionResult) -> RunCodeResponse:
         compile_result = _command(result.compile, compile_verdict)
     run_result = None
     if result.verdict is not Verdict.COMPILE_ERROR:
-        run_step = StepResult(
-            exit_code=result.exit_code,
-            signal=result.signal,
-            stdout=result.stdout,
-            stderr=result.stderr,
-            stdout_truncated=result.stdout_truncated,
-            stderr_truncated=result.stderr_truncated,
-            wall_time=result.wall_time,
-            cpu_time=result.cpu_time,
-            peak_memory=result.peak_memory,
-            limit=result.limit,
-        )
+        run_step = StepResult(**{name: getattr(result, name) for name in StepResult.model_fields})
         run_result = _command(run_step, result.verdict)
     ok = result.verdict is Verdict.ACCEPTED
     files = {p: base64.b64encode(f.content).decode() for p, f in result.files.items() if f.content is not None}

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from dojo.sandbox import ExecutionResult, Limits, Program
+from dojo.sandbox import ExecutionResult, Limits, Program, get_language
 
 MAX_BATCH = 1024
 
@@ -64,11 +64,9 @@ class BatchRequest(BaseModel):
             raise ValueError("give either 'program' with 'cases', or 'programs' (not both, not neither)")
         if self.program is not None and not self.cases:
             raise ValueError("'program' needs at least one entry in 'cases'")
-        if any(c.call is not None for c in self.cases) and self.program is not None:
-            from dojo.sandbox import get_language
-
-            if get_language(self.program.language).name != "python":
-                raise ValueError("function-call cases ('call') need a python program")
+        calls = any(c.call is not None for c in self.cases)
+        if calls and self.program is not None and get_language(self.program.language).name != "python":
+            raise ValueError("function-call cases ('call') need a python program")
         return self
 
 

@@ -119,7 +119,7 @@ class SessionManager:
         stale = [
             sid
             for sid, e in self._sessions.items()
-            if not e.session.alive or (now - e.session.last_used > e.ttl and not e.session._busy)
+            if not e.session.alive or (now - e.session.last_used > e.ttl and not e.session.busy)
         ]
         for sid in stale:
             entry = self._sessions.pop(sid, None)
