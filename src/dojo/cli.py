@@ -100,6 +100,7 @@ def serve(
     max_sessions: Annotated[int, typer.Option(help="Live sessions before 429.", min=1)] = 1000,
     session_ttl: Annotated[float, typer.Option(help="Idle seconds before a session expires.", min=1)] = 600.0,
     max_body_bytes: Annotated[int, typer.Option(help="Largest request body.", min=1024)] = 32 << 20,
+    allow_network: Annotated[bool, typer.Option(help="Let requests set limits.network=true.")] = False,
 ) -> None:
     """Serve the sandbox over HTTP: native API (/v1), SandboxFusion's /run_code, sessions, /metrics."""
     from dojo.service.app import ServiceSettings
@@ -112,7 +113,7 @@ def serve(
         _fail(str(e))
     settings = ServiceSettings(
         pool_size=pool_size, queue=queue, token=token, max_sessions=max_sessions,
-        session_ttl=session_ttl, max_body_bytes=max_body_bytes,
+        session_ttl=session_ttl, max_body_bytes=max_body_bytes, allow_network=allow_network,
     )  # fmt: skip
     run_server(host, port, settings)
 

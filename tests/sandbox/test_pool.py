@@ -100,3 +100,26 @@ async def test_1000_runs_leave_nothing_behind() -> None:
     assert after["cgroups"] - before["cgroups"] == set()
     assert after["mounts"] - before["mounts"] == set()
     assert after["tmp"] - before["tmp"] == set()
+
+
+def test_groups_of_a_killed_dojo_process_are_swept_at_start() -> None:
+    from dojo.sandbox.cgroups import SlotCgroups, detect
+    from tests.sandbox.conftest import SKIP_REASON
+
+    if SKIP_REASON:
+        import pytest
+
+        pytest.skip(SKIP_REASON)
+    layout = detect()
+    dead = 4_000_000  # above pid_max: no process has it
+    stale = SlotCgroups(layout, name=f"dojo-{dead}-deadbeef")
+    stale.create_pool()
+    stale.create_slot("slot-0")
+    dirs = list(stale.pool_dirs.values())
+    assert all(d.is_dir() for d in dirs)
+    fresh = SlotCgroups(layout)
+    fresh.create_pool()
+    try:
+        assert not any(d.exists() for d in dirs)
+    finally:
+        fresh.remove_pool()

@@ -48,6 +48,12 @@ from tests.service.conftest import LiveServer
         ("/run_code", {"code": "x", "language": "python", "run_timeout": -5}, 422, "run_timeout"),
         ("/run_code", {"code": "x", "language": "python", "memory_limit_MB": -7}, 422, "memory_limit_MB"),
         ("/v1/sessions", {"language": "python", "limits": {"processes": 0}}, 422, "processes"),
+        (
+            "/v1/run",
+            {"program": {"language": "python", "source": "x"}, "limits": {"network": True}},
+            400,
+            "--allow-network",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_4xx(http: httpx.Client, path: str, body: dict, status: int, needle: str) -> None:

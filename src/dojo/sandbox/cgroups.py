@@ -78,7 +78,29 @@ class SlotCgroups:
         self.name = name or f"dojo-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.pool_dirs: dict[str, Path] = {}
 
+    def sweep_stale(self) -> int:
+        """Remove the empty groups of dojo processes that died without cleaning up (SIGKILL)."""
+        removed = 0
+        for parent in dict.fromkeys(self.layout.parents.values()):
+            if not parent.is_dir():
+                continue
+            for d in parent.glob("dojo-*"):
+                try:
+                    pid = int(d.name.split("-")[1])
+                except (IndexError, ValueError):
+                    continue
+                if pid == os.getpid() or _alive(pid):
+                    continue
+                for child in d.iterdir():
+                    if child.is_dir():
+                        _rmdir_retry(child, 0)
+                if _rmdir_retry(d, 0):
+                    removed += 1
+        return removed
+
     def create_pool(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sweep_stale()
         try:
             for controller, parent in self.layout.parents.items():
                 d = parent / self.name
@@ -164,6 +186,16 @@ class SlotCgroups:
             if not _rmdir_retry(pool_dir, timeout):
                 done = False
         return done
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _rmdir_retry(d: Path, timeout: float) -> bool:

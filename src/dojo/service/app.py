@@ -43,6 +43,7 @@ class ServiceSettings:
     max_sessions: int = 1000
     session_ttl: float = 600.0
     max_wall_time: float = 300.0
+    allow_network: bool = False
     retry_after: float = 1.0
 
 
@@ -200,6 +201,8 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
         for lim in limits:
             if lim is not None and lim.wall_time > settings.max_wall_time:
                 raise ValueError(f"wall_time {lim.wall_time}s is over this service's maximum {settings.max_wall_time}s")
+            if lim is not None and lim.network and not settings.allow_network:
+                raise ValueError("this service does not let programs reach the network; start it with --allow-network")
 
     async def run_one(
         program: Program, limits: Limits, compile_limits: Limits | None, isolation: str = "fast"
