@@ -1,0 +1,47 @@
+"""The command line: runs a file in the sandbox; bad arguments exit 2 with a message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dojo.cli import app
+from tests.sandbox.conftest import SKIP_REASON
+
+runner = CliRunner()
+
+
+def test_run_prints_output_and_exits_by_verdict(tmp_path: Path) -> None:
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    ok = tmp_path / "ok.py"
+    ok.write_text("print(input() * 2)\n")
+    stdin = tmp_path / "in.txt"
+    stdin.write_text("ab\n")
+    result = runner.invoke(app, ["run", str(ok), "--stdin", str(stdin)])
+    assert result.exit_code == 0 and "abab" in result.output
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise SystemExit(3)\n")
+    result = runner.invoke(app, ["run", str(bad)])
+    assert result.exit_code == 1 and "RuntimeError" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "missing.py"], "no such file"),
+        (["run", "{tmp}/x.txt"], "cannot guess the language"),
+        (["run", "{tmp}/x.py", "--language", "cobol"], "unknown language"),
+        (["run", "{tmp}/x.py", "--memory-mb", "1"], "--memory-mb"),
+        (["run", "{tmp}/x.py", "--wall-time", "-3"], "--wall-time"),
+        (["serve", "--host", "10.0.0.1"], "without a token"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(tmp_path: Path, args: list[str], needle: str) -> None:
+    (tmp_path / "x.txt").write_text("x")
+    (tmp_path / "x.py").write_text("print(1)")
+    result = runner.invoke(app, [a.format(tmp=tmp_path) for a in args], env={"DOJO_TOKEN": ""})
+    assert result.exit_code == 2
+    assert needle in result.output
