@@ -8,13 +8,19 @@ import pytest_asyncio
 
 from dojo.sandbox import AsyncSandbox, IsolationUnavailable, preflight
 
+MODE: str | None
 try:
-    preflight()
+    MODE = preflight()
     SKIP_REASON = ""
 except IsolationUnavailable as e:  # pragma: no cover - CI runs as root
+    MODE = None
     SKIP_REASON = str(e)
 
 requires_isolation = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON)
+# Tests of what only root mode offers (cgroups, the host network); test_rootless.py runs this
+# whole directory again as an unprivileged user, where these are skipped.
+root_only = pytest.mark.skipif(MODE == "rootless", reason="root mode only (cgroups, host network)")
+rootless_only = pytest.mark.skipif(MODE != "rootless", reason="rootless mode only")
 
 
 @pytest_asyncio.fixture(scope="session", params=["fast", "strict"])

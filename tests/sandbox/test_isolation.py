@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
+from tests.sandbox.conftest import root_only, rootless_only
 
 
 @pytest.fixture
@@ -55,11 +56,29 @@ async def test_host_loopback_is_unreachable(sandbox: AsyncSandbox, host_server: 
     assert accepted == []
 
 
+@root_only
 async def test_network_flag_opens_the_host_network(sandbox: AsyncSandbox, host_server: tuple[int, list[str]]) -> None:
     port, accepted = host_server
     r = await sandbox.run(Program(language="python", source=CONNECT, args=[str(port)]), Limits(network=True))
     assert "host-secret" in r.stdout, r
     assert len(accepted) == 1
+
+
+@rootless_only
+async def test_rootless_refuses_the_network_flag_and_says_why(sandbox: AsyncSandbox) -> None:
+    with pytest.raises(ValueError, match="network needs the sandbox to run as root"):
+        await sandbox.run(Program(language="python", source="print(1)"), Limits(network=True))
+
+
+@rootless_only
+async def test_rootless_run_has_no_capabilities_and_an_unmapped_uid(sandbox: AsyncSandbox) -> None:
+    src = (
+        "import os\ncaps = [l.split()[1] for l in open('/proc/self/status') if l.startswith('Cap')]\n"
+        "print(os.getuid(), set(caps))\n"
+        "try:\n    os.setuid(0)\nexcept OSError as e:\n    print('setuid refused', e.errno)\n"
+    )
+    r = await sandbox.run(Program(language="python", source=src))
+    assert r.stdout == "1000 {'0000000000000000'}\nsetuid refused 22\n", r
 
 
 async def test_host_files_are_read_only_and_private_dirs_absent(sandbox: AsyncSandbox) -> None:

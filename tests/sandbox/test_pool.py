@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 from dojo.sandbox import AsyncSandbox, Program, Verdict
+from tests.sandbox.conftest import root_only
 
 
 async def test_64_runs_at_once_all_outputs_correct(sandbox: AsyncSandbox) -> None:
@@ -94,7 +95,8 @@ async def test_1000_runs_leave_nothing_behind() -> None:
         oks = await asyncio.gather(*(one(i) for i in range(1000)))
         assert all(oks)
         during = _snapshot()
-        assert len(during["cgroups"] - before["cgroups"]) > 0  # the pool's groups exist while it runs
+        if sb.pool.cgroups is not None:  # the pool's groups exist while it runs
+            assert len(during["cgroups"] - before["cgroups"]) > 0
     after = _snapshot()
     assert after["procs"] - before["procs"] == set()
     assert after["cgroups"] - before["cgroups"] == set()
@@ -102,6 +104,7 @@ async def test_1000_runs_leave_nothing_behind() -> None:
     assert after["tmp"] - before["tmp"] == set()
 
 
+@root_only
 def test_groups_of_a_killed_dojo_process_are_swept_at_start() -> None:
     from dojo.sandbox.cgroups import SlotCgroups, detect
     from tests.sandbox.conftest import SKIP_REASON

@@ -23,6 +23,9 @@ class Language:
     compile_argv: tuple[str, ...] | None = None
     aliases: tuple[str, ...] = field(default=())
     inline_python: bool = False
+    # Virtual memory the runtime reserves beyond what it uses; added to RLIMIT_AS where memory is
+    # limited by address space (rootless without cgroups). V8 reserves ~1 GiB up front.
+    address_space_extra: int = 32 << 20
 
     @property
     def compiled(self) -> bool:
@@ -73,6 +76,7 @@ LANGUAGES: dict[str, Language] = {
             "apt-get install nodejs",
             ("{exe}", "main.js"),
             aliases=("js", "node", "nodejs"),
+            address_space_extra=2 << 30,
         ),
     )
 }

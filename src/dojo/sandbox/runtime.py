@@ -10,14 +10,16 @@ and a fresh interpreter for every run. Both enforce the same limits and pass the
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
+import subprocess
 import threading
 from collections.abc import Coroutine, Iterable
 from concurrent.futures import Future
 from typing import Any, Literal, TypeVar
 
-from dojo.sandbox.cgroups import SlotCgroups, detect
+from dojo.sandbox.cgroups import CgroupLayout, SlotCgroups, detect
 from dojo.sandbox.compare import tokens_equal
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 from dojo.sandbox.languages import (
@@ -34,26 +36,58 @@ from dojo.sandbox.pool import SlotPool, default_pool_size
 from dojo.sandbox.program import Program
 from dojo.sandbox.result import ExecutionResult, result_from_wire
 from dojo.sandbox.session import Session
-from dojo.sandbox.slot import SlotConfig
+from dojo.sandbox.slot import NAMESPACE_FLAGS, ROOTLESS_FLAGS, SlotConfig
 from dojo.sandbox.verdict import Verdict
 
 Isolation = Literal["fast", "strict"]
+Mode = Literal["root", "rootless"]
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 HOST_MARGIN_S = 10.0  # the host waits this much past the run's own wall limit before killing the slot
 
 
-def preflight() -> None:
-    """Check that this machine can isolate runs; raise IsolationUnavailable saying what is missing."""
+def preflight() -> Mode:
+    """Check that this machine can isolate runs and say how: ``"root"`` or ``"rootless"``.
+
+    Root builds namespaces, cgroups and one unprivileged uid per slot. Without root, dojo needs
+    unprivileged user namespaces; it then maps the caller to root inside each slot and runs every
+    program as an unmapped-from-the-host uid in a nested user namespace. Raises
+    IsolationUnavailable saying what is missing.
+    """
     if not os.path.exists("/proc/self/ns/pid"):
         raise IsolationUnavailable("dojo's sandbox needs Linux namespaces (this is not Linux, or /proc is missing)")
-    if os.geteuid() != 0:
-        raise IsolationUnavailable(
-            "dojo's sandbox needs root: it creates pid/net/ipc/uts/mount namespaces, cgroups for memory "
-            "and process limits, and one unprivileged uid per slot. Run as root (or in a container with "
-            "CAP_SYS_ADMIN). Rootless mode through user namespaces is not implemented yet."
-        )
-    if not os.access("/usr/bin/unshare", os.X_OK) and not shutil.which("unshare"):
+    unshare = shutil.which("unshare") or "/usr/bin/unshare"
+    if not os.access(unshare, os.X_OK):
         raise IsolationUnavailable("the 'unshare' tool is missing; install it with: apt-get install util-linux")
+    if os.geteuid() == 0:
+        return "root"
+    probe = subprocess.run(
+        [unshare, *ROOTLESS_FLAGS, *NAMESPACE_FLAGS, "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    if probe.returncode != 0:
+        raise IsolationUnavailable(
+            "dojo's sandbox needs root or unprivileged user namespaces, and this machine refused a user "
+            f"namespace ({probe.stderr.strip() or 'exit ' + str(probe.returncode)}). Run as root, or allow "
+            "them: sysctl -w kernel.unprivileged_userns_clone=1 (Debian/Ubuntu), sysctl -w "
+            "user.max_user_namespaces=15000, and on Ubuntu 24.04+ sysctl -w "
+            "kernel.apparmor_restrict_unprivileged_userns=0; in Docker, run with --security-opt seccomp=unconfined."
+        )
+    return "rootless"
+
+
+def rootless_cgroups(layout: CgroupLayout) -> SlotCgroups | None:
+    """Cgroups for a rootless pool, where a delegated (writable) hierarchy exists; else None."""
+    if all(os.access(parent, os.W_OK) for parent in layout.parents.values()):
+        return SlotCgroups(layout)
+    log.warning(
+        "rootless sandbox without a delegated cgroup: memory is limited by address space (RLIMIT_AS) and "
+        "processes by RLIMIT_NPROC; for exact limits run as root or set DOJO_CGROUP_PARENT to a delegated group"
+    )
+    return None
 
 
 class AsyncSandbox:
@@ -78,13 +112,14 @@ class AsyncSandbox:
         self.python = python or default_python()
         self.pool_size = pool_size or default_pool_size()
         self._pool: SlotPool | None = None
+        self.mode: Mode | None = None  # "root" or "rootless", known once started
         self._start_lock = asyncio.Lock()
 
     async def start(self) -> AsyncSandbox:
         async with self._start_lock:
             if self._pool is not None:
                 return self
-            preflight()
+            mode = await asyncio.to_thread(preflight)
             layout = await asyncio.to_thread(detect)
             prefix = await asyncio.to_thread(python_prefix, self.python)
             extra = () if (prefix + "/").startswith(EXPOSED_PREFIXES) else (prefix,)
@@ -93,10 +128,13 @@ class AsyncSandbox:
                 extra_ro_paths=extra,
                 disk_bytes=self.limits.disk,
                 cgroup_version=layout.version,
+                rootless=mode == "rootless",
             )
-            pool = SlotPool(self.pool_size, config, SlotCgroups(layout))
+            cgroups = SlotCgroups(layout) if mode == "root" else rootless_cgroups(layout)
+            pool = SlotPool(self.pool_size, config, cgroups)
             await pool.start()
             self._pool = pool
+            self.mode = mode
         return self
 
     async def close(self) -> None:
@@ -124,7 +162,9 @@ class AsyncSandbox:
         slot = await self.pool.start_fresh("session")
 
         def build(program: Program, lang: Language, lim: Limits) -> tuple[dict[str, Any], list[bytes], float]:
-            return build_request(program, lang, lim, self.compile_limits, self.python, strict=False)
+            return build_request(
+                program, lang, lim, self.compile_limits, self.python, strict=False, rootless=self.mode == "rootless"
+            )
 
         async def release(session: Session) -> None:
             await self.pool.stop_fresh(session.slot)
@@ -156,7 +196,9 @@ class AsyncSandbox:
         limits = limits or self.limits
         compile_limits = compile_limits or self.compile_limits
         strict = (isolation or self.isolation) == "strict"
-        header, blobs, timeout = build_request(program, lang, limits, compile_limits, self.python, strict)
+        header, blobs, timeout = build_request(
+            program, lang, limits, compile_limits, self.python, strict, rootless=self.mode == "rootless"
+        )
         try:
             if strict:
                 resp, out = await self.pool.execute_fresh(header, blobs, timeout)
@@ -185,8 +227,14 @@ def build_request(
     compile_limits: Limits,
     python: str,
     strict: bool,
+    rootless: bool = False,
 ) -> tuple[dict[str, Any], list[bytes], float]:
     """Turn a Program into a zygote request: files, steps with their limits, and a host timeout."""
+    if rootless and (limits.network or compile_limits.network):
+        raise ValueError(
+            "limits.network needs the sandbox to run as root: a rootless sandbox cannot join the host's "
+            "network namespace. Run dojo as root, or leave network off."
+        )
     exe = resolve_toolchain(lang, python)
     blobs: list[bytes] = [program.source.encode()]
     files: list[dict[str, Any]] = [{"path": lang.source_file, "blob": 0, "mode": 0o644}]
@@ -204,12 +252,13 @@ def build_request(
     timeout = HOST_MARGIN_S
     if lang.compile_argv is not None:
         argv = [a.replace("{exe}", exe) for a in lang.compile_argv]
-        steps.append({"role": "compile", "argv": argv, "stdin": False, "limits": compile_limits.to_wire()})
+        compile_wire = {**compile_limits.to_wire(), "address_space_extra": lang.address_space_extra}
+        steps.append({"role": "compile", "argv": argv, "stdin": False, "limits": compile_wire})
         timeout += compile_limits.wall_time
     run_step: dict[str, Any] = {
         "role": "run",
         "stdin": True,
-        "limits": limits.to_wire(),
+        "limits": {**limits.to_wire(), "address_space_extra": lang.address_space_extra},
         "args": program.args,
     }
     if lang.inline_python and not strict:

@@ -17,6 +17,7 @@ from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 
 ZYGOTE_PATH = Path(zygote.__file__).resolve()
 NAMESPACE_FLAGS = ("--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts")
+ROOTLESS_FLAGS = ("--user", "--map-root-user")  # the caller is root inside the slot, nobody outside
 STARTUP_TIMEOUT = 30.0
 
 
@@ -28,6 +29,7 @@ class SlotConfig:
     extra_ro_paths: tuple[str, ...] = ()
     disk_bytes: int = 64 << 20
     cgroup_version: int = 1
+    rootless: bool = False
     unshare: str = field(default_factory=lambda: shutil.which("unshare") or "/usr/bin/unshare")
 
 
@@ -54,10 +56,12 @@ class Slot:
             "cgroup_version": self.config.cgroup_version,
             "extra_ro_paths": list(self.config.extra_ro_paths),
             "disk_bytes": self.config.disk_bytes,
-            "keep_host_netns": f"/proc/{os.getpid()}/ns/net",
+            "keep_host_netns": None if self.config.rootless else f"/proc/{os.getpid()}/ns/net",
+            "rootless": self.config.rootless,
         }
+        flags = (*ROOTLESS_FLAGS, *NAMESPACE_FLAGS) if self.config.rootless else NAMESPACE_FLAGS
         argv = [
-            self.config.unshare, *NAMESPACE_FLAGS, "--",
+            self.config.unshare, *flags, "--",
             self.config.python, "-S", "-E", "-s", "-B", str(ZYGOTE_PATH), json.dumps(zconfig),
         ]  # fmt: skip
         self.proc = await asyncio.create_subprocess_exec(

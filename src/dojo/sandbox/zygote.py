@@ -90,6 +90,10 @@ def _write_all(fd: int, data: bytes) -> None:
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+PR_CAPBSET_DROP = 24
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+RUN_UID = 1000  # what a rootless run sees as its uid (and as the owner of /box)
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
@@ -143,7 +147,11 @@ class Zygote:
         import ctypes
 
         self.config = config
-        self.uid: int = config["uid"]
+        self.rootless: bool = bool(config.get("rootless"))
+        # Rootless: the zygote is root only inside its own user namespace (the caller outside), owns
+        # every file it makes as uid 0, and each run enters a nested user namespace where that uid
+        # appears as RUN_UID and nothing else exists.
+        self.uid: int = 0 if self.rootless else config["uid"]
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.ctypes = ctypes
         self.cg: dict[str, int] = {}
@@ -154,6 +162,7 @@ class Zygote:
         self.pids_limit = -1
         self.oom_count = 0
         self.peak_fd = -1
+        self.vm_size = 0
 
     # -- syscalls ------------------------------------------------------------------------------
 
@@ -337,6 +346,16 @@ class Zygote:
         gc.collect()
         gc.freeze()  # forked children never scan (and so never copy) the zygote's objects
         self.libc.malloc_trim(0)  # give freed heap back: idle memory per slot is what scales
+        self.vm_size = self._vm_size()
+
+    @staticmethod
+    def _vm_size() -> int:
+        """This process's address space in bytes (an inline run's RLIMIT_AS starts from it)."""
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+        return 0
 
     def setup(self) -> None:
         self.join_cgroups()
@@ -530,6 +549,11 @@ class Zygote:
         oom = self.oom_count > oom_before
         if oom and limit is None:
             limit = "memory"
+        # Address-space limit (no memory cgroup): a failed allocation shows as the program's own
+        # error report, or as a failure after its resident memory came close to the limit.
+        near_limit = ru.ru_maxrss * 1024 >= 0.75 * lim["memory_bytes"]
+        if limit is None and exit_code != 0 and "memory" not in self.cg and (_out_of_memory(err) or near_limit):
+            limit = "memory"
         if sig == 25 and limit is None:  # SIGXFSZ
             limit = "file_size"
         peak = self.read_peak(mem_base) or ru.ru_maxrss * 1024
@@ -691,9 +715,7 @@ class Zygote:
             status = 0
             try:
                 os.close(r)
-                os.setgroups([])
-                os.setresgid(self.uid, self.uid, self.uid)
-                os.setresuid(self.uid, self.uid, self.uid)
+                self.become_run_user()
                 os.umask(0o022)
                 value, blobs = work()
                 _write_all(w, encode_frame({"value": value}, blobs))
@@ -857,6 +879,8 @@ class Zygote:
             exec_error = os.read(w["exc"], 4096).decode(errors="replace") or None
         except BlockingIOError:
             pass
+        if limit is None and "memory" not in self.cg and done and done.get("status") and _out_of_memory(err):
+            limit = "memory"  # address-space limit: the MemoryError ends the interpreter as an OOM kill would
         ended = died or limit is not None or bool(done and done.get("ended"))
         if ended:
             pid = w["pid"]
@@ -947,6 +971,29 @@ class Zygote:
 
     # -- the child -----------------------------------------------------------------------------
 
+    def become_run_user(self) -> None:
+        """Drop to the run's identity: the slot's uid (root mode), or RUN_UID in a nested user
+        namespace with every capability dropped (rootless mode)."""
+        if not self.rootless:
+            os.setgroups([])
+            os.setresgid(self.uid, self.uid, self.uid)
+            os.setresuid(self.uid, self.uid, self.uid)
+            return
+        self.unshare(CLONE_NEWUSER)
+        for name, value in (("setgroups", "deny"), ("uid_map", f"{RUN_UID} 0 1"), ("gid_map", f"{RUN_UID} 0 1")):
+            fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+            try:
+                os.write(fd, value.encode())
+            finally:
+                os.close(fd)
+        # A new user namespace grants every capability inside it; a run needs none.
+        for cap in range(64):
+            if self.libc.prctl(PR_CAPBSET_DROP, self.ctypes.c_ulong(cap), 0, 0, 0) != 0:
+                break  # EINVAL past the last capability this kernel knows
+        header = (self.ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+        data = (self.ctypes.c_uint32 * 6)()
+        self._check(self.libc.capset(header, data), "capset")
+
     def child(self, step: dict[str, Any], lim: dict[str, Any], req: dict[str, Any],
               in_r: int, out_w: int, err_w: int, exc_w: int, keep: tuple[int, ...] = ()) -> None:  # fmt: skip
         """Set up a run's process: fds 0-2 the pipes, 3 the set-up error pipe (close-on-exec), then
@@ -975,9 +1022,11 @@ class Zygote:
         stack = lim.get("stack_bytes")
         if stack:
             resource.setrlimit(resource.RLIMIT_STACK, (stack, stack))
-        os.setgroups([])
-        os.setresgid(self.uid, self.uid, self.uid)
-        os.setresuid(self.uid, self.uid, self.uid)
+        if "memory" not in self.cg:  # no memory cgroup (rootless): limit the address space instead
+            extra = lim.get("address_space_extra", 0) + (0 if step.get("argv") else self.vm_size)
+            limit_as = lim["memory_bytes"] + extra
+            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+        self.become_run_user()
         self.prctl(PR_SET_NO_NEW_PRIVS, 1)
         os.chdir(BOX)
         os.umask(0o022)
@@ -1072,6 +1121,17 @@ class Zygote:
             _write_all(wfd, encode_frame(resp, out_blobs))
             if header.get("last"):
                 return
+
+
+OUT_OF_MEMORY_MARKS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory", b"out of memory",
+                       b"JavaScript heap out of memory", b"Failed to reserve virtual memory")  # fmt: skip
+
+
+def _out_of_memory(stderr: bytearray) -> bool:
+    """Where memory is an address-space rlimit, a failed allocation shows only in the program's own
+    report: a Python MemoryError, a C++ bad_alloc, V8's fatal OOM, a C library's ENOMEM message."""
+    tail = bytes(stderr[-4096:])
+    return any(mark in tail for mark in OUT_OF_MEMORY_MARKS)
 
 
 def _exit_status(e: SystemExit) -> int:

@@ -1,0 +1,58 @@
+"""Rootless mode: the whole sandbox suite again, as an unprivileged user, through user namespaces.
+
+Run as root (as CI does), this test drops to ``nobody`` with ``setpriv`` and runs every other test
+of this directory in that identity; tests of what only root offers are marked ``root_only``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NOBODY = 65534
+
+
+def _nobody_can_run_the_suite() -> str:
+    """Why the suite cannot run as nobody here, or "" when it can."""
+    if os.geteuid() != 0:
+        return "needs root to drop to an unprivileged user (this run already is one)"
+    if not shutil.which("setpriv"):
+        return "setpriv (util-linux) is missing"
+    probe = subprocess.run(
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable, "-c", "import dojo"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        return f"the checkout or the interpreter is not readable by uid {NOBODY}: {probe.stderr.strip()[-300:]}"
+    return ""
+
+
+def test_sandbox_suite_passes_without_root() -> None:
+    reason = _nobody_can_run_the_suite()
+    if reason:
+        pytest.skip(reason)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
+    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    pytest_args = ["-p", "no:cacheprovider", "-q", "-rs", "tests/sandbox", "--deselect", __file__]
+    proc = subprocess.run(
+        [*drop, sys.executable, "-m", "pytest", *pytest_args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    tail = proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert proc.returncode == 0, tail
+    assert " passed" in tail and " failed" not in tail, tail
+    assert "rootless mode only" not in tail  # the rootless-only tests ran, not skipped
