@@ -1,0 +1,45 @@
+"""Rewards you can trust: graders that own the verdict, by task form, with reward-hack defences.
+
+    grader = Grader(sandbox)
+    reward = await grader.grade(task, completion)   # Reward(value=1.0, verdict="pass", ...)
+
+A sandbox failure gives ``value=None``: retry or drop the sample, never train on it as 0.
+"""
+
+from dojo.rewards.graders import (
+    Grader,
+    TestResults,
+    candidate_code,
+    grade_answer_task,
+    grade_assert_task,
+    grade_function_task,
+    grade_stdio_task,
+    stdout_matches,
+)
+from dojo.rewards.hacks import Finding, scan_python
+from dojo.rewards.mapping import FormatBonus, LengthPenalty, RewardMode, correctness
+from dojo.rewards.outcome import CaseOutcome, Reward, RewardStats
+from dojo.rewards.values import decode_value, encode_value, values_equal
+
+__all__ = [
+    "CaseOutcome",
+    "Finding",
+    "FormatBonus",
+    "Grader",
+    "LengthPenalty",
+    "Reward",
+    "RewardMode",
+    "RewardStats",
+    "TestResults",
+    "candidate_code",
+    "correctness",
+    "decode_value",
+    "encode_value",
+    "grade_answer_task",
+    "grade_assert_task",
+    "grade_function_task",
+    "grade_stdio_task",
+    "scan_python",
+    "stdout_matches",
+    "values_equal",
+]

@@ -1,0 +1,102 @@
+"""Getting the gradable part out of a completion: the code, or the one final answer."""
+
+from __future__ import annotations
+
+import re
+
+_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
+_ANSWER_LINE = re.compile(r"(?:final answer|answer)\s*(?:is|:)\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+
+LANGUAGE_TAGS = {
+    "python": ("python", "py", "python3"),
+    "bash": ("bash", "sh", "shell"),
+    "c": ("c",),
+    "cpp": ("cpp", "c++", "cxx"),
+    "javascript": ("javascript", "js", "node"),
+}
+
+
+def extract_code(completion: str, language: str = "python") -> str:
+    """The last fenced block in ``language`` (or untagged); the whole text when there is no fence."""
+    tags = LANGUAGE_TAGS.get(language, (language,))
+    blocks = _FENCE.findall(completion)
+    matching = [body for tag, body in blocks if tag.lower() in tags]
+    if matching:
+        return matching[-1]
+    untagged = [body for tag, body in blocks if not tag]
+    if untagged:
+        return untagged[-1]
+    if blocks:
+        return blocks[-1][1]
+    if "```" in completion:  # an opened fence never closed (cut off by max tokens)
+        after = completion.split("```", 1)[1]
+        return after.split("\n", 1)[1] if "\n" in after else ""
+    return completion
+
+
+class AnswerExtraction:
+    """The result of looking for one final answer: ``answer`` or a ``problem`` saying why not."""
+
+    def __init__(self, answer: str | None, problem: str | None = None) -> None:
+        self.answer = answer
+        self.problem = problem
+
+
+def extract_answer(completion: str, max_chars: int = 256) -> AnswerExtraction:
+    """Exactly one final answer: an ``<answer>`` tag, else one ``\\boxed{}``, else the last
+    "Answer: ..." line, else a short bare completion. More than one tagged answer, or an answer
+    longer than ``max_chars``, is refused (answer stuffing)."""
+    tags = [a.strip() for a in _ANSWER_TAG.findall(completion)]
+    if len(set(tags)) > 1:
+        return AnswerExtraction(None, "multiple_answers")
+    if tags:
+        answer = tags[0]
+    else:
+        boxed = [b.strip() for b in _BOXED.findall(completion)]
+        if len(set(boxed)) > 1:
+            return AnswerExtraction(None, "multiple_answers")
+        if boxed:
+            answer = boxed[0]
+        else:
+            lines = _ANSWER_LINE.findall(completion)
+            if lines:
+                answer = lines[-1].strip()
+            elif completion.strip() and "\n" not in completion.strip():
+                answer = completion.strip()
+            else:
+                return AnswerExtraction(None, "no_answer")
+    if len(answer) > max_chars:
+        return AnswerExtraction(None, "answer_too_long")
+    if not answer:
+        return AnswerExtraction(None, "no_answer")
+    return AnswerExtraction(answer)
+
+
+def normalise_answer(text: str) -> str:
+    """Whitespace collapsed, surrounding quotes/period removed: what exact matching compares."""
+    text = " ".join(text.split())
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+        text = text[1:-1]
+    return text.rstrip(".").strip()
+
+
+_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+
+
+def parse_number(text: str) -> float | None:
+    """A number written plainly, with thousands separators, as a fraction a/b, or a percentage."""
+    t = normalise_answer(text).replace(",", "").replace("$", "").strip()
+    percent = t.endswith("%")
+    t = t.rstrip("%").strip()
+    value: float | None = None
+    if _NUMBER.match(t):
+        value = float(t)
+    elif t.count("/") == 1:
+        num, den = (p.strip() for p in t.split("/"))
+        if _NUMBER.match(num) and _NUMBER.match(den) and float(den) != 0:
+            value = float(num) / float(den)
+    if value is not None and percent:
+        value /= 100
+    return value

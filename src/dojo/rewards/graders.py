@@ -1,0 +1,374 @@
+"""Where a task and a completion become a reward.
+
+``Grader.grade(task, completion)`` extracts the code or the answer, scans code for reward hacks,
+runs it in the sandbox by the task's form, compares outside the sandbox, and maps the test results
+to a ``Reward``. One function per form does the running and comparing:
+
+- ``grade_function_task``: all calls in one run, in a random order; return values compared here;
+- ``grade_assert_task``: HumanEval ``check(candidate)`` with every assert tallied (see harness);
+- ``grade_stdio_task``: one run per test; tokens compared with float tolerance, or a checker;
+- ``grade_answer_task``: one extracted answer, exact, numeric, or the source's own scorer.
+
+A sandbox failure never becomes a 0: the reward's value is None (retry or drop the sample).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import math
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number
+from dojo.rewards.hacks import scan_python
+from dojo.rewards.harness import (
+    HARNESS_SOURCE,
+    SOLUTION_FILE,
+    assert_job,
+    function_job,
+    job_stdin,
+    new_nonce,
+    parse_reports,
+    rewrite_asserts,
+)
+from dojo.rewards.mapping import RewardFunction, RewardMode, Shaping, correctness
+from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
+from dojo.rewards.values import decode_value, values_equal
+from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Limits, Program, Verdict
+from dojo.tasks.model import Task
+
+DEFAULT_GRADING_LIMITS = Limits(wall_time=10.0, cpu_time=6.0, memory=512 << 20)
+
+
+@dataclass
+class TestResults:
+    """What running the tests found, before it becomes a number."""
+
+    __test__ = False
+    passed: int = 0
+    total: int = 0
+    cases: list[CaseOutcome] = field(default_factory=list)
+    compile_error: str | None = None
+    infrastructure_error: str | None = None
+    no_answer: str | None = None
+    flags: list[str] = field(default_factory=list)
+
+
+def candidate_code(task: Task, completion: str) -> str:
+    """The code to grade: the last code block (or the whole text); for function/assert tasks whose
+    completion does not define the entry point, the prompt's signature is prepended (HumanEval's
+    completion convention)."""
+    code = extract_code(completion, task.language)
+    if task.form in ("function", "assert") and task.entry_point:
+        defines = re.search(rf"^\s*(async\s+)?def\s+{re.escape(task.entry_point)}\s*\(", code, re.MULTILINE)
+        if not defines and isinstance(task.prompt, str) and f"def {task.entry_point}" in task.prompt:
+            code = task.prompt + code
+    return code
+
+
+def _sandbox_failed(result: ExecutionResult) -> str | None:
+    if result.verdict is Verdict.SANDBOX_ERROR:
+        return result.sandbox_error or "sandbox error"
+    return None
+
+
+def _ended_how(result: ExecutionResult) -> str:
+    if result.limit is not None:
+        return f"the run hit its {result.limit.value} limit"
+    if result.signal is not None:
+        return f"the run was killed by signal {result.signal}"
+    return f"the run ended early (exit code {result.exit_code})"
+
+
+def _harness_program(code: str, stdin: str) -> Program:
+    return Program(
+        language="python",
+        source=HARNESS_SOURCE,
+        files=[InputFile(path=SOLUTION_FILE, content=code.encode())],
+        stdin=stdin,
+    )
+
+
+def _load_failure(reports: list[dict[str, Any]], out: TestResults) -> bool:
+    load = next((r for r in reports if "load" in r), None)
+    if load is None or load["load"] == "ok":
+        return False
+    if load["load"] == "syntax":
+        out.compile_error = str(load.get("error", "syntax error"))
+    else:
+        out.cases.append(CaseOutcome(index=-1, passed=False, detail=str(load.get("traceback") or load.get("error"))))
+    return True
+
+
+async def grade_function_task(
+    task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None, seed: int | None = None
+) -> TestResults:
+    """Call ``task.entry_point`` on every test's arguments in one sandbox run, in a shuffled order;
+    compare the returned data here. Expected values never enter the sandbox."""
+    assert task.entry_point
+    tests = task.tests
+    order = list(range(len(tests)))
+    random.Random(seed).shuffle(order)
+    calls = [(i, tests[i].args, tests[i].kwargs) for i in order]
+    nonce = new_nonce()
+    program = _harness_program(code, job_stdin(nonce, function_job(task.entry_point, calls, task.float_tolerance)))
+    result = await sandbox.run(program, limits or task.limits or DEFAULT_GRADING_LIMITS)
+    out = TestResults(total=len(tests))
+    if (err := _sandbox_failed(result)) is not None:
+        out.infrastructure_error = err
+        return out
+    reports = parse_reports(result.stdout, nonce)
+    if _load_failure(reports, out):
+        return out
+    by_case = {r["case"]: r for r in reports if isinstance(r.get("case"), int)}
+    for i, t in enumerate(tests):
+        r = by_case.get(i)
+        if r is None:
+            out.cases.append(CaseOutcome(index=i, passed=False, detail=f"no result: {_ended_how(result)}"))
+            continue
+        if "error" in r:
+            out.cases.append(CaseOutcome(index=i, passed=False, detail=f"raised {r['error']}"))
+            continue
+        try:
+            ok = values_equal(decode_value(r.get("value")), decode_value(t.expected), task.float_tolerance)
+        except (ValueError, TypeError):
+            ok = False
+        detail = "" if ok else ("wrong return value" if not t.visible else f"returned {str(r.get('value'))[:200]}")
+        out.cases.append(CaseOutcome(index=i, passed=ok, detail=detail))
+        out.passed += ok
+    return out
+
+
+async def grade_assert_task(
+    task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None
+) -> TestResults:
+    """Run each test's ``check(candidate)`` with its asserts tallied; every assert is one test."""
+    assert task.entry_point
+    rewritten: list[tuple[str, int]] = []
+    for t in task.tests:
+        assert t.code is not None
+        rewritten.append(rewrite_asserts(t.code))
+    nonce = new_nonce()
+    job = assert_job(task.entry_point, [src for src, _ in rewritten], task.float_tolerance)
+    result = await sandbox.run(_harness_program(code, job_stdin(nonce, job)), limits or task.limits or DEFAULT_GRADING_LIMITS)
+    out = TestResults()
+    if (err := _sandbox_failed(result)) is not None:
+        out.infrastructure_error = err
+        out.total = sum(max(1, n) for _, n in rewritten)
+        return out
+    reports = parse_reports(result.stdout, nonce)
+    if _load_failure(reports, out):
+        out.total = sum(max(1, n) for _, n in rewritten)
+        return out
+    by_test = {r["test"]: r for r in reports if isinstance(r.get("test"), int)}
+    for i, (_, n_asserts) in enumerate(rewritten):
+        r = by_test.get(i)
+        if r is None:
+            out.total += max(1, n_asserts)
+            out.cases.append(CaseOutcome(index=i, passed=False, detail=f"check did not finish: {_ended_how(result)}"))
+            continue
+        passed, failed = int(r.get("passed", 0)), int(r.get("failed", 0))
+        if not r.get("completed"):
+            failed += 1  # the check stopped early: it cannot count as passing
+        out.passed += passed
+        out.total += passed + failed
+        detail = "" if failed == 0 else f"{failed} assertion(s) failed" + (f"; {r['error']}" if r.get("error") else "")
+        out.cases.append(CaseOutcome(index=i, passed=failed == 0, detail=detail))
+    return out
+
+
+_FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def stdout_matches(actual: str, expected: str, tolerance: float = 1e-6) -> bool:
+    """Token by token; tokens that are both numbers compare within ``tolerance``."""
+    a, e = actual.split(), expected.split()
+    if len(a) != len(e):
+        return False
+    for x, y in zip(a, e, strict=True):
+        if x == y:
+            continue
+        if _FLOAT.match(x) and _FLOAT.match(y) and ("." in y or "e" in y.lower() or "." in x):
+            if not math.isclose(float(x), float(y), rel_tol=tolerance, abs_tol=tolerance):
+                return False
+            continue
+        return False
+    return True
+
+
+async def grade_stdio_task(
+    task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None
+) -> TestResults:
+    """One run per test with its stdin; stdout compared here, or judged by the task's checker
+    (a Python program run in its own sandbox run with input.txt, output.txt and expected.txt)."""
+    lim = limits or task.limits or DEFAULT_GRADING_LIMITS
+    programs = [Program(language=task.language, source=code, stdin=t.stdin) for t in task.tests]
+    results = await sandbox.run_many(programs, lim)
+    out = TestResults(total=len(task.tests))
+    if any(_sandbox_failed(r) for r in results):
+        out.infrastructure_error = next(e for r in results if (e := _sandbox_failed(r)))
+        return out
+    compile_failed = next((r for r in results if r.verdict is Verdict.COMPILE_ERROR), None)
+    if compile_failed is not None:
+        out.compile_error = (compile_failed.compile.stderr if compile_failed.compile else "") or "compile error"
+        return out
+    checks: list[bool | None] = []
+    for t, r in zip(task.tests, results, strict=True):
+        if r.verdict is not Verdict.ACCEPTED:
+            checks.append(False)
+        elif task.checker is None:
+            checks.append(stdout_matches(r.stdout, str(t.expected), task.float_tolerance))
+        else:
+            checks.append(None)
+    pending = [i for i, c in enumerate(checks) if c is None]
+    if pending:
+        judged = await sandbox.run_many(
+            [_checker_program(task, task.tests[i].stdin, results[i].stdout, task.tests[i].expected) for i in pending],
+            DEFAULT_GRADING_LIMITS,
+        )
+        if any(_sandbox_failed(j) for j in judged):
+            out.infrastructure_error = "the checker's sandbox run failed"
+            return out
+        for i, j in zip(pending, judged, strict=True):
+            checks[i] = j.verdict is Verdict.ACCEPTED
+    for i, (t, r, ok) in enumerate(zip(task.tests, results, checks, strict=True)):
+        if ok:
+            out.passed += 1
+            out.cases.append(CaseOutcome(index=i, passed=True))
+            continue
+        if r.verdict is not Verdict.ACCEPTED:
+            detail = f"{r.verdict.value}: {r.stderr[-500:]}" if r.stderr else r.verdict.value
+        else:
+            detail = "wrong output" if not t.visible else f"wrong output: {r.stdout[:200]!r}"
+        out.cases.append(CaseOutcome(index=i, passed=False, detail=detail))
+    return out
+
+
+def _checker_program(task: Task, stdin: str, stdout: str, expected: Any) -> Program:
+    assert task.checker is not None
+    files = [
+        InputFile(path="input.txt", content=stdin.encode()),
+        InputFile(path="output.txt", content=stdout.encode()),
+        InputFile(path="expected.txt", content=("" if expected is None else str(expected)).encode()),
+    ]
+    return Program(language="python", source=task.checker, files=files)
+
+
+@functools.lru_cache(maxsize=64)
+def _reasoning_gym_dataset(name: str) -> Any:
+    import reasoning_gym
+
+    return reasoning_gym.create_dataset(name, size=1, seed=0)
+
+
+def grade_answer_task(task: Task, completion: str) -> TestResults:
+    """Extract one final answer (capped in length) and compare it with the expected one."""
+    expected = task.tests[0].expected if task.tests else task.reference
+    expected_text = "" if expected is None else str(expected)
+    out = TestResults(total=1)
+    found = extract_answer(completion, max_chars=max(256, 4 * len(expected_text)))
+    if found.answer is None:
+        out.no_answer = found.problem
+        if found.problem in ("multiple_answers", "answer_too_long"):
+            out.flags.append(f"suspicious:{found.problem}")
+        return out
+    answer = found.answer
+    if task.answer_match == "reasoning_gym":
+        entry = task.metadata.model_extra.get("rg_entry") if task.metadata.model_extra else None
+        name = task.metadata.model_extra.get("rg_dataset") if task.metadata.model_extra else None
+        if not (entry and name):
+            raise ValueError(f"task {task.id}: answer_match 'reasoning_gym' needs metadata rg_dataset and rg_entry")
+        score = float(_reasoning_gym_dataset(name).score_answer(answer, entry) or 0.0)
+        ok = score >= 1.0 - 1e-9
+    elif task.answer_match == "numeric":
+        a, e = parse_number(answer), parse_number(expected_text)
+        ok = a is not None and e is not None and math.isclose(a, e, rel_tol=task.float_tolerance, abs_tol=task.float_tolerance)
+    else:
+        ok = normalise_answer(answer) == normalise_answer(expected_text)
+    out.passed = int(ok)
+    out.cases.append(CaseOutcome(index=0, passed=ok, detail="" if ok else "wrong answer"))
+    return out
+
+
+class Grader:
+    """Grades completions of tasks into rewards, through one sandbox.
+
+    ``mode``: default (1 / 0.5 / 0), fraction, binary, or ``f(passed, total) -> float``.
+    ``shaping``: hooks that add named components (``dojo.rewards.mapping``).
+    ``scan``: static reward-hack scan of Python code (a confirmed hack scores 0).
+    """
+
+    def __init__(
+        self,
+        sandbox: AsyncSandbox,
+        *,
+        mode: RewardMode | RewardFunction = "default",
+        shaping: Sequence[Shaping] = (),
+        limits: Limits | None = None,
+        scan: bool = True,
+        stats: RewardStats | None = None,
+    ) -> None:
+        if not callable(mode) and mode not in ("default", "fraction", "binary"):
+            raise ValueError(f"unknown reward mode {mode!r}; use default, fraction, binary or a function")
+        self.sandbox = sandbox
+        self.mode = mode
+        self.shaping = list(shaping)
+        self.limits = limits
+        self.scan = scan
+        self.stats = stats or RewardStats()
+
+    async def grade(self, task: Task, completion: str, *, seed: int | None = None) -> Reward:
+        reward = await self._grade(task, completion, seed)
+        self.stats.add(reward)
+        return reward
+
+    async def grade_many(self, items: Sequence[tuple[Task, str]]) -> list[Reward]:
+        return list(await asyncio.gather(*(self.grade(t, c) for t, c in items)))
+
+    async def _grade(self, task: Task, completion: str, seed: int | None) -> Reward:
+        if task.form == "answer":
+            return self._reward(task, completion, grade_answer_task(task, completion))
+        code = candidate_code(task, completion)
+        if not code.strip():
+            return self._reward(task, completion, TestResults(total=max(1, len(task.tests)), no_answer="no_code"))
+        flags: list[str] = []
+        if self.scan and task.language == "python":
+            visible = [t.expected for t in task.visible_tests]
+            findings = scan_python(code, task.form, visible)
+            flags = sorted({f.flag() for f in findings})
+            hacks = [f for f in findings if f.severity == "hack"]
+            if hacks:
+                detail = "; ".join(f"line {f.line}: {f.detail}" for f in hacks[:5])
+                return Reward(value=0.0, verdict="hack", total=len(task.tests), components={"correctness": 0.0},
+                              flags=flags, error=f"reward hacking: {detail}")  # fmt: skip
+        if task.form == "function":
+            results = await grade_function_task(task, code, self.sandbox, self.limits, seed)
+        elif task.form == "assert":
+            results = await grade_assert_task(task, code, self.sandbox, self.limits)
+        else:
+            results = await grade_stdio_task(task, code, self.sandbox, self.limits)
+        results.flags = sorted({*results.flags, *flags})
+        return self._reward(task, completion, results)
+
+    def _reward(self, task: Task, completion: str, r: TestResults) -> Reward:
+        if r.infrastructure_error is not None:
+            return Reward(value=None, verdict="infrastructure_error", total=r.total, flags=r.flags,
+                          error=r.infrastructure_error)  # fmt: skip
+        verdict: GradeVerdict
+        if r.compile_error is not None:
+            verdict, error = "compile_error", r.compile_error
+        elif r.no_answer is not None:
+            verdict, error = "no_answer", r.no_answer
+        else:
+            verdict = "pass" if r.total and r.passed == r.total else ("partial" if r.passed else "fail")
+            error = None
+        score = correctness(r.passed, r.total, self.mode) if verdict in ("pass", "partial", "fail") else 0.0
+        components = {"correctness": score}
+        for hook in self.shaping:
+            components[hook.name] = float(hook(completion, score))
+        return Reward(value=sum(components.values()), verdict=verdict, passed=r.passed, total=r.total,
+                      components=components, flags=r.flags, cases=r.cases, error=error)  # fmt: skip

@@ -1,0 +1,133 @@
+"""Return values on the wire, and how the grader compares them.
+
+A candidate's return value is encoded *inside the sandbox* by ``encode_value``, which accepts only
+exact builtin types (``type(v) is int``, never a subclass), so an object whose ``__eq__`` always
+says True cannot even be sent. The grader decodes it and compares with ``values_equal`` in its own
+process: the candidate's methods are never called to decide a verdict.
+
+Encoding: JSON, with tagged objects for what JSON cannot say: ``{"$t": [...]}`` tuple,
+``{"$s": [...]}`` set, ``{"$fs": [...]}`` frozenset, ``{"$d": [[k, v], ...]}`` dict (any keys),
+``{"$f": "nan"|"inf"|"-inf"}``, ``{"$b": base64}`` bytes, ``{"$c": [re, im]}`` complex.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any
+
+def encode_value(v: Any, depth: int = 0) -> Any:
+    """Encode a value of exact builtin types; TypeError for anything else (subclasses included)."""
+    t = type(v)
+    if depth > 64:
+        raise TypeError("value nested too deeply")
+    if v is None or t is bool or t is int or t is str:
+        return v
+    if t is float:
+        if v != v:
+            return {"$f": "nan"}
+        if v in (float("inf"), float("-inf")):
+            return {"$f": "inf" if v > 0 else "-inf"}
+        return v
+    if t is list:
+        return [encode_value(x, depth + 1) for x in v]
+    if t is tuple:
+        return {"$t": [encode_value(x, depth + 1) for x in v]}
+    if t is set:
+        return {"$s": [encode_value(x, depth + 1) for x in v]}
+    if t is frozenset:
+        return {"$fs": [encode_value(x, depth + 1) for x in v]}
+    if t is dict:
+        if all(type(k) is str for k in v) and not any(k.startswith("$") for k in v):
+            return {k: encode_value(x, depth + 1) for k, x in v.items()}
+        return {"$d": [[encode_value(k, depth + 1), encode_value(x, depth + 1)] for k, x in v.items()]}
+    if t is bytes:
+        return {"$b": base64.b64encode(v).decode()}
+    if t is complex:
+        return {"$c": [encode_value(v.real, depth + 1), encode_value(v.imag, depth + 1)]}
+    raise TypeError(f"return values must be builtin data (int, float, str, list, dict, ...), not {t.__name__}")
+
+
+def decode_value(v: Any, depth: int = 0) -> Any:
+    """Inverse of ``encode_value``, for data that came from the sandbox (untrusted: checked)."""
+    if depth > 64:
+        raise ValueError("value nested too deeply")
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, list):
+        return [decode_value(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        if len(v) == 1:
+            ((tag, body),) = v.items()
+            if tag == "$t" and isinstance(body, list):
+                return tuple(decode_value(x, depth + 1) for x in body)
+            if tag in ("$s", "$fs") and isinstance(body, list):
+                items = [decode_value(x, depth + 1) for x in body]
+                try:
+                    return set(items) if tag == "$s" else frozenset(items)
+                except TypeError as e:
+                    raise ValueError("set element is not hashable") from e
+            if tag == "$d" and isinstance(body, list):
+                out: dict[Any, Any] = {}
+                for pair in body:
+                    if not (isinstance(pair, list) and len(pair) == 2):
+                        raise ValueError("malformed dict entry")
+                    try:
+                        out[decode_value(pair[0], depth + 1)] = decode_value(pair[1], depth + 1)
+                    except TypeError as e:
+                        raise ValueError("dict key is not hashable") from e
+                return out
+            if tag == "$f" and body in ("nan", "inf", "-inf"):
+                return float(body)
+            if tag == "$b" and isinstance(body, str):
+                return base64.b64decode(body, validate=True)
+            if tag == "$c" and isinstance(body, list) and len(body) == 2:
+                re_, im = (decode_value(x, depth + 1) for x in body)
+                if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (re_, im)):
+                    raise ValueError("malformed complex")
+                return complex(re_, im)
+        return {k: decode_value(x, depth + 1) for k, x in v.items()}
+    raise ValueError(f"not a wire value: {type(v).__name__}")
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def values_equal(actual: Any, expected: Any, tolerance: float = 1e-6) -> bool:
+    """Equal as data: same builtin types (int and float count as numbers, bool does not), floats
+    within ``tolerance`` (relative or absolute), containers element by element."""
+    if _is_number(actual) and _is_number(expected):
+        if isinstance(actual, float) or isinstance(expected, float):
+            if math.isnan(actual) or math.isnan(expected):
+                return math.isnan(actual) and math.isnan(expected)
+            return math.isclose(actual, expected, rel_tol=tolerance, abs_tol=tolerance)
+        return bool(actual == expected)
+    if type(actual) is not type(expected):
+        both_sets = isinstance(actual, (set, frozenset)) and isinstance(expected, (set, frozenset))
+        if not both_sets:
+            return False
+    if isinstance(actual, (list, tuple)):
+        return len(actual) == len(expected) and all(
+            values_equal(a, e, tolerance) for a, e in zip(actual, expected, strict=True)
+        )
+    if isinstance(actual, dict):
+        if len(actual) != len(expected):
+            return False
+        for k, e in expected.items():
+            if k not in actual or not values_equal(actual[k], e, tolerance):
+                return False
+        return True
+    if isinstance(actual, (set, frozenset)):
+        if len(actual) != len(expected):
+            return False
+        remaining = list(actual)
+        for e in expected:
+            for i, a in enumerate(remaining):
+                if values_equal(a, e, tolerance):
+                    del remaining[i]
+                    break
+            else:
+                return False
+        return True
+    return bool(actual == expected)

