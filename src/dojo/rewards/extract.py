@@ -21,7 +21,7 @@ LANGUAGE_TAGS = {
 def extract_code(completion: str, language: str = "python") -> str:
     """The last fenced block in ``language`` (or untagged); the whole text when there is no fence."""
     tags = LANGUAGE_TAGS.get(language, (language,))
-    blocks = _FENCE.findall(completion)
+    blocks: list[tuple[str, str]] = _FENCE.findall(completion)
     matching = [body for tag, body in blocks if tag.lower() in tags]
     if matching:
         return matching[-1]

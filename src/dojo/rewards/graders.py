@@ -143,9 +143,7 @@ async def grade_function_task(
     return out
 
 
-async def grade_assert_task(
-    task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None
-) -> TestResults:
+async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None) -> TestResults:
     """Run each test's ``check(candidate)`` with its asserts tallied; every assert is one test."""
     assert task.entry_point
     rewritten: list[tuple[str, int]] = []
@@ -154,7 +152,9 @@ async def grade_assert_task(
         rewritten.append(rewrite_asserts(t.code))
     nonce = new_nonce()
     job = assert_job(task.entry_point, [src for src, _ in rewritten], task.float_tolerance)
-    result = await sandbox.run(_harness_program(code, job_stdin(nonce, job)), limits or task.limits or DEFAULT_GRADING_LIMITS)
+    result = await sandbox.run(
+        _harness_program(code, job_stdin(nonce, job)), limits or task.limits or DEFAULT_GRADING_LIMITS
+    )
     out = TestResults()
     if (err := _sandbox_failed(result)) is not None:
         out.infrastructure_error = err
@@ -200,9 +200,7 @@ def stdout_matches(actual: str, expected: str, tolerance: float = 1e-6) -> bool:
     return True
 
 
-async def grade_stdio_task(
-    task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None
-) -> TestResults:
+async def grade_stdio_task(task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None) -> TestResults:
     """One run per test with its stdin; stdout compared here, or judged by the task's checker
     (a Python program run in its own sandbox run with input.txt, output.txt and expected.txt)."""
     lim = limits or task.limits or DEFAULT_GRADING_LIMITS
@@ -282,11 +280,18 @@ def grade_answer_task(task: Task, completion: str) -> TestResults:
         name = task.metadata.model_extra.get("rg_dataset") if task.metadata.model_extra else None
         if not (entry and name):
             raise ValueError(f"task {task.id}: answer_match 'reasoning_gym' needs metadata rg_dataset and rg_entry")
-        score = float(_reasoning_gym_dataset(name).score_answer(answer, entry) or 0.0)
+        try:
+            score = float(_reasoning_gym_dataset(name).score_answer(answer, entry) or 0.0)
+        except Exception:  # the generator's scorer choking on a malformed answer: a wrong answer
+            score = 0.0
         ok = score >= 1.0 - 1e-9
     elif task.answer_match == "numeric":
         a, e = parse_number(answer), parse_number(expected_text)
-        ok = a is not None and e is not None and math.isclose(a, e, rel_tol=task.float_tolerance, abs_tol=task.float_tolerance)
+        ok = (
+            a is not None
+            and e is not None
+            and math.isclose(a, e, rel_tol=task.float_tolerance, abs_tol=task.float_tolerance)
+        )
     else:
         ok = normalise_answer(answer) == normalise_answer(expected_text)
     out.passed = int(ok)
@@ -343,8 +348,14 @@ class Grader:
             hacks = [f for f in findings if f.severity == "hack"]
             if hacks:
                 detail = "; ".join(f"line {f.line}: {f.detail}" for f in hacks[:5])
-                return Reward(value=0.0, verdict="hack", total=len(task.tests), components={"correctness": 0.0},
-                              flags=flags, error=f"reward hacking: {detail}")  # fmt: skip
+                return Reward(
+                    value=0.0,
+                    verdict="hack",
+                    total=len(task.tests),
+                    components={"correctness": 0.0},
+                    flags=flags,
+                    error=f"reward hacking: {detail}",
+                )
         if task.form == "function":
             results = await grade_function_task(task, code, self.sandbox, self.limits, seed)
         elif task.form == "assert":
@@ -356,8 +367,9 @@ class Grader:
 
     def _reward(self, task: Task, completion: str, r: TestResults) -> Reward:
         if r.infrastructure_error is not None:
-            return Reward(value=None, verdict="infrastructure_error", total=r.total, flags=r.flags,
-                          error=r.infrastructure_error)  # fmt: skip
+            return Reward(
+                value=None, verdict="infrastructure_error", total=r.total, flags=r.flags, error=r.infrastructure_error
+            )
         verdict: GradeVerdict
         if r.compile_error is not None:
             verdict, error = "compile_error", r.compile_error
@@ -370,5 +382,13 @@ class Grader:
         components = {"correctness": score}
         for hook in self.shaping:
             components[hook.name] = float(hook(completion, score))
-        return Reward(value=sum(components.values()), verdict=verdict, passed=r.passed, total=r.total,
-                      components=components, flags=r.flags, cases=r.cases, error=error)  # fmt: skip
+        return Reward(
+            value=sum(components.values()),
+            verdict=verdict,
+            passed=r.passed,
+            total=r.total,
+            components=components,
+            flags=r.flags,
+            cases=r.cases,
+            error=error,
+        )

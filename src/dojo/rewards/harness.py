@@ -28,7 +28,7 @@ from dojo.rewards import values
 
 SOLUTION_FILE = "solution.py"
 
-_PRELUDE = f'''from __future__ import annotations
+_PRELUDE = f"""from __future__ import annotations
 import base64
 import builtins as _builtins
 import json as _json
@@ -41,9 +41,9 @@ from typing import Any
 {inspect.getsource(values.decode_value)}
 {inspect.getsource(values._is_number)}
 {inspect.getsource(values.values_equal)}
-'''
+"""
 
-_MAIN = r'''
+_MAIN = r"""
 
 def _dojo_main():
     nonce = _sys.stdin.readline().strip()
@@ -137,7 +137,7 @@ def _dojo_main():
 
 
 _dojo_main()
-'''
+"""
 
 HARNESS_SOURCE = _PRELUDE + _MAIN
 

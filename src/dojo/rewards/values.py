@@ -16,6 +16,7 @@ import base64
 import math
 from typing import Any
 
+
 def encode_value(v: Any, depth: int = 0) -> Any:
     """Encode a value of exact builtin types; TypeError for anything else (subclasses included)."""
     t = type(v)
@@ -114,10 +115,7 @@ def values_equal(actual: Any, expected: Any, tolerance: float = 1e-6) -> bool:
     if isinstance(actual, dict):
         if len(actual) != len(expected):
             return False
-        for k, e in expected.items():
-            if k not in actual or not values_equal(actual[k], e, tolerance):
-                return False
-        return True
+        return all(not (k not in actual or not values_equal(actual[k], e, tolerance)) for k, e in expected.items())
     if isinstance(actual, (set, frozenset)):
         if len(actual) != len(expected):
             return False

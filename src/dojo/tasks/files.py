@@ -101,7 +101,8 @@ def load_tasks(path: str) -> list[Task]:
                     tasks.append(_validate(row, f"{path} line {n}"))
         else:
             with fsspec.open(path, "rb") as f:
-                table = pq.read_table(f)
+                data = f.read()  # arrow reads from memory: no Python file object in its IO threads
+            table = pq.read_table(pa.BufferReader(data))
             for n, row in enumerate(table.to_pylist(), 1):
                 row.pop("source", None)
                 row.pop("difficulty", None)

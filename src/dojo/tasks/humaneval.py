@@ -37,16 +37,34 @@ def load_humaneval(form: str = "assert") -> list[Task]:
         meta = TaskMetadata(source=SOURCE, tags=["python", "function"])
         reference = row["prompt"] + row["canonical_solution"]
         if form == "assert":
-            tasks.append(Task(id=row["task_id"], form="assert", prompt=row["prompt"], entry_point=row["entry_point"],
-                              tests=[TestCase(code=row["test"])], reference=reference, metadata=meta))  # fmt: skip
+            tasks.append(
+                Task(
+                    id=row["task_id"],
+                    form="assert",
+                    prompt=row["prompt"],
+                    entry_point=row["entry_point"],
+                    tests=[TestCase(code=row["test"])],
+                    reference=reference,
+                    metadata=meta,
+                )
+            )
             continue
         converted = convert_check(row["test"])
         if converted is None:
             continue
         cases, tolerance = converted
-        tasks.append(Task(id=f"{row['task_id']}/function", form="function", prompt=row["prompt"],
-                          entry_point=row["entry_point"], tests=cases, reference=reference,
-                          float_tolerance=tolerance, metadata=meta))  # fmt: skip
+        tasks.append(
+            Task(
+                id=f"{row['task_id']}/function",
+                form="function",
+                prompt=row["prompt"],
+                entry_point=row["entry_point"],
+                tests=cases,
+                reference=reference,
+                float_tolerance=tolerance,
+                metadata=meta,
+            )
+        )
     return tasks
 
 
@@ -89,14 +107,17 @@ def _case(test: ast.expr) -> tuple[list[Any], Any, float | None] | None:
                 return args, expected, None
         return None
     # abs(candidate(...) - x) < tol
-    if isinstance(op, ast.Lt) and isinstance(left, ast.Call) and isinstance(left.func, ast.Name):
-        if left.func.id == "abs" and len(left.args) == 1 and isinstance(left.args[0], ast.BinOp):
-            diff = left.args[0]
-            args = _candidate_call(diff.left)
-            ok_x, expected = _literal(diff.right)
-            ok_t, tol = _literal(right)
-            if isinstance(diff.op, ast.Sub) and args is not None and ok_x and ok_t and isinstance(tol, (int, float)):
-                return args, float(expected), float(tol)
+    is_abs = isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "abs"
+    if not (isinstance(op, ast.Lt) and is_abs and isinstance(left, ast.Call) and len(left.args) == 1):
+        return None
+    diff = left.args[0]
+    if not (isinstance(diff, ast.BinOp) and isinstance(diff.op, ast.Sub)):
+        return None
+    args = _candidate_call(diff.left)
+    ok_x, expected = _literal(diff.right)
+    ok_t, tol = _literal(right)
+    if args is not None and ok_x and ok_t and isinstance(tol, (int, float)) and isinstance(expected, (int, float)):
+        return args, float(expected), float(tol)
     return None
 
 

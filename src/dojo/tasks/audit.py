@@ -1,0 +1,191 @@
+"""Task audit: is every task of a set verifiable, discriminating, stable and unique?
+
+For each task: the reference solution must pass (every time, over ``repeats`` runs), the empty
+candidate and a handful of trivial ones (``return None``, ``return 0``, the identity, an empty
+program, ...) must not, and no infrastructure error may stand in the way. Across the set, prompts
+that are near-duplicates (MinHash over word 3-grams) are reported. Each task gets a difficulty
+estimate: the source's own when it has one, else one from the size of its reference solution.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from datasketch import MinHash, MinHashLSH
+
+from dojo.rewards.graders import Grader
+from dojo.rewards.outcome import Reward
+from dojo.sandbox import AsyncSandbox
+from dojo.tasks.model import Task
+
+TRIVIAL_RETURNS = ("None", "0", "1", "''", "[]", "True", "False", "args[0] if args else None")
+TRIVIAL_PROGRAMS = {
+    "python": ("", "import sys\nprint(sys.stdin.read())", "print(0)"),
+    "bash": ("", "cat", "echo 0"),
+    "c": ("int main(void){return 0;}",),
+    "cpp": ("int main(){return 0;}",),
+    "javascript": ("", "process.stdin.pipe(process.stdout)"),
+}
+TRIVIAL_ANSWERS = ("<answer></answer>", "<answer>0</answer>", "<answer>1</answer>", "<answer>yes</answer>")
+
+
+@dataclass
+class TaskAudit:
+    id: str
+    form: str
+    source: str
+    status: str = "ok"  # ok | unverifiable | error
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    reference_rewards: list[float | None] = field(default_factory=list)
+    trivial_passed: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    difficulty: float | None = None
+    difficulty_source: str = "unknown"
+    reference_ms: float | None = None
+
+
+@dataclass
+class AuditReport:
+    tasks: list[TaskAudit]
+    seconds: float
+    repeats: int
+
+    @property
+    def unverifiable(self) -> list[TaskAudit]:
+        return [t for t in self.tasks if t.status != "ok"]
+
+    def summary(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for t in self.tasks:
+            for p in t.problems:
+                kind = p.split(":")[0]
+                counts[kind] = counts.get(kind, 0) + 1
+        return {
+            "tasks": len(self.tasks),
+            "verifiable": sum(t.status == "ok" for t in self.tasks),
+            "unverifiable": sum(t.status == "unverifiable" for t in self.tasks),
+            "errors": sum(t.status == "error" for t in self.tasks),
+            "problems": counts,
+            "near_duplicates": sum(bool(t.duplicates) for t in self.tasks),
+            "seconds": round(self.seconds, 2),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"summary": self.summary(), "repeats": self.repeats, "tasks": [asdict(t) for t in self.tasks]}
+
+
+def trivial_candidates(task: Task) -> list[tuple[str, str]]:
+    """(name, completion) pairs that must not pass a discriminating task."""
+    if task.form == "answer":
+        return [(a, a) for a in TRIVIAL_ANSWERS]
+    if task.form in ("function", "assert"):
+        entry = task.entry_point
+        return [(f"return {r}", f"def {entry}(*args, **kwargs):\n    return {r}\n") for r in TRIVIAL_RETURNS]
+    return [(f"program {i}", f"```\n{src}\n```") for i, src in enumerate(TRIVIAL_PROGRAMS.get(task.language, ("",)))]
+
+
+def estimate_difficulty(task: Task) -> tuple[float | None, str]:
+    """The source's difficulty when it has one; else from the reference's size (AST nodes, log
+    scale: 10 nodes ~ 0.2, 100 ~ 0.6, 400+ ~ 1.0)."""
+    if task.metadata.difficulty is not None:
+        return task.metadata.difficulty, "source"
+    if task.reference and task.form != "answer":
+        try:
+            nodes = sum(1 for _ in ast.walk(ast.parse(task.reference)))
+        except SyntaxError:
+            return None, "unknown"
+        if isinstance(task.prompt, str) and task.reference.startswith(task.prompt):
+            with contextlib.suppress(SyntaxError):  # HumanEval-style: count the solution, not the signature
+                nodes -= sum(1 for _ in ast.walk(ast.parse(task.prompt + "    pass\n"))) - 2
+        return round(min(1.0, math.log1p(max(nodes, 1)) / math.log1p(400)), 3), "reference size"
+    return None, "unknown"
+
+
+def near_duplicates(tasks: list[Task], threshold: float = 0.85, num_perm: int = 64) -> dict[str, list[str]]:
+    """Task id -> ids of tasks whose prompts are near-duplicates (Jaccard over word 3-grams)."""
+    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    hashes: dict[str, MinHash] = {}
+    for t in tasks:
+        words = t.prompt_text().lower().split()
+        shingles = {" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
+        m = MinHash(num_perm=num_perm, seed=1)
+        m.update_batch([s.encode() for s in shingles])
+        hashes[t.id] = m
+        lsh.insert(t.id, m)
+    found: dict[str, list[str]] = {}
+    for tid, m in hashes.items():
+        others = sorted(o for o in lsh.query(m) if o != tid)
+        if others:
+            found[tid] = others
+    return found
+
+
+async def audit_tasks(
+    tasks: list[Task],
+    sandbox: AsyncSandbox,
+    *,
+    repeats: int = 2,
+    duplicate_threshold: float = 0.85,
+    progress: Callable[[int], None] | None = None,
+) -> AuditReport:
+    """Audit ``tasks``; see the module doc. ``progress`` is called with each finished task count."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    start = time.perf_counter()
+    grader = Grader(sandbox)
+    dups = near_duplicates(tasks, duplicate_threshold)
+    done = 0
+
+    async def one(task: Task) -> TaskAudit:
+        nonlocal done
+        a = TaskAudit(id=task.id, form=task.form, source=task.metadata.source)
+        a.difficulty, a.difficulty_source = estimate_difficulty(task)
+        a.duplicates = dups.get(task.id, [])
+        if a.duplicates:
+            a.warnings.append(f"near_duplicate: {', '.join(a.duplicates[:3])}")
+        trivial = [*trivial_candidates(task), ("empty", "")]
+        t0 = time.perf_counter()
+        refs: list[Reward] = []
+        if task.reference is None:
+            a.problems.append("no_reference: the task has no reference solution to verify it with")
+        else:
+            refs = list(await asyncio.gather(*(grader.grade(task, task.reference) for _ in range(repeats))))
+        a.reference_ms = round((time.perf_counter() - t0) * 1000 / max(1, repeats), 2) if refs else None
+        others = await asyncio.gather(*(grader.grade(task, c) for _, c in trivial))
+        a.reference_rewards = [r.value for r in refs]
+        infra = [r for r in [*refs, *others] if r.verdict == "infrastructure_error"]
+        if infra:
+            a.problems.append(f"infrastructure_error: {infra[0].error}")
+        if refs and any(r.verdict != "pass" for r in refs if r.value is not None):
+            bad = next(r for r in refs if r.verdict != "pass" and r.value is not None)
+            if all(r.verdict == bad.verdict and r.passed == bad.passed for r in refs):
+                a.problems.append(f"reference_fails: {bad.verdict} {bad.passed}/{bad.total}: {(bad.error or '')[:200]}")
+            else:
+                a.problems.append("flaky: the reference's result differs between runs")
+        elif refs and len({(r.verdict, r.passed) for r in refs}) > 1:
+            a.problems.append("flaky: the reference's result differs between runs")
+        for (name, _), r in zip(trivial, others, strict=True):
+            if r.verdict == "pass":
+                a.trivial_passed.append(name)
+        if a.trivial_passed:
+            message = f"trivial_passes: {', '.join(a.trivial_passed)} passes every test"
+            if task.form == "answer":
+                a.warnings.append(f"guessable: {', '.join(a.trivial_passed)} is the answer")
+            else:
+                a.problems.append(message)
+        a.status = "error" if infra else ("unverifiable" if a.problems else "ok")
+        done += 1
+        if progress:
+            progress(done)
+        return a
+
+    audits = list(await asyncio.gather(*(one(t) for t in tasks)))
+    return AuditReport(tasks=audits, seconds=time.perf_counter() - start, repeats=repeats)

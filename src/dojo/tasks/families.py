@@ -1,0 +1,126 @@
+"""Procedural task families: a Python interface for generating tasks, and dojo's own family.
+
+A family is anything with a ``name`` and ``generate(rng, difficulty) -> Task``; register it with
+``register_family`` and it becomes a source (``family:NAME?n=100&difficulty=0.5``). Generation
+must depend only on ``rng`` so that a seed reproduces a task set.
+
+``expressions``: find a Python expression in ``x`` from input/output examples. The prompt shows a
+few examples and ends with ``def f(x):\\n    return ``; grading calls ``f`` on hidden inputs. The
+difficulty (0..1) picks the expression's shape, from ``x + 3`` to ``(x * 3 + 1) % 7 - x``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Protocol
+
+from dojo.tasks.model import Task, TaskMetadata, TestCase
+
+
+class TaskFamily(Protocol):
+    name: str
+
+    def generate(self, rng: random.Random, difficulty: float) -> Task: ...
+
+
+_REGISTRY: dict[str, TaskFamily] = {}
+
+
+def register_family(family: TaskFamily) -> TaskFamily:
+    if not family.name or "?" in family.name:
+        raise ValueError(f"bad family name {family.name!r}")
+    _REGISTRY[family.name] = family
+    return family
+
+
+def get_family(name: str) -> TaskFamily:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown task family {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def family_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def generate_tasks(
+    family: TaskFamily | str, n: int, seed: int = 0, difficulty: float | tuple[float, float] = (0.0, 1.0)
+) -> list[Task]:
+    """``n`` tasks with ids ``<family>/<seed>/<i>``; ``difficulty`` a value or a (low, high) range."""
+    fam = get_family(family) if isinstance(family, str) else family
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    low, high = difficulty if isinstance(difficulty, tuple) else (difficulty, difficulty)
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError(f"difficulty must lie in [0, 1] (low <= high), got {difficulty}")
+    tasks = []
+    for i in range(n):
+        rng = random.Random(f"{fam.name}/{seed}/{i}")
+        d = low if low == high else low + (high - low) * rng.random()
+        task = fam.generate(rng, d)
+        tasks.append(task.model_copy(update={"id": f"{fam.name}/{seed}/{i}"}))
+    return tasks
+
+
+# -- expressions ------------------------------------------------------------------------------
+
+Shape = Callable[[random.Random], str]
+_SHAPES: list[list[Shape]] = [
+    [lambda r: f"x + {r.randint(1, 9)}", lambda r: f"x * {r.randint(2, 9)}", lambda r: f"x - {r.randint(1, 9)}"],
+    [lambda r: f"x * {r.randint(2, 9)} + {r.randint(1, 9)}", lambda r: "x * x", lambda r: f"{r.randint(10, 30)} - x"],
+    [lambda r: f"x * x + {r.randint(1, 9)}", lambda r: f"x % {r.randint(2, 7)}", lambda r: f"x // {r.randint(2, 5)}"],
+    [
+        lambda r: f"(x + {r.randint(1, 5)}) * (x - {r.randint(1, 5)})",
+        lambda r: f"x * x * x - {r.randint(1, 9)}",
+        lambda r: f"abs(x - {r.randint(2, 9)})",
+    ],
+    [
+        lambda r: f"(x * {r.randint(2, 5)} + {r.randint(1, 5)}) % {r.randint(5, 11)} - x",
+        lambda r: f"max(x, {r.randint(2, 9)}) * {r.randint(2, 4)}",
+        lambda r: f"x * x % {r.randint(5, 13)}",
+    ],
+]
+
+
+class ExpressionFamily:
+    """Guess the expression from examples; graded on hidden inputs (function form, entry ``f``)."""
+
+    name = "expressions"
+
+    def __init__(self, visible: int = 3, hidden: int = 8) -> None:
+        self.visible, self.hidden = visible, hidden
+
+    def generate(self, rng: random.Random, difficulty: float) -> Task:
+        level = min(len(_SHAPES) - 1, int(difficulty * len(_SHAPES)))
+        expr = rng.choice(_SHAPES[level])(rng)
+        inputs = rng.sample(range(-10, 21), self.visible + self.hidden)
+
+        def f(x: int) -> int:
+            return int(eval(expr, {"abs": abs, "max": max}, {"x": x}))  # our own expression, never a candidate's
+
+        examples = "\n".join(f"f({x}) == {f(x)}" for x in inputs[: self.visible])
+        prompt = f"# Complete f so that:\n{_indent(examples)}\ndef f(x):\n    return "
+        tests = [TestCase(args=[x], expected=f(x), visible=i < self.visible) for i, x in enumerate(inputs)]
+        meta = TaskMetadata(
+            source="family:expressions",
+            difficulty=round(level / (len(_SHAPES) - 1), 3),
+            tags=["python", "expression", f"level{level + 1}"],
+        )
+        return Task(
+            id="expressions",
+            form="function",
+            prompt=prompt,
+            entry_point="f",
+            tests=tests,
+            reference=expr,
+            metadata=meta,
+        )
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"#   {line}" for line in text.splitlines())
+
+
+register_family(ExpressionFamily())

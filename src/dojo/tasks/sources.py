@@ -1,0 +1,70 @@
+"""Task sources by name: one string says where a task set comes from.
+
+- ``humaneval`` (assert form, 164 tasks) and ``humaneval:function`` (the convertible ones);
+- ``reasoning_gym:chain_sum,gcd?n=20&level=3&seed=0`` (families listed in ``dojo.tasks.reasoning_gym``;
+  ``reasoning_gym`` alone means all of them);
+- ``family:expressions?n=100&seed=0&difficulty=0.2-0.8`` (procedural families);
+- a path or fsspec URL ending in ``.jsonl`` or ``.parquet``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from dojo.tasks.families import family_names, generate_tasks
+from dojo.tasks.files import load_tasks
+from dojo.tasks.humaneval import load_humaneval
+from dojo.tasks.model import Task
+from dojo.tasks.reasoning_gym import load_reasoning_gym
+
+SOURCE_HELP = (
+    "a task source is one of: humaneval, humaneval:function, reasoning_gym[:FAMILY,...][?n=20&level=2&seed=0], "
+    f"family:NAME[?n=100&seed=0&difficulty=0.2-0.8] (families: {', '.join(family_names())}), "
+    "or a .jsonl/.parquet file"
+)
+
+
+def _options(query: str, allowed: set[str]) -> dict[str, str]:
+    opts = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+    unknown = set(opts) - allowed
+    if unknown:
+        raise ValueError(f"unknown option(s) {sorted(unknown)}; this source takes {sorted(allowed)}")
+    return opts
+
+
+def _int(opts: dict[str, str], key: str, default: int) -> int:
+    try:
+        return int(opts.get(key, default))
+    except ValueError:
+        raise ValueError(f"option {key} must be an integer, got {opts[key]!r}") from None
+
+
+def load_source(spec: str) -> list[Task]:
+    """The tasks a source string names; ValueError saying what is accepted when it names nothing."""
+    spec = spec.strip()
+    lower = spec.lower()
+    if lower.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".parquet", ".pq")):
+        return load_tasks(spec)
+    head, _, query = spec.partition("?")
+    kind, _, arg = head.partition(":")
+    if kind == "humaneval":
+        _options(query, set())
+        if arg not in ("", "assert", "function"):
+            raise ValueError(f"humaneval comes as 'humaneval' or 'humaneval:function', not {spec!r}")
+        return load_humaneval(arg or "assert")
+    if kind in ("reasoning_gym", "rg"):
+        opts = _options(query, {"n", "level", "seed"})
+        families = [f for f in arg.split(",") if f] or None
+        return load_reasoning_gym(
+            families, n=_int(opts, "n", 20), level=_int(opts, "level", 2), seed=_int(opts, "seed", 0)
+        )
+    if kind == "family":
+        opts = _options(query, {"n", "seed", "difficulty"})
+        raw = opts.get("difficulty", "0-1")
+        try:
+            parts = [float(p) for p in raw.split("-")] if not raw.startswith("-") else [float(raw)]
+        except ValueError:
+            raise ValueError(f"difficulty must be a number or a range like 0.2-0.8, got {raw!r}") from None
+        difficulty: float | tuple[float, float] = (parts[0], parts[1]) if len(parts) == 2 else parts[0]
+        return generate_tasks(arg, n=_int(opts, "n", 100), seed=_int(opts, "seed", 0), difficulty=difficulty)
+    raise ValueError(f"unknown task source {spec!r}: {SOURCE_HELP}")
