@@ -12,12 +12,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dojo.cli_tasks import tasks_app
 from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
 from dojo.sandbox.languages import LANGUAGES, available_languages, get_language
 
 app = typer.Typer(help="dojo: agent RL post-training engine.", no_args_is_help=True, add_completion=False)
 console = Console()
 err_console = Console(stderr=True)
+app.add_typer(tasks_app, name="tasks")
 
 SUFFIXES = {
     ".py": "python",

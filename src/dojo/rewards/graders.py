@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import math
 import random
 import re
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number
-from dojo.rewards.hacks import scan_python
+from dojo.rewards.hacks import Example, scan_python, visible_examples
 from dojo.rewards.harness import (
     HARNESS_SOURCE,
     SOLUTION_FILE,
@@ -55,6 +56,7 @@ class TestResults:
     compile_error: str | None = None
     infrastructure_error: str | None = None
     no_answer: str | None = None
+    hack: str | None = None  # a reward hack caught at run time (the reason)
     flags: list[str] = field(default_factory=list)
 
 
@@ -107,13 +109,19 @@ def _load_failure(reports: list[dict[str, Any]], out: TestResults) -> bool:
 async def grade_function_task(
     task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None, seed: int | None = None
 ) -> TestResults:
-    """Call ``task.entry_point`` on every test's arguments in one sandbox run, in a shuffled order;
-    compare the returned data here. Expected values never enter the sandbox."""
+    """Call ``task.entry_point`` on every test's arguments in one sandbox run, twice, in two
+    different shuffled orders; compare the returned data here. Expected values never enter the
+    sandbox. A case whose two answers differ means state carried between calls (a call counter
+    replaying answers): a hack."""
     assert task.entry_point
     tests = task.tests
-    order = list(range(len(tests)))
-    random.Random(seed).shuffle(order)
-    calls = [(i, tests[i].args, tests[i].kwargs) for i in order]
+    rng = random.Random(seed)
+    first, second = list(range(len(tests))), list(range(len(tests)))
+    rng.shuffle(first)
+    rng.shuffle(second)
+    if len(tests) > 1 and second == first:
+        second.reverse()
+    calls = [(i, tests[i].args, tests[i].kwargs) for i in first + second]
     nonce = new_nonce()
     program = _harness_program(code, job_stdin(nonce, function_job(task.entry_point, calls, task.float_tolerance)))
     result = await sandbox.run(program, limits or task.limits or DEFAULT_GRADING_LIMITS)
@@ -124,7 +132,15 @@ async def grade_function_task(
     reports = parse_reports(result.stdout, nonce)
     if _load_failure(reports, out):
         return out
-    by_case = {r["case"]: r for r in reports if isinstance(r.get("case"), int)}
+    by_case: dict[int, dict[str, Any]] = {}
+    for report in reports:
+        i = report.get("case")
+        if not isinstance(i, int):
+            continue
+        if i in by_case and _answer_of(by_case[i]) != _answer_of(report):
+            out.hack = f"test {i} gave two different answers to the same call: state carried between calls"
+            return out
+        by_case.setdefault(i, report)
     for i, t in enumerate(tests):
         r = by_case.get(i)
         if r is None:
@@ -141,6 +157,10 @@ async def grade_function_task(
         out.cases.append(CaseOutcome(index=i, passed=ok, detail=detail))
         out.passed += ok
     return out
+
+
+def _answer_of(report: dict[str, Any]) -> str:
+    return json.dumps(report.get("value"), sort_keys=True) if "error" not in report else "error"
 
 
 async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None) -> TestResults:
@@ -299,6 +319,16 @@ def grade_answer_task(task: Task, completion: str) -> TestResults:
     return out
 
 
+def _shown_examples(task: Task) -> list[Example]:
+    tests: list[Example] = []
+    for t in task.visible_tests:
+        try:
+            tests.append((list(decode_value(t.args)), decode_value(t.expected)))
+        except (ValueError, TypeError):
+            continue
+    return visible_examples(task.prompt_text(), task.entry_point, tests)
+
+
 class Grader:
     """Grades completions of tasks into rewards, through one sandbox.
 
@@ -342,8 +372,7 @@ class Grader:
             return self._reward(task, completion, TestResults(total=max(1, len(task.tests)), no_answer="no_code"))
         flags: list[str] = []
         if self.scan and task.language == "python":
-            visible = [t.expected for t in task.visible_tests]
-            findings = scan_python(code, task.form, visible)
+            findings = scan_python(code, task.form, _shown_examples(task))
             flags = sorted({f.flag() for f in findings})
             hacks = [f for f in findings if f.severity == "hack"]
             if hacks:
@@ -363,6 +392,15 @@ class Grader:
         else:
             results = await grade_stdio_task(task, code, self.sandbox, self.limits)
         results.flags = sorted({*results.flags, *flags})
+        if results.hack is not None:
+            return Reward(
+                value=0.0,
+                verdict="hack",
+                total=results.total,
+                components={"correctness": 0.0},
+                flags=sorted({*results.flags, "hack:state_between_calls"}),
+                error=f"reward hacking: {results.hack}",
+            )
         return self._reward(task, completion, results)
 
     def _reward(self, task: Task, completion: str, r: TestResults) -> Reward:

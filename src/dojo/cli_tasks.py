@@ -1,0 +1,112 @@
+"""``dojo tasks``: audit and export task sets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dojo.sandbox import AsyncSandbox, SandboxError
+from dojo.tasks.audit import AuditReport, audit_tasks
+from dojo.tasks.files import TaskFileError, save_tasks
+from dojo.tasks.model import Task
+from dojo.tasks.sources import load_source
+
+tasks_app = typer.Typer(help="Audit and export verifiable task sets.", no_args_is_help=True)
+console = Console()
+
+
+def _load(source: str, limit: int | None) -> list[Task]:
+    try:
+        tasks = load_source(source)
+    except (TaskFileError, ValueError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if limit is not None:
+        if limit < 1:
+            console.print("[red]error:[/red] --limit must be at least 1")
+            raise typer.Exit(2)
+        tasks = tasks[:limit]
+    if not tasks:
+        console.print(f"[red]error:[/red] {source} has no tasks")
+        raise typer.Exit(2)
+    return tasks
+
+
+def _table(report: AuditReport, show_all: bool) -> Table:
+    table = Table("task", "form", "status", "reference", "trivial passes", "difficulty", "notes")
+    for t in report.tasks:
+        if not show_all and t.status == "ok" and not t.warnings:
+            continue
+        colour = {"ok": "green", "unverifiable": "red", "error": "yellow"}[t.status]
+        refs = "/".join("-" if v is None else f"{v:g}" for v in t.reference_rewards) or "none"
+        diff = "" if t.difficulty is None else f"{t.difficulty:.2f} ({t.difficulty_source})"
+        notes = "; ".join([*t.problems, *t.warnings])[:120]
+        table.add_row(t.id, t.form, f"[{colour}]{t.status}[/{colour}]", refs, ", ".join(t.trivial_passed), diff, notes)
+    return table
+
+
+@tasks_app.command()
+def audit(
+    source: Annotated[str, typer.Argument(help="Task source: humaneval, reasoning_gym:..., family:..., or a file.")],
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the full report as JSON here.")] = None,
+    repeats: Annotated[int, typer.Option(min=1, max=10, help="Runs of each reference (flakiness).")] = 2,
+    limit: Annotated[int | None, typer.Option(help="Audit only the first N tasks.")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="List every task, not only those with findings.")] = False,
+) -> None:
+    """Check that every task is verifiable: its reference passes (every time), trivial and empty
+    candidates fail, and no prompt is a near-duplicate. Exit code 1 when any task is not verifiable."""
+    tasks = _load(source, limit)
+
+    async def go() -> AuditReport:
+        with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as bar:  # fmt: skip
+            job = bar.add_task("audit", total=len(tasks))
+            async with AsyncSandbox() as sandbox:
+                return await audit_tasks(
+                    tasks, sandbox, repeats=repeats, progress=lambda n: bar.update(job, completed=n)
+                )
+
+    try:
+        report = asyncio.run(go())
+    except SandboxError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    table = _table(report, show_all)
+    if table.row_count:
+        console.print(table)
+    s = report.summary()
+    console.print(
+        f"{s['tasks']} tasks: [green]{s['verifiable']} verifiable[/green], "
+        f"[red]{s['unverifiable']} unverifiable[/red], {s['errors']} errors, "
+        f"{s['near_duplicates']} with near-duplicates; {s['seconds']} s"
+    )
+    if s["problems"]:
+        console.print("problems: " + ", ".join(f"{k} x{v}" for k, v in sorted(s["problems"].items())))
+    if json_path is not None:
+        json_path.write_text(json.dumps(report.to_json(), indent=2))
+        console.print(f"report written to {json_path}")
+    if report.unverifiable:
+        raise typer.Exit(1)
+
+
+@tasks_app.command()
+def export(
+    source: Annotated[str, typer.Argument(help="Task source (see 'dojo tasks audit --help').")],
+    out: Annotated[str, typer.Argument(help="Output file: .jsonl or .parquet (any fsspec URL).")],
+    limit: Annotated[int | None, typer.Option(help="Export only the first N tasks.")] = None,
+) -> None:
+    """Write a task source to a JSONL or Parquet file."""
+    tasks = _load(source, limit)
+    try:
+        n = save_tasks(tasks, out)
+    except (TaskFileError, OSError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    console.print(f"wrote {n} tasks to {out}")

@@ -1,0 +1,172 @@
+"""Graders by form, on real HumanEval tasks and small hand-made ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dojo.rewards import FormatBonus, Grader, LengthPenalty, RewardStats
+from dojo.rewards.values import encode_value
+from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits
+from dojo.tasks import Task, TestCase, load_humaneval, load_reasoning_gym
+
+
+@pytest.fixture(scope="module")
+def humaneval() -> dict[str, Task]:
+    return {t.id: t for t in load_humaneval("assert") + load_humaneval("function")}
+
+
+def square_task(**extra: Any) -> Task:
+    tests = [TestCase(args=[x], expected=x * x) for x in (2, 3, 4, 5)]
+    return Task(id="square", form="function", prompt="Write square(x).", entry_point="square", tests=tests, **extra)
+
+
+async def test_every_humaneval_reference_scores_one(grader: Grader, humaneval: dict[str, Task]) -> None:
+    tasks = list(humaneval.values())
+    assert len([t for t in tasks if t.form == "assert"]) == 164
+    rewards = await grader.grade_many([(t, t.reference or "") for t in tasks])
+    failed = [(t.id, r.verdict, r.error) for t, r in zip(tasks, rewards, strict=True) if r.value != 1.0]
+    assert failed == []
+
+
+async def test_humaneval_completion_convention_and_partial_credit(grader: Grader, humaneval: dict[str, Task]) -> None:
+    task = humaneval["HumanEval/2"]  # truncate_number: return number % 1.0
+    assert (await grader.grade(task, "    return number % 1.0\n")).value == 1.0
+    wrong = await grader.grade(task, "    return 0.5\n")  # right for 3.5 only
+    assert wrong.verdict == "partial" and wrong.value == 0.5 and 0 < wrong.passed < wrong.total
+    none = await grader.grade(task, "    return -1.0\n")
+    assert none.verdict == "fail" and none.value == 0.0
+
+
+async def test_function_form_verdicts(grader: Grader) -> None:
+    task = square_task()
+    assert (await grader.grade(task, "def square(x):\n    return x * x")).value == 1.0
+    half = await grader.grade(task, "def square(x):\n    return x * x if x < 4 else 0")
+    assert (half.verdict, half.passed, half.value) == ("partial", 2, 0.5)
+    raised = await grader.grade(task, "def square(x):\n    raise ValueError('nope')")
+    assert raised.value == 0.0 and "ValueError: nope" in raised.cases[0].detail
+    syntax = await grader.grade(task, "def square(x) return x")
+    assert syntax.verdict == "compile_error" and syntax.value == 0.0
+    missing = await grader.grade(task, "def cube(x):\n    return x ** 3")
+    assert missing.value == 0.0 and "no function named square" in missing.feedback()
+    empty = await grader.grade(task, "")
+    assert empty.verdict == "no_answer" and empty.value == 0.0
+
+
+async def test_a_slow_case_keeps_the_results_before_it(grading_sandbox: AsyncSandbox) -> None:
+    grader = Grader(grading_sandbox, limits=Limits(wall_time=2, cpu_time=1), mode="fraction")
+    task = square_task()
+    code = "def square(x):\n    while x == 5:\n        pass\n    return x * x"
+    r = await grader.grade(task, code, seed=0)
+    assert 0 < r.passed < 4 or r.passed == 0  # order is shuffled; case x=5 never answers
+    assert any("limit" in c.detail for c in r.cases if not c.passed)
+    assert r.value == r.passed / 4
+
+
+async def test_floats_within_tolerance_and_exact_types(grader: Grader) -> None:
+    tests = [TestCase(args=[1], expected=encode_value((0.1 + 0.2, [1, 2])))]
+    task = Task(id="t", form="function", prompt="", entry_point="f", tests=tests, float_tolerance=1e-9)
+    assert (await grader.grade(task, "def f(x):\n    return (0.3, [1, 2])")).value == 1.0
+    assert (await grader.grade(task, "def f(x):\n    return [0.3, [1, 2]]")).value == 0.0  # list is not tuple
+    assert (await grader.grade(task, "def f(x):\n    return (0.3000001, [1, 2])")).value == 0.0
+
+
+async def test_expected_values_never_enter_the_sandbox(grading_sandbox: AsyncSandbox) -> None:
+    tests = [TestCase(args=[], expected="SECRET-EXPECTED-4711", visible=True)]
+    task = Task(id="leak", form="function", prompt="", entry_point="f", tests=tests)
+    snoop = (
+        "import os, sys\n"
+        "def f():\n"
+        "    blob = sys.stdin.read() + str(os.environ)\n"
+        "    for root, _, files in os.walk('/box'):\n"
+        "        for name in files:\n"
+        "            blob += open(os.path.join(root, name), errors='ignore').read()\n"
+        "    return 'found' if 'SECRET-' + 'EXPECTED' in blob else 'absent'\n"
+    )
+    r = await Grader(grading_sandbox, scan=False).grade(task, snoop)
+    assert r.value == 0.0 and r.cases[0].detail == "returned absent"
+
+
+class FailingSandbox:
+    """Stands in for a sandbox whose slot died during every run."""
+
+    async def run(self, program: Any, limits: Any = None, **kw: Any) -> ExecutionResult:
+        return ExecutionResult.from_sandbox_error("slot slot-0 died during the run", "python")
+
+    async def run_many(self, programs: Any, limits: Any = None) -> list[ExecutionResult]:
+        return [await self.run(p) for p in programs]
+
+
+@pytest.mark.parametrize("form", ["function", "assert", "stdio"])
+async def test_infrastructure_failure_is_no_reward_not_zero(form: str, humaneval: dict[str, Task]) -> None:
+    stats = RewardStats()
+    grader = Grader(FailingSandbox(), stats=stats)  # type: ignore[arg-type]
+    if form == "stdio":
+        task = Task(id="s", form="stdio", prompt="", tests=[TestCase(stdin="1", expected="1")])
+    else:
+        task = humaneval["HumanEval/0" if form == "assert" else "HumanEval/0/function"]
+    r = await grader.grade(task, task.reference or "print(1)")
+    assert r.value is None and r.verdict == "infrastructure_error" and "died" in (r.error or "")
+    assert stats.as_dict()["infrastructure_errors"] == 1 and stats.mean is None
+
+
+async def test_stdio_tokens_floats_and_compile_errors(grader: Grader) -> None:
+    tests = [TestCase(stdin="3 4\n", expected="7 0.75"), TestCase(stdin="1 2\n", expected="3  0.5\n")]
+    task = Task(id="sum", form="stdio", prompt="", tests=tests)
+    ok = "a, b = map(int, input().split())\nprint(a + b, a / b + 1e-9)"
+    assert (await grader.grade(task, f"```python\n{ok}\n```")).value == 1.0
+    assert (await grader.grade(task, "print(7, 0.75)")).verdict == "partial"
+    c_task = task.model_copy(update={"language": "c"})
+    c_ok = '#include <stdio.h>\nint main(){int a,b;scanf("%d %d",&a,&b);printf("%d %.6f\\n",a+b,(double)a/b);}'
+    assert (await grader.grade(c_task, c_ok)).value == 1.0
+    broken = await grader.grade(c_task, "int main( {")
+    assert broken.verdict == "compile_error" and broken.value == 0.0 and "error" in (broken.error or "")
+
+
+async def test_stdio_checker_judges_outside_the_program(grader: Grader) -> None:
+    checker = (
+        "n = int(open('input.txt').read())\n"
+        "a, b = map(int, open('output.txt').read().split())\n"
+        "raise SystemExit(0 if a * b == n and a > 1 and b > 1 else 1)\n"
+    )
+    task = Task(
+        id="factor", form="stdio", prompt="", tests=[TestCase(stdin="15"), TestCase(stdin="21")], checker=checker
+    )
+    assert (
+        await grader.grade(task, "n=int(input())\nd=next(d for d in range(2,n) if n%d==0)\nprint(d, n//d)")
+    ).value == 1.0
+    assert (await grader.grade(task, "print(1, int(input()))")).value == 0.0
+
+
+async def test_answer_form_exact_numeric_and_source_scorer(grader: Grader) -> None:
+    exact = Task(id="a", form="answer", prompt="Capital of France?", tests=[TestCase(expected="Paris")])
+    assert (await grader.grade(exact, "It is <answer>Paris</answer>")).value == 1.0
+    assert (await grader.grade(exact, "<answer>Paris</answer> <answer>Lyon</answer>")).value == 0.0
+    numeric = Task(id="n", form="answer", prompt="", tests=[TestCase(expected="0.5")], answer_match="numeric")
+    assert (await grader.grade(numeric, "The answer is 1/2")).value == 1.0
+    [rg] = load_reasoning_gym(["chain_sum"], n=1, level=1, seed=3)
+    assert (await grader.grade(rg, rg.reference or "")).value == 1.0
+    assert (await grader.grade(rg, "<answer>not a number</answer>")).value == 0.0
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("default", 0.5), ("fraction", 0.5), ("binary", 0.0)])
+async def test_reward_modes(grading_sandbox: AsyncSandbox, mode: str, expected: float) -> None:
+    r = await Grader(grading_sandbox, mode=mode).grade(square_task(), "def square(x):\n    return 4 if x == 2 else 9")  # type: ignore[arg-type]
+    assert r.passed == 2 and r.value == expected
+
+
+async def test_user_reward_function_and_shaping(grading_sandbox: AsyncSandbox) -> None:
+    grader = Grader(
+        grading_sandbox, mode=lambda p, t: p / t * 10, shaping=[FormatBonus(bonus=0.1), LengthPenalty(10, 20, 1.0)]
+    )
+    r = await grader.grade(square_task(), "```python\ndef square(x):\n    return x * x\n```")
+    assert r.components["correctness"] == 10.0 and r.components["format"] == 0.1 and r.components["length"] == -1.0
+    assert r.value == pytest.approx(9.1)
+
+
+def test_bad_grader_settings_are_refused(grading_sandbox: AsyncSandbox) -> None:
+    with pytest.raises(ValueError, match="unknown reward mode"):
+        Grader(grading_sandbox, mode="halves")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="soft_limit"):
+        LengthPenalty(100, 10)

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from dojo.rewards.values import decode_value, encode_value, values_equal
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, True, 0, -(10**30), 1.5, "s", [1, [2]], (1, "a"), {1, 2}, frozenset({3}), {"a": 1}, {(1, 2): [3]},
+     b"\x00\xff", 1 + 2j, float("inf")],
+)  # fmt: skip
+def test_round_trip_keeps_exact_types(value: Any) -> None:
+    back = decode_value(encode_value(value))
+    assert type(back) is type(value)
+    assert values_equal(back, value)
+
+
+def test_nan_round_trips_and_equals_nan() -> None:
+    assert math.isnan(decode_value(encode_value(float("nan"))))
+    assert values_equal(float("nan"), float("nan"))
+
+
+def test_subclasses_and_objects_are_refused() -> None:
+    class AlwaysEqual(int):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = int.__hash__
+
+    for bad in (AlwaysEqual(1), object(), [AlwaysEqual(2)], {"k": object()}):
+        with pytest.raises(TypeError, match="builtin data"):
+            encode_value(bad)
+
+
+def test_comparison_is_by_type_and_tolerance() -> None:
+    assert values_equal(1, 1.0)  # numbers compare as numbers
+    assert not values_equal(True, 1)  # but a bool is not a number
+    assert not values_equal([1, 2], (1, 2))  # a list is not a tuple
+    assert values_equal(0.1 + 0.2, 0.3)
+    assert not values_equal(0.3001, 0.3, tolerance=1e-6)
+    assert values_equal({1.0000000001, 2}, {2, 1.0})
+    assert not values_equal({"a": 1}, {"a": 1, "b": 2})
+
+
+def test_untrusted_wire_data_is_checked() -> None:
+    with pytest.raises(ValueError):
+        decode_value({"$d": [[1]]})
+    with pytest.raises(ValueError):
+        decode_value({"$s": [[1, 2]]})  # a list cannot be a set element
