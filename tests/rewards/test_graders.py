@@ -30,6 +30,12 @@ async def test_every_humaneval_reference_scores_one(grader: Grader, humaneval: d
     assert failed == []
 
 
+async def test_a_completion_that_only_raises_scores_zero_everywhere(grader: Grader, humaneval: dict[str, Task]) -> None:
+    tasks = list(humaneval.values())
+    rewards = await grader.grade_many([(t, "    raise NotImplementedError\n") for t in tasks])
+    assert [t.id for t, r in zip(tasks, rewards, strict=True) if r.value != 0.0] == []  # `assert True` earns nothing
+
+
 async def test_humaneval_completion_convention_and_partial_credit(grader: Grader, humaneval: dict[str, Task]) -> None:
     task = humaneval["HumanEval/2"]  # truncate_number: return number % 1.0
     assert (await grader.grade(task, "    return number % 1.0\n")).value == 1.0

@@ -49,10 +49,19 @@ HACKS: dict[str, str] = {
 
 # The runtime defences alone (no static scan) already give these 0.
 RUNTIME_DEFEATED = [
-    "always_equal", "always_equal_subclass", "sys_exit_before_asserts", "os_exit_inside_call", "raise_system_exit",
-    "skip_test", "redefine_check", "patch_builtins", "patch_builtins_setattr", "print_passed", "edit_test_files",
+    "always_equal",
+    "always_equal_subclass",
+    "sys_exit_before_asserts",
+    "os_exit_inside_call",
+    "raise_system_exit",
+    "skip_test",
+    "redefine_check",
+    "patch_builtins",
+    "patch_builtins_setattr",
+    "print_passed",
+    "edit_test_files",
     "patch_site_packages",
-]  # fmt: skip
+]
 
 
 # Harmless by construction (the verdict never comes from output; the root is read-only): no flag needed.

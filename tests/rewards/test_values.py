@@ -10,9 +10,24 @@ from dojo.rewards.values import decode_value, encode_value, values_equal
 
 @pytest.mark.parametrize(
     "value",
-    [None, True, 0, -(10**30), 1.5, "s", [1, [2]], (1, "a"), {1, 2}, frozenset({3}), {"a": 1}, {(1, 2): [3]},
-     b"\x00\xff", 1 + 2j, float("inf")],
-)  # fmt: skip
+    [
+        None,
+        True,
+        0,
+        -(10**30),
+        1.5,
+        "s",
+        [1, [2]],
+        (1, "a"),
+        {1, 2},
+        frozenset({3}),
+        {"a": 1},
+        {(1, 2): [3]},
+        b"\x00\xff",
+        1 + 2j,
+        float("inf"),
+    ],
+)
 def test_round_trip_keeps_exact_types(value: Any) -> None:
     back = decode_value(encode_value(value))
     assert type(back) is type(value)

@@ -124,7 +124,7 @@ async def grade_function_task(
     calls = [(i, tests[i].args, tests[i].kwargs) for i in first + second]
     nonce = new_nonce()
     program = _harness_program(code, job_stdin(nonce, function_job(task.entry_point, calls, task.float_tolerance)))
-    result = await sandbox.run(program, limits or task.limits or DEFAULT_GRADING_LIMITS)
+    result = await sandbox.run(program, limits or task.limits or DEFAULT_GRADING_LIMITS, cache_compiled=True)
     out = TestResults(total=len(tests))
     if (err := _sandbox_failed(result)) is not None:
         out.infrastructure_error = err
@@ -159,6 +159,11 @@ async def grade_function_task(
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def rewrite_asserts_cached(code: str) -> tuple[str, int]:
+    return rewrite_asserts(code)
+
+
 def _answer_of(report: dict[str, Any]) -> str:
     return json.dumps(report.get("value"), sort_keys=True) if "error" not in report else "error"
 
@@ -169,11 +174,13 @@ async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits
     rewritten: list[tuple[str, int]] = []
     for t in task.tests:
         assert t.code is not None
-        rewritten.append(rewrite_asserts(t.code))
+        rewritten.append(rewrite_asserts_cached(t.code))
     nonce = new_nonce()
     job = assert_job(task.entry_point, [src for src, _ in rewritten], task.float_tolerance)
     result = await sandbox.run(
-        _harness_program(code, job_stdin(nonce, job)), limits or task.limits or DEFAULT_GRADING_LIMITS
+        _harness_program(code, job_stdin(nonce, job)),
+        limits or task.limits or DEFAULT_GRADING_LIMITS,
+        cache_compiled=True,
     )
     out = TestResults()
     if (err := _sandbox_failed(result)) is not None:

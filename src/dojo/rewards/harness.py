@@ -153,6 +153,8 @@ class _AssertRewriter(ast.NodeTransformer):
         self.count = 0
 
     def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        if isinstance(node.test, ast.Constant):  # HumanEval's `assert True, "..."`: checks nothing
+            return ast.copy_location(ast.Pass(), node)
         self.count += 1
         test = _CompareRewriter().visit(node.test)
         tally_ok = ast.Expr(

@@ -184,8 +184,13 @@ class AsyncSandbox:
         *,
         compile_limits: Limits | None = None,
         isolation: Isolation | None = None,
+        cache_compiled: bool = False,
     ) -> ExecutionResult:
         """Run one program. User failures are verdicts; a sandbox failure is verdict SandboxError.
+
+        ``cache_compiled``: the Python source is trusted and sent verbatim many times (a grading
+        harness); each slot compiles it once and reuses the code object. Never set it for
+        model-written source: its compilation would then happen outside the run's limits.
 
         Raises ``UnknownLanguage`` / ``LanguageUnavailable`` (a ``ValueError``) for a language that
         cannot run here: that is the caller's input, not a property of the program's code.
@@ -199,6 +204,8 @@ class AsyncSandbox:
         header, blobs, timeout = build_request(
             program, lang, limits, compile_limits, self.python, strict, rootless=self.mode == "rootless"
         )
+        if cache_compiled and lang.inline_python:
+            header["steps"][-1]["cache_code"] = True
         try:
             if strict:
                 resp, out = await self.pool.execute_fresh(header, blobs, timeout)

@@ -138,7 +138,7 @@ print(sum(int(x) for x in "1 2 3".split()), Box().grow(a=1), "done")
 # Imported once by the zygote so that runs do not pay for them; kept small (idle memory per slot).
 PYTHON_PRELOAD = (
     "typing", "collections", "itertools", "functools", "math", "re", "heapq", "bisect", "string",
-    "copy", "operator", "io", "traceback", "atexit", "threading", "random", "types", "linecache",
+    "copy", "operator", "io", "traceback", "atexit", "threading", "random", "types", "linecache", "base64",
 )  # fmt: skip
 
 
@@ -163,6 +163,8 @@ class Zygote:
         self.oom_count = 0
         self.peak_fd = -1
         self.vm_size = 0
+        self.code_cache: dict[str, Any] = {}
+        self.cached_code: Any = None
 
     # -- syscalls ------------------------------------------------------------------------------
 
@@ -409,6 +411,7 @@ class Zygote:
             if step.get("session_python"):
                 res, so, se = self.run_session_python(step, stdin, header)
             else:
+                self.cache_main(step, header, blobs)
                 res, so, se = self.run_step(step, stdin if step.get("stdin") else b"", header)
             res["stdout_blob"] = len(out_blobs)
             out_blobs.append(so)
@@ -1043,10 +1046,32 @@ class Zygote:
                 signal.signal(sig, signal.SIG_DFL)
             argv = step["argv"]
             os.execve(argv[0], argv, env)
-        self.run_python_inline(step["inline_python"], env, list(step.get("args") or []))
+        self.run_python_inline(step["inline_python"], env, list(step.get("args") or []), self.cached_code)
+
+    def cache_main(self, step: dict[str, Any], header: dict[str, Any], blobs: list[bytes]) -> None:
+        """Compile a trusted main file once per slot (the grader's harness, identical every run)
+        so each run's child inherits the code object instead of compiling ~9 KB again."""
+        self.cached_code = None
+        name = step.get("inline_python")
+        if not (step.get("cache_code") and name) or header.get("keep_files"):
+            return
+        entry = next((f for f in header.get("files", []) if f["path"] == name), None)
+        if entry is None:
+            return
+        source = blobs[entry["blob"]]
+        import hashlib
+
+        key = hashlib.sha256(source).hexdigest()
+        code = self.code_cache.get(key)
+        if code is None:
+            code = compile(source, os.path.join(BOX, name), "exec", dont_inherit=True)
+            if len(self.code_cache) >= 16:
+                self.code_cache.pop(next(iter(self.code_cache)))
+            self.code_cache[key] = code
+        self.cached_code = code
 
     @staticmethod
-    def run_python_inline(filename: str, env: dict[str, str], args: list[str]) -> None:
+    def run_python_inline(filename: str, env: dict[str, str], args: list[str], cached: Any = None) -> None:
         """The fast path: run Python source in this already-warm interpreter, as `python main.py` would."""
         import builtins
         import io
@@ -1074,9 +1099,12 @@ class Zygote:
         sys.modules["__main__"] = main
         status = 0
         try:
-            with open(path, "rb") as f:
-                source = f.read()
-            code = compile(source, path, "exec", dont_inherit=True)
+            if cached is not None:
+                code = cached
+            else:
+                with open(path, "rb") as f:
+                    source = f.read()
+                code = compile(source, path, "exec", dont_inherit=True)
             exec(code, main.__dict__)
         except SystemExit as e:
             status = _exit_status(e)

@@ -1,0 +1,84 @@
+"""Grading benchmark: HumanEval references and wrong answers graded through dojo's sandbox.
+
+    .venv/bin/python bench/grading.py [--repeats 3] [--json out.json]
+
+Per round it grades, at once (the pool bounds concurrency): the 164 HumanEval references in
+assert form, the 147 convertible ones in function form, and 164 wrong completions (``return
+None``); it prints tasks/s for each (median over --repeats rounds) and checks the verdicts (every
+reference 1.0, every wrong answer 0.0). It then times ``audit_tasks`` over all of HumanEval once
+per round. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+from dojo.rewards import Grader
+from dojo.sandbox import AsyncSandbox
+from dojo.tasks import Task, load_humaneval
+from dojo.tasks.audit import audit_tasks
+
+
+async def timed_grading(grader: Grader, items: list[tuple[Task, str]], want: float) -> tuple[float, int]:
+    start = time.perf_counter()
+    rewards = await grader.grade_many(items)
+    elapsed = time.perf_counter() - start
+    wrong = sum(r.value != want for r in rewards)
+    return len(items) / elapsed, wrong
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pool-size", type=int, default=None)
+    parser.add_argument("--json", dest="json_path", default=None)
+    args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    asserts, functions = load_humaneval("assert"), load_humaneval("function")
+    workloads: dict[str, tuple[list[tuple[Task, str]], float]] = {
+        "HumanEval references, assert form": ([(t, t.reference or "") for t in asserts], 1.0),
+        "HumanEval references, function form": ([(t, t.reference or "") for t in functions], 1.0),
+        "wrong completions (raise), assert form": ([(t, "    raise NotImplementedError\n") for t in asserts], 0.0),
+    }
+    rates: dict[str, list[float]] = {k: [] for k in workloads}
+    mistakes: dict[str, int] = {k: 0 for k in workloads}
+    audits: list[float] = []
+    unverifiable = 0
+    async with AsyncSandbox(pool_size=args.pool_size) as sandbox:
+        grader = Grader(sandbox)
+        await grader.grade_many(workloads["HumanEval references, assert form"][0][:16])  # warm-up
+        for _ in range(args.repeats):
+            for name, (items, want) in workloads.items():
+                rate, wrong = await timed_grading(grader, items, want)
+                rates[name].append(rate)
+                mistakes[name] += wrong
+            start = time.perf_counter()
+            report = await audit_tasks(asserts, sandbox)
+            audits.append(time.perf_counter() - start)
+            unverifiable += len(report.unverifiable)
+        pool = sandbox.pool_size
+    print(f"pool size {pool}, {args.repeats} rounds, medians\n")
+    print("| workload | tasks | tasks/s (median) | min-max | wrong verdicts |")
+    print("|---|---|---|---|---|")
+    for name, (items, _) in workloads.items():
+        r = rates[name]
+        print(f"| {name} | {len(items)} | {statistics.median(r):.0f} | {min(r):.0f}-{max(r):.0f} | {mistakes[name]} |")
+    print(
+        f"\n`dojo tasks audit humaneval` work (audit_tasks, 164 tasks, 2 reference runs + 9 trivial candidates each): "
+        f"median {statistics.median(audits):.1f} s (min {min(audits):.1f}, max {max(audits):.1f}); "
+        f"unverifiable tasks found: {unverifiable}"
+    )
+    if args.json_path:
+        out: dict[str, Any] = {"rates": rates, "mistakes": mistakes, "audit_seconds": audits, "pool_size": pool}
+        with open(args.json_path, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from dojo.sandbox import AsyncSandbox
+from dojo.tasks import Task, TestCase, load_humaneval
+from dojo.tasks.audit import audit_tasks
+from tests.sandbox.conftest import SKIP_REASON
+
+
+@pytest_asyncio.fixture(scope="module")
+async def sandbox() -> AsyncIterator[AsyncSandbox]:
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    async with AsyncSandbox(pool_size=4) as sb:
+        yield sb
+
+
+def fn_task(id: str, reference: str | None, tests: list[TestCase], prompt: str = "Write f(x).") -> Task:
+    return Task(id=id, form="function", prompt=prompt, entry_point="f", tests=tests, reference=reference)
+
+
+async def test_audit_finds_each_kind_of_unverifiable_task(sandbox: AsyncSandbox) -> None:
+    good = fn_task(
+        "good", "def f(x):\n    return x * 2", [TestCase(args=[2], expected=4), TestCase(args=[5], expected=10)]
+    )
+    wrong_ref = fn_task("wrong_ref", "def f(x):\n    return x", [TestCase(args=[2], expected=4)])
+    weak = fn_task("weak", "def f(x):\n    return None", [TestCase(args=[2], expected=None)])
+    flaky = fn_task(
+        "flaky",
+        "import random\ndef f(x):\n    return random.random() < 0.5",
+        [TestCase(args=[i], expected=True) for i in range(8)],
+        prompt="Coin flips.",
+    )
+    no_ref = fn_task("no_ref", None, [TestCase(args=[1], expected=2)], prompt="Something else entirely.")
+    twin = fn_task("twin", "def f(x):\n    return x * 2", good.tests, prompt="Write f(x). ")
+    report = await audit_tasks([good, wrong_ref, weak, flaky, no_ref, twin], sandbox, repeats=4)
+    by_id = {t.id: t for t in report.tasks}
+    assert by_id["good"].status == "ok" and by_id["good"].reference_rewards == [1.0] * 4
+    assert by_id["wrong_ref"].problems[0].startswith("reference_fails")
+    assert "return None" in by_id["weak"].trivial_passed and by_id["weak"].status == "unverifiable"
+    assert any(p.startswith(("flaky", "reference_fails")) for p in by_id["flaky"].problems)
+    assert by_id["no_ref"].problems[0].startswith("no_reference")
+    assert "twin" in by_id["good"].duplicates
+    summary = report.summary()
+    assert summary["tasks"] == 6 and summary["unverifiable"] == 4
+
+
+async def test_humaneval_sample_is_verifiable_with_difficulty_estimates(sandbox: AsyncSandbox) -> None:
+    tasks = load_humaneval()[:20]
+    report = await audit_tasks(tasks, sandbox)
+    assert report.unverifiable == []
+    difficulties = [t.difficulty for t in report.tasks]
+    assert all(d is not None and 0 <= d <= 1 for d in difficulties)
+    assert len(set(difficulties)) > 5  # estimates differ between tasks
+    assert report.to_json()["summary"]["verifiable"] == 20

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import statistics
+
+from dojo.rewards.values import decode_value
+from dojo.tasks import generate_tasks, load_humaneval, load_reasoning_gym
+from dojo.tasks.humaneval import convert_check
+from dojo.tasks.reasoning_gym import FAMILIES
+
+
+def test_humaneval_ships_164_tasks_offline() -> None:
+    tasks = load_humaneval()
+    assert len(tasks) == 164 and len({t.id for t in tasks}) == 164
+    assert all(t.form == "assert" and t.reference and t.entry_point for t in tasks)
+
+
+def test_plain_checks_convert_to_function_form() -> None:
+    converted = convert_check(
+        "def check(candidate):\n    assert candidate([1, 2], 3) == (1, 2)\n    assert not candidate([], 0)\n"
+        "    assert abs(candidate([0.5], 1) - 0.25) < 1e-4\n    assert True\n"
+    )
+    assert converted is not None
+    cases, tol = converted
+    assert [decode_value(c.args) for c in cases] == [[[1, 2], 3], [[], 0], [[0.5], 1]]
+    assert [decode_value(c.expected) for c in cases] == [(1, 2), False, 0.25]
+    assert tol == 1e-4
+    assert convert_check("def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i\n") is None
+    functions = load_humaneval("function")
+    assert 100 < len(functions) < 164  # loops and helper-based checks stay in assert form only
+
+
+def test_reasoning_gym_levels_turn_the_generators_knobs() -> None:
+    easy = load_reasoning_gym(["chain_sum"], n=30, level=1, seed=0)
+    hard = load_reasoning_gym(["chain_sum"], n=30, level=5, seed=0)
+
+    def terms(t: object) -> int:
+        return len(t.metadata.model_extra["rg_entry"]["question"].split("=")[0].split())  # type: ignore[attr-defined]
+
+    assert statistics.mean(map(terms, hard)) > statistics.mean(map(terms, easy))
+    assert {t.metadata.difficulty for t in easy} == {0.0} and {t.metadata.difficulty for t in hard} == {1.0}
+    assert {FAMILIES[f][0] for f in FAMILIES} == {"math", "algorithmic", "code_reasoning"}
+    assert load_reasoning_gym(["gcd"], n=3, seed=7) == load_reasoning_gym(["gcd"], n=3, seed=7)
+
+
+def test_generated_families_are_reproducible_and_graded_on_hidden_inputs() -> None:
+    a = generate_tasks("expressions", 20, seed=3, difficulty=(0.0, 1.0))
+    assert a == generate_tasks("expressions", 20, seed=3, difficulty=(0.0, 1.0))
+    assert a != generate_tasks("expressions", 20, seed=4, difficulty=(0.0, 1.0))
+    for t in a:
+        shown = [c for c in t.tests if c.visible]
+        assert len(shown) == 3 and len(t.hidden_tests) == 8
+        for c in shown:
+            assert f"f({c.args[0]}) == {c.expected}" in t.prompt_text()
+    assert len({t.metadata.difficulty for t in a}) > 2

@@ -1,0 +1,56 @@
+"""``dojo tasks``: audit exits 1 on unverifiable sets and writes a JSON report; export writes files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dojo.cli import app
+from dojo.tasks import Task, TestCase, load_tasks, save_tasks
+from tests.sandbox.conftest import SKIP_REASON
+
+runner = CliRunner()
+
+
+def test_export_then_audit_a_good_set(tmp_path: Path) -> None:
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    out = tmp_path / "expr.parquet"
+    result = runner.invoke(app, ["tasks", "export", "family:expressions?n=6&seed=2", str(out)])
+    assert result.exit_code == 0 and "wrote 6 tasks" in result.output
+    assert len(load_tasks(str(out))) == 6
+    report = tmp_path / "report.json"
+    result = runner.invoke(app, ["tasks", "audit", str(out), "--json", str(report), "--all"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(report.read_text())
+    assert data["summary"]["verifiable"] == 6 and len(data["tasks"]) == 6
+
+
+def test_audit_exits_1_when_a_task_is_unverifiable(tmp_path: Path) -> None:
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    bad = Task(
+        id="bad",
+        form="function",
+        prompt="f",
+        entry_point="f",
+        tests=[TestCase(args=[1], expected=2)],
+        reference="def f(x):\n    return x",
+    )
+    path = tmp_path / "bad.jsonl"
+    save_tasks([bad], str(path))
+    result = runner.invoke(app, ["tasks", "audit", str(path)])
+    assert result.exit_code == 1
+    assert "reference_fails" in result.output and "1 unverifiable" in result.output
+
+
+def test_bad_sources_exit_2_with_a_message(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["tasks", "audit", "no-such-source"])
+    assert result.exit_code == 2 and "unknown task source" in result.output
+    result = runner.invoke(app, ["tasks", "export", "humaneval", str(tmp_path / "out.csv")])
+    assert result.exit_code == 2 and ".jsonl or .parquet" in result.output
+    result = runner.invoke(app, ["tasks", "audit", "humaneval", "--repeats", "0"])
+    assert result.exit_code == 2
