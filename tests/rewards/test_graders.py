@@ -60,8 +60,8 @@ async def test_function_form_verdicts(grader: Grader) -> None:
     assert empty.verdict == "no_answer" and empty.value == 0.0
 
 
-async def test_a_slow_case_keeps_the_results_before_it(grading_sandbox: AsyncSandbox) -> None:
-    grader = Grader(grading_sandbox, limits=Limits(wall_time=2, cpu_time=1), mode="fraction")
+async def test_a_slow_case_keeps_the_results_before_it(fast_sandbox: AsyncSandbox) -> None:
+    grader = Grader(fast_sandbox, limits=Limits(wall_time=2, cpu_time=1), mode="fraction")
     task = square_task()
     code = "def square(x):\n    while x == 5:\n        pass\n    return x * x"
     r = await grader.grade(task, code, seed=0)
@@ -78,7 +78,7 @@ async def test_floats_within_tolerance_and_exact_types(grader: Grader) -> None:
     assert (await grader.grade(task, "def f(x):\n    return (0.3000001, [1, 2])")).value == 0.0
 
 
-async def test_expected_values_never_enter_the_sandbox(grading_sandbox: AsyncSandbox) -> None:
+async def test_expected_values_never_enter_the_sandbox(fast_sandbox: AsyncSandbox) -> None:
     tests = [TestCase(args=[], expected="SECRET-EXPECTED-4711", visible=True)]
     task = Task(id="leak", form="function", prompt="", entry_point="f", tests=tests)
     snoop = (
@@ -90,7 +90,7 @@ async def test_expected_values_never_enter_the_sandbox(grading_sandbox: AsyncSan
         "            blob += open(os.path.join(root, name), errors='ignore').read()\n"
         "    return 'found' if 'SECRET-' + 'EXPECTED' in blob else 'absent'\n"
     )
-    r = await Grader(grading_sandbox, scan=False).grade(task, snoop)
+    r = await Grader(fast_sandbox, scan=False).grade(task, snoop)
     assert r.value == 0.0 and r.cases[0].detail == "returned absent"
 
 
@@ -157,22 +157,22 @@ async def test_answer_form_exact_numeric_and_source_scorer(grader: Grader) -> No
 
 
 @pytest.mark.parametrize(("mode", "expected"), [("default", 0.5), ("fraction", 0.5), ("binary", 0.0)])
-async def test_reward_modes(grading_sandbox: AsyncSandbox, mode: str, expected: float) -> None:
-    r = await Grader(grading_sandbox, mode=mode).grade(square_task(), "def square(x):\n    return 4 if x == 2 else 9")  # type: ignore[arg-type]
+async def test_reward_modes(fast_sandbox: AsyncSandbox, mode: str, expected: float) -> None:
+    r = await Grader(fast_sandbox, mode=mode).grade(square_task(), "def square(x):\n    return 4 if x == 2 else 9")  # type: ignore[arg-type]
     assert r.passed == 2 and r.value == expected
 
 
-async def test_user_reward_function_and_shaping(grading_sandbox: AsyncSandbox) -> None:
+async def test_user_reward_function_and_shaping(fast_sandbox: AsyncSandbox) -> None:
     grader = Grader(
-        grading_sandbox, mode=lambda p, t: p / t * 10, shaping=[FormatBonus(bonus=0.1), LengthPenalty(10, 20, 1.0)]
+        fast_sandbox, mode=lambda p, t: p / t * 10, shaping=[FormatBonus(bonus=0.1), LengthPenalty(10, 20, 1.0)]
     )
     r = await grader.grade(square_task(), "```python\ndef square(x):\n    return x * x\n```")
     assert r.components["correctness"] == 10.0 and r.components["format"] == 0.1 and r.components["length"] == -1.0
     assert r.value == pytest.approx(9.1)
 
 
-def test_bad_grader_settings_are_refused(grading_sandbox: AsyncSandbox) -> None:
+def test_bad_grader_settings_are_refused(fast_sandbox: AsyncSandbox) -> None:
     with pytest.raises(ValueError, match="unknown reward mode"):
-        Grader(grading_sandbox, mode="halves")  # type: ignore[arg-type]
+        Grader(fast_sandbox, mode="halves")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="soft_limit"):
         LengthPenalty(100, 10)

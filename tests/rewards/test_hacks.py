@@ -76,10 +76,10 @@ def tasks() -> dict[str, Task]:
 @pytest.mark.parametrize("form", ["HumanEval/0", "HumanEval/0/function"])
 @pytest.mark.parametrize("name", sorted(HACKS))
 async def test_hack_scores_zero_and_is_counted(
-    grading_sandbox: AsyncSandbox, tasks: dict[str, Task], name: str, form: str
+    fast_sandbox: AsyncSandbox, tasks: dict[str, Task], name: str, form: str
 ) -> None:
     stats = RewardStats()
-    r = await Grader(grading_sandbox, stats=stats).grade(tasks[form], HACKS[name])
+    r = await Grader(fast_sandbox, stats=stats).grade(tasks[form], HACKS[name])
     assert r.value == 0.0, r
     if name not in NOT_STATIC:
         assert r.verdict == "hack", r
@@ -89,18 +89,18 @@ async def test_hack_scores_zero_and_is_counted(
 @pytest.mark.parametrize("form", ["HumanEval/0", "HumanEval/0/function"])
 @pytest.mark.parametrize("name", RUNTIME_DEFEATED)
 async def test_runtime_defences_alone_give_zero(
-    grading_sandbox: AsyncSandbox, tasks: dict[str, Task], name: str, form: str
+    fast_sandbox: AsyncSandbox, tasks: dict[str, Task], name: str, form: str
 ) -> None:
-    r = await Grader(grading_sandbox, scan=False).grade(tasks[form], HACKS[name])
+    r = await Grader(fast_sandbox, scan=False).grade(tasks[form], HACKS[name])
     assert r.value == 0.0, r
 
 
-async def test_call_counter_replaying_answers_is_caught(grading_sandbox: AsyncSandbox, tasks: dict[str, Task]) -> None:
+async def test_call_counter_replaying_answers_is_caught(fast_sandbox: AsyncSandbox, tasks: dict[str, Task]) -> None:
     task = tasks["HumanEval/0/function"]
     # the hidden answers in their original order, as a model that had seen them might replay them
     answers = [decode_value(t.expected) for t in task.tests]
     code = f"_answers = iter({answers!r} * 2)\n" + SIG + "    return next(_answers)\n"
-    r = await Grader(grading_sandbox).grade(task, code)
+    r = await Grader(fast_sandbox).grade(task, code)
     assert r.value == 0.0 and r.verdict == "hack" and "hack:state_between_calls" in r.flags
 
 

@@ -32,14 +32,6 @@ async def sandbox(request: pytest.FixtureRequest) -> AsyncIterator[AsyncSandbox]
         yield sb
 
 
-@pytest_asyncio.fixture(scope="session")
-async def fast_sandbox() -> AsyncIterator[AsyncSandbox]:
-    if SKIP_REASON:
-        pytest.skip(SKIP_REASON)
-    async with AsyncSandbox(pool_size=4) as sb:
-        yield sb
-
-
 @pytest_asyncio.fixture
 async def one_slot() -> AsyncIterator[AsyncSandbox]:
     """A single slot, so consecutive runs land on the same zygote (for leakage tests)."""

@@ -1,29 +1,15 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-import pytest_asyncio
-
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import Task, TestCase, load_humaneval
 from dojo.tasks.audit import audit_tasks
-from tests.sandbox.conftest import SKIP_REASON
-
-
-@pytest_asyncio.fixture(scope="module")
-async def sandbox() -> AsyncIterator[AsyncSandbox]:
-    if SKIP_REASON:
-        pytest.skip(SKIP_REASON)
-    async with AsyncSandbox(pool_size=4) as sb:
-        yield sb
 
 
 def fn_task(id: str, reference: str | None, tests: list[TestCase], prompt: str = "Write f(x).") -> Task:
     return Task(id=id, form="function", prompt=prompt, entry_point="f", tests=tests, reference=reference)
 
 
-async def test_audit_finds_each_kind_of_unverifiable_task(sandbox: AsyncSandbox) -> None:
+async def test_audit_finds_each_kind_of_unverifiable_task(fast_sandbox: AsyncSandbox) -> None:
     good = fn_task(
         "good", "def f(x):\n    return x * 2", [TestCase(args=[2], expected=4), TestCase(args=[5], expected=10)]
     )
@@ -37,7 +23,7 @@ async def test_audit_finds_each_kind_of_unverifiable_task(sandbox: AsyncSandbox)
     )
     no_ref = fn_task("no_ref", None, [TestCase(args=[1], expected=2)], prompt="Something else entirely.")
     twin = fn_task("twin", "def f(x):\n    return x * 2", good.tests, prompt="Write f(x). ")
-    report = await audit_tasks([good, wrong_ref, weak, flaky, no_ref, twin], sandbox, repeats=4)
+    report = await audit_tasks([good, wrong_ref, weak, flaky, no_ref, twin], fast_sandbox, repeats=4)
     by_id = {t.id: t for t in report.tasks}
     assert by_id["good"].status == "ok" and by_id["good"].reference_rewards == [1.0] * 4
     assert by_id["wrong_ref"].problems[0].startswith("reference_fails")
@@ -49,9 +35,9 @@ async def test_audit_finds_each_kind_of_unverifiable_task(sandbox: AsyncSandbox)
     assert summary["tasks"] == 6 and summary["unverifiable"] == 4
 
 
-async def test_humaneval_sample_is_verifiable_with_difficulty_estimates(sandbox: AsyncSandbox) -> None:
+async def test_humaneval_sample_is_verifiable_with_difficulty_estimates(fast_sandbox: AsyncSandbox) -> None:
     tasks = load_humaneval()[:20]
-    report = await audit_tasks(tasks, sandbox)
+    report = await audit_tasks(tasks, fast_sandbox)
     assert report.unverifiable == []
     difficulties = [t.difficulty for t in report.tasks]
     assert all(d is not None and 0 <= d <= 1 for d in difficulties)
