@@ -29,13 +29,21 @@ from dojo.rewards import values
 SOLUTION_FILE = "solution.py"
 
 _PRELUDE = f"""from __future__ import annotations
-import base64
 import builtins as _builtins
 import json as _json
 import math
 import os as _os
 import sys as _sys
 from typing import Any
+
+
+class _LazyBase64:  # only bytes values need base64: keep its import out of every run
+    def __getattr__(self, name):
+        import base64 as module
+        return getattr(module, name)
+
+
+base64 = _LazyBase64()
 
 {inspect.getsource(values.encode_value)}
 {inspect.getsource(values.decode_value)}

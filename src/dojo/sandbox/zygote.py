@@ -138,7 +138,7 @@ print(sum(int(x) for x in "1 2 3".split()), Box().grow(a=1), "done")
 # Imported once by the zygote so that runs do not pay for them; kept small (idle memory per slot).
 PYTHON_PRELOAD = (
     "typing", "collections", "itertools", "functools", "math", "re", "heapq", "bisect", "string",
-    "copy", "operator", "io", "traceback", "atexit", "threading", "random", "types", "linecache", "base64",
+    "copy", "operator", "io", "traceback", "atexit", "threading", "random", "types", "linecache",
 )  # fmt: skip
 
 
