@@ -14,12 +14,12 @@ from dojo.rewards.graders import (
     grade_assert_task,
     grade_function_task,
     grade_stdio_task,
-    stdout_matches,
 )
 from dojo.rewards.hacks import Finding, scan_python
 from dojo.rewards.mapping import FormatBonus, LengthPenalty, RewardMode, correctness
 from dojo.rewards.outcome import CaseOutcome, Reward, RewardStats
 from dojo.rewards.values import decode_value, encode_value, values_equal
+from dojo.sandbox.compare import stdout_matches
 
 __all__ = [
     "CaseOutcome",

@@ -40,6 +40,7 @@ from dojo.rewards.mapping import RewardFunction, RewardMode, Shaping, correctnes
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.values import decode_value, values_equal
 from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Limits, Program, Verdict
+from dojo.sandbox.compare import stdout_matches
 from dojo.tasks.model import Task
 
 DEFAULT_GRADING_LIMITS = Limits(wall_time=10.0, cpu_time=6.0, memory=512 << 20)
@@ -56,7 +57,7 @@ class TestResults:
     compile_error: str | None = None
     infrastructure_error: str | None = None
     no_answer: str | None = None
-    hack: str | None = None  # a reward hack caught at run time (the reason)
+    hack: str | None = None  # a confirmed reward hack (what was found): scores 0
     flags: list[str] = field(default_factory=list)
 
 
@@ -139,6 +140,7 @@ async def grade_function_task(
             continue
         if i in by_case and _answer_of(by_case[i]) != _answer_of(report):
             out.hack = f"test {i} gave two different answers to the same call: state carried between calls"
+            out.flags.append("hack:state_between_calls")
             return out
         by_case.setdefault(i, report)
     for i, t in enumerate(tests):
@@ -182,15 +184,14 @@ async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits
         limits or task.limits or DEFAULT_GRADING_LIMITS,
         cache_compiled=True,
     )
-    out = TestResults()
+    out = TestResults(total=sum(max(1, n) for _, n in rewritten))  # until the reports say how many ran
     if (err := _sandbox_failed(result)) is not None:
         out.infrastructure_error = err
-        out.total = sum(max(1, n) for _, n in rewritten)
         return out
     reports = parse_reports(result.stdout, nonce)
     if _load_failure(reports, out):
-        out.total = sum(max(1, n) for _, n in rewritten)
         return out
+    out.total = 0
     by_test = {r["test"]: r for r in reports if isinstance(r.get("test"), int)}
     for i, (_, n_asserts) in enumerate(rewritten):
         r = by_test.get(i)
@@ -206,25 +207,6 @@ async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits
         detail = "" if failed == 0 else f"{failed} assertion(s) failed" + (f"; {r['error']}" if r.get("error") else "")
         out.cases.append(CaseOutcome(index=i, passed=failed == 0, detail=detail))
     return out
-
-
-_FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-
-
-def stdout_matches(actual: str, expected: str, tolerance: float = 1e-6) -> bool:
-    """Token by token; tokens that are both numbers compare within ``tolerance``."""
-    a, e = actual.split(), expected.split()
-    if len(a) != len(e):
-        return False
-    for x, y in zip(a, e, strict=True):
-        if x == y:
-            continue
-        if _FLOAT.match(x) and _FLOAT.match(y) and ("." in y or "e" in y.lower() or "." in x):
-            if not math.isclose(float(x), float(y), rel_tol=tolerance, abs_tol=tolerance):
-                return False
-            continue
-        return False
-    return True
 
 
 async def grade_stdio_task(task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None) -> TestResults:
@@ -384,14 +366,7 @@ class Grader:
             hacks = [f for f in findings if f.severity == "hack"]
             if hacks:
                 detail = "; ".join(f"line {f.line}: {f.detail}" for f in hacks[:5])
-                return Reward(
-                    value=0.0,
-                    verdict="hack",
-                    total=len(task.tests),
-                    components={"correctness": 0.0},
-                    flags=flags,
-                    error=f"reward hacking: {detail}",
-                )
+                return self._reward(task, completion, TestResults(total=len(task.tests), hack=detail, flags=flags))
         if task.form == "function":
             results = await grade_function_task(task, code, self.sandbox, self.limits, seed)
         elif task.form == "assert":
@@ -399,15 +374,6 @@ class Grader:
         else:
             results = await grade_stdio_task(task, code, self.sandbox, self.limits)
         results.flags = sorted({*results.flags, *flags})
-        if results.hack is not None:
-            return Reward(
-                value=0.0,
-                verdict="hack",
-                total=results.total,
-                components={"correctness": 0.0},
-                flags=sorted({*results.flags, "hack:state_between_calls"}),
-                error=f"reward hacking: {results.hack}",
-            )
         return self._reward(task, completion, results)
 
     def _reward(self, task: Task, completion: str, r: TestResults) -> Reward:
@@ -415,6 +381,9 @@ class Grader:
             return Reward(
                 value=None, verdict="infrastructure_error", total=r.total, flags=r.flags, error=r.infrastructure_error
             )
+        if r.hack is not None:
+            return Reward(value=0.0, verdict="hack", total=r.total, components={"correctness": 0.0}, flags=r.flags,
+                          error=f"reward hacking: {r.hack}")  # fmt: skip
         verdict: GradeVerdict
         if r.compile_error is not None:
             verdict, error = "compile_error", r.compile_error

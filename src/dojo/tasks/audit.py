@@ -164,14 +164,11 @@ async def audit_tasks(
         infra = [r for r in [*refs, *others] if r.verdict == "infrastructure_error"]
         if infra:
             a.problems.append(f"infrastructure_error: {infra[0].error}")
-        if refs and any(r.verdict != "pass" for r in refs if r.value is not None):
-            bad = next(r for r in refs if r.verdict != "pass" and r.value is not None)
-            if all(r.verdict == bad.verdict and r.passed == bad.passed for r in refs):
-                a.problems.append(f"reference_fails: {bad.verdict} {bad.passed}/{bad.total}: {(bad.error or '')[:200]}")
-            else:
-                a.problems.append("flaky: the reference's result differs between runs")
-        elif refs and len({(r.verdict, r.passed) for r in refs}) > 1:
+        outcomes = {(r.verdict, r.passed, r.total) for r in refs if r.value is not None}
+        if len(outcomes) > 1:
             a.problems.append("flaky: the reference's result differs between runs")
+        elif outcomes and (bad := next(r for r in refs if r.value is not None)).verdict != "pass":
+            a.problems.append(f"reference_fails: {bad.verdict} {bad.passed}/{bad.total}: {(bad.error or '')[:200]}")
         for (name, _), r in zip(trivial, others, strict=True):
             if r.verdict == "pass":
                 a.trivial_passed.append(name)
