@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dojo.cli_policy import policy_app
+from dojo.cli_rollout import rollout
 from dojo.cli_tasks import tasks_app
 from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
 from dojo.sandbox.languages import LANGUAGES, available_languages, get_language
@@ -20,6 +22,8 @@ app = typer.Typer(help="dojo: agent RL post-training engine.", no_args_is_help=T
 console = Console()
 err_console = Console(stderr=True)
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(policy_app, name="policy")
+app.command()(rollout)
 
 SUFFIXES = {
     ".py": "python",

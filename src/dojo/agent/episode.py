@@ -1,0 +1,282 @@
+"""One episode: a policy works on one task over one or more turns, then the graders score it.
+
+Two ways to work, chosen by ``EpisodeConfig.mode``:
+
+- ``feedback`` (any model): each reply's code is checked against the task's visible tests; if some
+  fail, the failures go back as the next user message (code → run → error → fix). The episode ends
+  when the visible tests pass or the turns run out. With ``max_turns=1`` it is single-turn.
+- ``tools``: the model calls tools (``dojo.agent.tools``): natively through the server's tool
+  calling, or as ``<tool_call>`` text. A reply without a tool call, or a ``submit``, is final.
+
+Limits: turns, completion tokens over the whole episode, and a wall-clock deadline. The final
+candidate (the submission, else the last reply) is graded on every test, hidden ones included.
+A policy or sandbox failure, or the deadline, leaves the episode without a reward
+(``status`` says which): the scheduler retries it and never scores it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams, ToolCall
+from dojo.agent.tool_calls import parse_tool_calls
+from dojo.agent.tools import TOOL_NAMES, Toolbox, ToolResult
+from dojo.rewards.graders import Grader
+from dojo.rewards.outcome import Reward
+from dojo.tasks.model import Task
+
+EpisodeStatus = Literal[
+    "answered",  # the model gave its final reply (or passed the visible tests)
+    "submitted",  # the model called submit
+    "turn_limit",  # turns ran out; the last candidate was graded
+    "token_limit",  # the token budget ran out; the last candidate was graded
+    "deadline",  # the wall-clock deadline passed: no reward
+    "policy_error",  # the policy server failed: no reward
+    "infra_error",  # the sandbox failed (in a tool or in grading): no reward
+]
+SCORED_STATUSES = frozenset({"answered", "submitted", "turn_limit", "token_limit"})
+
+TOOLS_SYSTEM_PROMPT = (
+    "You can use tools. To call one, write\n<tool_call>\n"
+    '{{"name": "<tool>", "arguments": {{...}}}}\n</tool_call>\n'
+    "Tools: {tools}. Call submit with your final solution; a reply without a tool call is your final answer."
+)
+FEEDBACK_MESSAGE = "Your code did not pass the visible tests:\n{feedback}\nFix it and reply with the complete code."
+
+
+class EpisodeConfig(BaseModel):
+    """How an episode runs. Every field has a default; ``max_turns=1`` is single-turn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["feedback", "tools"] = Field("feedback", description="feedback: code→tests→fix; tools: tool calls.")
+    max_turns: int = Field(1, ge=1, le=64, description="Policy calls per episode.")
+    max_total_tokens: int = Field(4096, ge=1, description="Completion tokens over all turns.")
+    time_limit: float = Field(600.0, gt=0, description="Wall-clock deadline of one episode, in seconds.")
+    sampling: SamplingParams = Field(default_factory=SamplingParams)
+    tools: list[str] = Field(default_factory=lambda: list(TOOL_NAMES), description="tools mode: tools offered.")
+    native_tools: bool = Field(True, description="tools mode: pass tool specs to the server (OpenAI tools).")
+    tool_prompt: bool = Field(True, description="tools mode: add a system message describing the tool format.")
+    max_observation_chars: int = Field(2000, ge=100, description="Cut of each tool observation.")
+
+
+class TurnRecord(BaseModel):
+    """One policy call and what its tool calls (or the feedback check) did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    completion: Completion
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    policy_seconds: float = 0.0
+    tool_seconds: float = 0.0
+
+
+class Episode(BaseModel):
+    """Everything that happened in one episode: the full record a trainer or an audit needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episode_id: str
+    task_id: str
+    group_id: str
+    sample_index: int
+    status: EpisodeStatus
+    messages: list[dict[str, Any]]
+    turns: list[TurnRecord] = Field(default_factory=list)
+    final: str | None = Field(None, description="The text that was graded.")
+    reward: Reward | None = None
+    error: str | None = None
+    attempt: int = Field(0, description="Retries before this episode (infrastructure failures).")
+    started_at: float = 0.0
+    wall_seconds: float = 0.0
+    policy_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    grade_seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def scored(self) -> bool:
+        return self.status in SCORED_STATUSES and self.reward is not None and self.reward.value is not None
+
+    @property
+    def value(self) -> float | None:
+        return self.reward.value if self.reward is not None else None
+
+
+def _assistant_message(c: Completion) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": c.text}
+    if c.tool_calls:
+        msg["tool_calls"] = [
+            {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": json.dumps(t.arguments)}}
+            for t in c.tool_calls
+        ]
+    return msg
+
+
+class EpisodeRunner:
+    """Runs episodes of one policy with one grader. ``policy_slots``/``sandbox_slots`` bound how
+    many policy requests and sandbox runs are in flight (shared by all episodes of a scheduler)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        grader: Grader,
+        config: EpisodeConfig | None = None,
+        *,
+        policy_slots: asyncio.Semaphore | None = None,
+        sandbox_slots: asyncio.Semaphore | None = None,
+    ) -> None:
+        self.policy = policy
+        self.grader = grader
+        self.config = config or EpisodeConfig()
+        self.policy_slots = policy_slots
+        self.sandbox_slots = sandbox_slots
+
+    async def run(self, task: Task, *, sample_index: int = 0, group_id: str | None = None, attempt: int = 0) -> Episode:
+        group_id = group_id or task.id
+        ep = Episode(
+            episode_id=f"{group_id}#{sample_index}",
+            task_id=task.id,
+            group_id=group_id,
+            sample_index=sample_index,
+            status="answered",
+            messages=self._initial_messages(task),
+            attempt=attempt,
+            started_at=time.time(),
+        )
+        start = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.config.time_limit):
+                await self._loop(task, ep)
+                if ep.status in SCORED_STATUSES:
+                    await self._grade(task, ep)
+        except TimeoutError:
+            ep.status, ep.reward = "deadline", None
+            ep.error = f"the episode passed its {self.config.time_limit:g} s deadline"
+        except PolicyError as e:
+            ep.status, ep.reward, ep.error = "policy_error", None, str(e)
+        ep.wall_seconds = time.perf_counter() - start
+        return ep
+
+    def _initial_messages(self, task: Task) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = [dict(m) for m in task.messages()]
+        if self.config.mode == "tools" and self.config.tool_prompt:
+            note = TOOLS_SYSTEM_PROMPT.format(tools=", ".join(self.config.tools))
+            if messages and messages[0]["role"] == "system":
+                messages[0]["content"] = f"{messages[0]['content']}\n\n{note}"
+            else:
+                messages.insert(0, {"role": "system", "content": note})
+        return messages
+
+    async def _generate(self, ep: Episode, tools: list[dict[str, Any]] | None) -> Completion | None:
+        remaining = self.config.max_total_tokens - ep.completion_tokens
+        if remaining <= 0:
+            ep.status = "token_limit"
+            return None
+        params = self.config.sampling
+        if params.max_tokens > remaining:
+            params = params.model_copy(update={"max_tokens": remaining})
+        t0 = time.perf_counter()
+        if self.policy_slots is not None:
+            async with self.policy_slots:
+                completions = await self.policy.generate(ep.messages, params, n=1, tools=tools)
+        else:
+            completions = await self.policy.generate(ep.messages, params, n=1, tools=tools)
+        if not completions:
+            raise PolicyError("the policy returned no completion")
+        c = completions[0]
+        dt = time.perf_counter() - t0
+        ep.policy_seconds += dt
+        ep.completion_tokens += c.num_tokens
+        ep.prompt_tokens += c.prompt_tokens or 0
+        ep.messages.append(_assistant_message(c))
+        ep.turns.append(TurnRecord(index=len(ep.turns), completion=c, policy_seconds=dt))
+        return c
+
+    async def _loop(self, task: Task, ep: Episode) -> None:
+        cfg = self.config
+        toolbox = Toolbox(
+            task,
+            self.grader.sandbox,
+            tools=cfg.tools,
+            limits=self.grader.limits,
+            max_observation_chars=cfg.max_observation_chars,
+            sandbox_slots=self.sandbox_slots,
+        )
+        specs = toolbox.specs() if cfg.mode == "tools" and cfg.native_tools else None
+        for turn in range(cfg.max_turns):
+            c = await self._generate(ep, specs)
+            if c is None:
+                return
+            record = ep.turns[-1]
+            ep.final = c.text
+            if cfg.mode == "feedback":
+                if task.form == "answer" or not task.visible_tests:
+                    ep.status = "answered"
+                    return
+                if turn + 1 == cfg.max_turns:
+                    ep.status = "answered" if cfg.max_turns == 1 else "turn_limit"
+                    return
+                t0 = time.perf_counter()
+                observation, verdict, error = await toolbox.check_visible(c.text)
+                record.tool_seconds = time.perf_counter() - t0
+                ep.tool_seconds += record.tool_seconds
+                check = ToolCall(id="feedback", name="run_tests", arguments={"code": c.text})
+                record.tool_results.append(
+                    ToolResult(
+                        call=check,
+                        observation=observation,
+                        verdict=verdict,
+                        infra_error=error,
+                        seconds=record.tool_seconds,
+                    )
+                )
+                if error is not None:
+                    ep.status, ep.error = "infra_error", error
+                    return
+                if verdict == "pass":
+                    ep.status = "answered"
+                    return
+                ep.messages.append({"role": "user", "content": FEEDBACK_MESSAGE.format(feedback=observation)})
+                continue
+            calls = c.tool_calls or parse_tool_calls(c.text)
+            if not calls:
+                ep.status = "answered"
+                return
+            for call in calls:
+                result = await toolbox.call(call)
+                record.tool_results.append(result)
+                record.tool_seconds += result.seconds
+                ep.tool_seconds += result.seconds
+                if result.infra_error is not None:
+                    ep.status, ep.error = "infra_error", result.infra_error
+                    return
+                ep.messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.observation}
+                )
+                if result.submitted is not None:
+                    ep.final = result.submitted
+                    ep.status = "submitted"
+                    return
+            if toolbox.last_code is not None:
+                ep.final = f"```{task.language}\n{toolbox.last_code}\n```"
+        ep.status = "turn_limit"
+
+    async def _grade(self, task: Task, ep: Episode) -> None:
+        t0 = time.perf_counter()
+        if self.sandbox_slots is not None and task.form != "answer":
+            async with self.sandbox_slots:
+                reward = await self.grader.grade(task, ep.final or "")
+        else:
+            reward = await self.grader.grade(task, ep.final or "")
+        ep.grade_seconds = time.perf_counter() - t0
+        ep.reward = reward
+        if reward.value is None:
+            ep.status, ep.error = "infra_error", reward.error or "the sandbox failed while grading"

@@ -1,0 +1,235 @@
+"""Policies: what turns a conversation into the model's next message.
+
+A ``Policy`` takes chat messages and sampling parameters and returns ``n`` completions, each with
+its text, token ids and logprobs when the backend returns them, and native tool calls when the
+server parsed them. ``OpenAIPolicy`` talks to any OpenAI-compatible server (vLLM, SGLang, dojo's
+own ``dojo policy serve``) through the ``openai`` client; ``HFPolicy`` (``dojo.agent.hf_policy``)
+runs a local Hugging Face model.
+
+A failure of the server (connection refused, 5xx, timeout) raises ``PolicyError``: it is an
+infrastructure failure, retried by the scheduler and never scored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PolicyError(RuntimeError):
+    """The policy backend failed (not the model's fault): retry or drop, never score."""
+
+
+class SamplingParams(BaseModel):
+    """Sampling settings, passed through to the backend."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float = Field(1.0, ge=0.0, le=10.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(512, ge=1, description="Most new tokens per completion.")
+    stop: list[str] = Field(default_factory=list, description="Stop sequences (not included in the text).")
+    seed: int | None = None
+    logprobs: bool = Field(True, description="Ask for the logprob of each sampled token.")
+
+
+class ToolCall(BaseModel):
+    """One tool call of an assistant message: a name and JSON arguments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = ""
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Completion(BaseModel):
+    """One sampled assistant message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    finish_reason: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @property
+    def num_tokens(self) -> int:
+        """Completion tokens: from the server's count, else token ids, else a 4-chars-per-token guess."""
+        if self.completion_tokens is not None:
+            return self.completion_tokens
+        if self.token_ids is not None:
+            return len(self.token_ids)
+        return max(1, len(self.text) // 4)
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that samples ``n`` assistant messages for a conversation."""
+
+    async def generate(
+        self,
+        messages: list[dict[str, Any]],
+        params: SamplingParams,
+        *,
+        n: int = 1,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[Completion]: ...
+
+
+def _tool_calls(message: Any) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for call in getattr(message, "tool_calls", None) or []:
+        fn = getattr(call, "function", None)
+        if fn is None:
+            continue
+        try:
+            args = json.loads(fn.arguments or "{}")
+        except json.JSONDecodeError:
+            args = {"_unparsed": fn.arguments}
+        calls.append(ToolCall(id=call.id or "", name=fn.name, arguments=args if isinstance(args, dict) else {}))
+    return calls
+
+
+def _extra(obj: Any, key: str) -> Any:
+    extra = getattr(obj, "model_extra", None) or {}
+    return extra.get(key)
+
+
+class OpenAIPolicy:
+    """A policy served by an OpenAI-compatible server, through the official ``openai`` client.
+
+    ``api="chat"`` uses ``/v1/chat/completions`` (the server applies the chat template);
+    ``api="completions"`` renders the conversation with ``chat_template`` (a callable
+    ``messages -> str``) and uses ``/v1/completions``. Token ids are requested vLLM-style
+    (``return_token_ids``) and read when the server returns them; logprobs likewise.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api: Literal["chat", "completions"] = "chat",
+        api_key: str = "EMPTY",
+        timeout: float = 300.0,
+        max_retries: int = 0,
+        extra_body: dict[str, Any] | None = None,
+        chat_template: Any = None,
+    ) -> None:
+        import openai
+
+        if api not in ("chat", "completions"):
+            raise ValueError(f"api must be 'chat' or 'completions', not {api!r}")
+        if api == "completions" and chat_template is None:
+            raise ValueError("api='completions' needs chat_template: a function from messages to the prompt text")
+        self.base_url = base_url
+        self.model = model
+        self.api = api
+        self.extra_body = {"return_token_ids": True, **(extra_body or {})}
+        self.chat_template = chat_template
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+
+    async def model_name(self) -> str:
+        """The model to ask for: the one given, else the server's first model."""
+        if self.model is None:
+            try:
+                models = await self._client.models.list()
+            except Exception as e:
+                raise PolicyError(f"cannot list models at {self.base_url}: {e}") from e
+            if not models.data:
+                raise PolicyError(f"the server at {self.base_url} serves no model")
+            self.model = models.data[0].id
+        return self.model
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def generate(
+        self,
+        messages: list[dict[str, Any]],
+        params: SamplingParams,
+        *,
+        n: int = 1,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[Completion]:
+        import openai
+
+        model = await self.model_name()
+        common: dict[str, Any] = {
+            "model": model,
+            "n": n,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_tokens": params.max_tokens,
+            "extra_body": self.extra_body,
+        }
+        if params.stop:
+            common["stop"] = params.stop
+        if params.seed is not None:
+            common["seed"] = params.seed
+        try:
+            if self.api == "chat":
+                if tools:
+                    common["tools"] = tools
+                chat = await self._client.chat.completions.create(
+                    messages=messages,  # type: ignore[arg-type]
+                    logprobs=params.logprobs or None,
+                    **common,
+                )
+                return self._from_chat(chat)
+            prompt = self.chat_template(messages)
+            text = await self._client.completions.create(
+                prompt=prompt, logprobs=1 if params.logprobs else None, **common
+            )
+            return self._from_completions(text)
+        except (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError) as e:
+            raise PolicyError(f"policy server {self.base_url} failed: {e}") from e
+        except openai.RateLimitError as e:
+            raise PolicyError(f"policy server {self.base_url} is overloaded: {e}") from e
+
+    @staticmethod
+    def _from_chat(chat: Any) -> list[Completion]:
+        usage = chat.usage
+        out = []
+        for choice in sorted(chat.choices, key=lambda c: c.index):
+            lp = None
+            if choice.logprobs is not None and choice.logprobs.content is not None:
+                lp = [float(t.logprob) for t in choice.logprobs.content]
+            out.append(
+                Completion(
+                    text=choice.message.content or "",
+                    finish_reason=choice.finish_reason,
+                    tool_calls=_tool_calls(choice.message),
+                    token_ids=_extra(choice, "token_ids"),
+                    logprobs=lp,
+                    prompt_tokens=usage.prompt_tokens if usage else None,
+                    completion_tokens=len(lp) if lp is not None else None,
+                )
+            )
+        return out
+
+    @staticmethod
+    def _from_completions(resp: Any) -> list[Completion]:
+        usage = resp.usage
+        out = []
+        for choice in sorted(resp.choices, key=lambda c: c.index):
+            lp = None
+            if choice.logprobs is not None and choice.logprobs.token_logprobs is not None:
+                lp = [float(x) for x in choice.logprobs.token_logprobs]
+            out.append(
+                Completion(
+                    text=choice.text,
+                    finish_reason=choice.finish_reason,
+                    token_ids=_extra(choice, "token_ids"),
+                    logprobs=lp,
+                    prompt_tokens=usage.prompt_tokens if usage else None,
+                    completion_tokens=len(lp) if lp is not None else None,
+                )
+            )
+        return out

@@ -1,0 +1,243 @@
+"""The tools an agent may call during an episode, executed in the sandbox.
+
+- ``run_code(code, stdin="")``: run a program in the task's language with the episode's files;
+- ``run_tests(code)``: grade code against the task's *visible* tests only (hidden ones stay hidden);
+- ``write_file(path, content)`` / ``read_file(path)``: the episode's own files, placed in every run;
+- ``submit(code | answer)``: the final answer; the episode ends and the graders score it.
+
+Every observation is text for the model, cut to a budget (head and tail kept). A sandbox failure is
+not an observation: ``ToolResult.infra_error`` is set and the episode is retried, never scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dojo.agent.policy import ToolCall
+from dojo.rewards.graders import Grader
+from dojo.rewards.outcome import RewardStats
+from dojo.sandbox import AsyncSandbox, InputFile, Limits, Program, Verdict
+from dojo.sandbox.program import check_relative_path
+from dojo.tasks.model import Task
+
+TOOL_NAMES: tuple[str, ...] = ("run_code", "run_tests", "write_file", "read_file", "submit")
+
+_SPECS: dict[str, dict[str, Any]] = {
+    "run_code": {
+        "description": "Run a program in the sandbox and see its output. Files you wrote are in the work dir.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": "The program's source."},
+                "stdin": {"type": "string", "description": "Text for standard input."},
+            },
+            "required": ["code"],
+        },
+    },
+    "run_tests": {
+        "description": "Check code against the task's visible tests; says which pass and why others fail.",
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The complete solution."}},
+            "required": ["code"],
+        },
+    },
+    "write_file": {
+        "description": "Write a text file into the work dir of every later run.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+    },
+    "read_file": {
+        "description": "Read a file you wrote earlier.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+    "submit": {
+        "description": "Submit the final solution (code) or final answer (text). Ends the episode.",
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string"}, "answer": {"type": "string"}},
+        },
+    },
+}
+
+
+def tool_specs(names: tuple[str, ...] | list[str] = TOOL_NAMES) -> list[dict[str, Any]]:
+    """OpenAI ``tools`` entries for the named tools."""
+    unknown = [n for n in names if n not in _SPECS]
+    if unknown:
+        raise ValueError(f"unknown tools {unknown}; choose from {list(TOOL_NAMES)}")
+    return [{"type": "function", "function": {"name": n, **_SPECS[n]}} for n in names]
+
+
+def truncate_middle(text: str, budget: int) -> str:
+    """``text`` if it fits, else its head and tail with a note of how much was cut."""
+    if len(text) <= budget:
+        return text
+    head = budget * 2 // 3
+    tail = budget - head
+    return f"{text[:head]}\n... [{len(text) - head - tail} characters cut] ...\n{text[-tail:] if tail else ''}"
+
+
+class ToolResult(BaseModel):
+    """What one tool call did: the observation shown to the model and what the sandbox reported."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    call: ToolCall
+    observation: str
+    verdict: str | None = None
+    exit_code: int | None = None
+    wall_time: float = 0.0
+    seconds: float = Field(0.0, description="Time the tool took, queueing for a sandbox slot included.")
+    infra_error: str | None = None
+    submitted: str | None = Field(None, description="submit: the text to grade.")
+
+
+class Toolbox:
+    """Executes one episode's tool calls for one task. Holds the episode's files."""
+
+    def __init__(
+        self,
+        task: Task,
+        sandbox: AsyncSandbox,
+        *,
+        tools: tuple[str, ...] | list[str] = TOOL_NAMES,
+        limits: Limits | None = None,
+        max_observation_chars: int = 2000,
+        max_files: int = 32,
+        max_file_bytes: int = 1 << 20,
+        sandbox_slots: asyncio.Semaphore | None = None,
+    ) -> None:
+        tool_specs(tools)  # validates the names
+        self.task = task
+        self.sandbox = sandbox
+        self.tools = tuple(tools)
+        self.limits = limits
+        self.max_observation_chars = max_observation_chars
+        self.max_files = max_files
+        self.max_file_bytes = max_file_bytes
+        self.files: dict[str, str] = {}
+        self.last_code: str | None = None
+        self._slots = sandbox_slots
+        self._visible = Grader(sandbox, limits=limits, scan=False, stats=RewardStats())
+
+    def specs(self) -> list[dict[str, Any]]:
+        return tool_specs(self.tools)
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        start = time.perf_counter()
+        result = await self._dispatch(call)
+        return result.model_copy(update={"seconds": time.perf_counter() - start})
+
+    async def _dispatch(self, call: ToolCall) -> ToolResult:
+        args = call.arguments
+        if call.name == "invalid":
+            return ToolResult(call=call, observation=f"error: {args.get('error', 'malformed tool call')}")
+        if call.name not in self.tools:
+            return ToolResult(
+                call=call, observation=f"error: unknown tool {call.name!r}; available: {', '.join(self.tools)}"
+            )
+        bad = [k for k, v in args.items() if not isinstance(v, str)]
+        if bad:
+            return ToolResult(call=call, observation=f"error: arguments {bad} must be strings")
+        if call.name == "submit":
+            return self._submit(call)
+        if call.name == "write_file":
+            return self._write(call)
+        if call.name == "read_file":
+            return self._read(call)
+        if "code" not in args:
+            return ToolResult(call=call, observation=f"error: {call.name} needs a 'code' argument")
+        self.last_code = args["code"]
+        if call.name == "run_tests":
+            return await self._run_tests(call)
+        return await self._run_code(call)
+
+    def _submit(self, call: ToolCall) -> ToolResult:
+        code, answer = call.arguments.get("code"), call.arguments.get("answer")
+        if code is None and answer is None:
+            return ToolResult(call=call, observation="error: submit needs 'code' or 'answer'")
+        if self.task.form == "answer":
+            text = f"<answer>{answer if answer is not None else code}</answer>"
+        else:
+            text = f"```{self.task.language}\n{code if code is not None else answer}\n```"
+        return ToolResult(call=call, observation="submitted", submitted=text)
+
+    def _write(self, call: ToolCall) -> ToolResult:
+        path, content = call.arguments.get("path"), call.arguments.get("content")
+        if path is None or content is None:
+            return ToolResult(call=call, observation="error: write_file needs 'path' and 'content'")
+        try:
+            path = check_relative_path(path)
+        except ValueError as e:
+            return ToolResult(call=call, observation=f"error: {e}")
+        if len(content.encode()) > self.max_file_bytes:
+            return ToolResult(call=call, observation=f"error: files are limited to {self.max_file_bytes} bytes")
+        if path not in self.files and len(self.files) >= self.max_files:
+            return ToolResult(call=call, observation=f"error: at most {self.max_files} files")
+        self.files[path] = content
+        return ToolResult(call=call, observation=f"wrote {path} ({len(content)} characters)")
+
+    def _read(self, call: ToolCall) -> ToolResult:
+        path = call.arguments.get("path", "")
+        if path not in self.files:
+            known = ", ".join(sorted(self.files)) or "none"
+            return ToolResult(call=call, observation=f"error: no file {path!r} (files: {known})")
+        return ToolResult(call=call, observation=truncate_middle(self.files[path], self.max_observation_chars))
+
+    async def _run_code(self, call: ToolCall) -> ToolResult:
+        program = Program(
+            language=self.task.language,
+            source=call.arguments["code"],
+            stdin=call.arguments.get("stdin", ""),
+            files=[InputFile(path=p, content=c.encode()) for p, c in self.files.items()],
+        )
+        if self._slots is not None:
+            async with self._slots:
+                result = await self.sandbox.run(program, self.limits or self.task.limits)
+        else:
+            result = await self.sandbox.run(program, self.limits or self.task.limits)
+        if result.verdict is Verdict.SANDBOX_ERROR:
+            return ToolResult(call=call, observation="", infra_error=result.sandbox_error or "sandbox error")
+        budget = self.max_observation_chars
+        parts = [f"verdict: {result.verdict.value}" + (f" ({result.limit.value} limit)" if result.limit else "")]
+        parts.append(f"exit code: {result.exit_code}" if result.signal is None else f"signal: {result.signal}")
+        if result.compile is not None and result.compile.stderr:
+            parts.append("compiler:\n" + truncate_middle(result.compile.stderr, budget // 2))
+        if result.stdout:
+            parts.append("stdout:\n" + truncate_middle(result.stdout, budget // 2))
+        if result.stderr:
+            parts.append("stderr:\n" + truncate_middle(result.stderr, budget // 2))
+        return ToolResult(
+            call=call,
+            observation="\n".join(parts),
+            verdict=result.verdict.value,
+            exit_code=result.exit_code,
+            wall_time=result.wall_time,
+        )
+
+    async def _run_tests(self, call: ToolCall) -> ToolResult:
+        observation, verdict, error = await self.check_visible(call.arguments["code"])
+        return ToolResult(call=call, observation=observation, verdict=verdict, infra_error=error)
+
+    async def check_visible(self, completion: str) -> tuple[str, str | None, str | None]:
+        """Grade ``completion`` on the visible tests: (observation, grade verdict, infrastructure error)."""
+        visible = self.task.visible_tests
+        if self.task.form == "answer" or not visible:
+            return "this task has no visible tests to run; use run_code to try your code", None, None
+        task = self.task.model_copy(update={"tests": visible})
+        if self._slots is not None:
+            async with self._slots:
+                reward = await self._visible.grade(task, completion)
+        else:
+            reward = await self._visible.grade(task, completion)
+        if reward.value is None:
+            return "", reward.verdict, reward.error or "sandbox error"
+        return truncate_middle(reward.feedback(), self.max_observation_chars), reward.verdict, None

@@ -1,0 +1,58 @@
+"""``dojo policy``: build the tiny local model, and serve a local model over the OpenAI API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+policy_app = typer.Typer(help="Local policies: the tiny built-in model and an OpenAI-compatible server.",
+                         no_args_is_help=True)  # fmt: skip
+console = Console()
+
+
+@policy_app.command()
+def tiny(
+    out: Annotated[Path, typer.Argument(help="Directory to write the model and tokenizer to.")],
+    hidden_size: Annotated[int, typer.Option(min=8, help="Width of the model.")] = 128,
+    layers: Annotated[int, typer.Option(min=1, max=64, help="Transformer blocks.")] = 4,
+    seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
+) -> None:
+    """Build the tiny Qwen2-style model with a character tokenizer (random weights, nothing downloaded)."""
+    from dojo.agent.tiny_model import TinyModelSpec, build_tiny_model
+
+    if out.exists() and any(out.iterdir()):
+        console.print(f"[red]error:[/red] {out} is not empty; choose a new directory")
+        raise typer.Exit(2)
+    spec = TinyModelSpec(hidden_size=hidden_size, intermediate_size=4 * hidden_size, num_layers=layers, seed=seed)
+    try:
+        build_tiny_model(out, spec)
+    except ValueError as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    console.print(f"wrote the tiny model to {out}")
+
+
+@policy_app.command()
+def serve(
+    model_dir: Annotated[Path, typer.Argument(help="A local Hugging Face model directory.")],
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to bind.")] = 8000,
+    name: Annotated[str | None, typer.Option(help="Model name clients ask for (default: the directory name).")] = None,
+) -> None:
+    """Serve a local model over the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models)."""
+    import uvicorn
+
+    from dojo.agent.hf_policy import HFPolicy
+    from dojo.agent.policy_server import create_policy_app
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        console.print(f"[yellow]warning:[/yellow] serving on {host}: anyone who can reach it can use the model")
+    try:
+        policy = HFPolicy.from_dir(model_dir)
+    except (ValueError, OSError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    uvicorn.run(create_policy_app(policy, name), host=host, port=port, log_level="warning")

@@ -1,0 +1,216 @@
+"""``dojo rollout``: run a task set against a policy, write trajectories, print pass@k."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dojo.agent.episode import EpisodeConfig
+from dojo.agent.policy import OpenAIPolicy, Policy, SamplingParams
+from dojo.rewards.graders import Grader
+from dojo.rollout.costs import CostModel
+from dojo.rollout.scheduler import Group, RolloutConfig, RolloutScheduler
+from dojo.rollout.store import TrajectoryStore
+from dojo.rollout.summary import summarise
+from dojo.sandbox import AsyncSandbox, SandboxError
+from dojo.tasks.files import TaskFileError
+from dojo.tasks.model import Task
+from dojo.tasks.sources import load_source
+
+console = Console()
+COSTS_FILE = "_costs.json"  # "_" so that Parquet readers skip it
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
+
+
+def _policy(spec: str, model: str | None, api: Literal["chat", "completions"]) -> Policy:
+    if spec.startswith(("http://", "https://")):
+        if api == "completions":
+            _fail("--api completions needs a chat template; use --api chat with a server URL")
+        return OpenAIPolicy(spec, model, api=api)
+    path = Path(spec)
+    if not (path / "config.json").is_file():
+        _fail(f"--policy {spec!r} is neither an http(s) URL of an OpenAI-compatible server nor a model directory")
+    from dojo.agent.hf_policy import HFPolicy
+
+    return HFPolicy.from_dir(path)
+
+
+def _load_costs(store: TrajectoryStore) -> CostModel:
+    costs = CostModel()
+    path = f"{store.root.rstrip('/')}/{COSTS_FILE}"
+    if store.fs.exists(path):
+        try:
+            with store.fs.open(path, "r") as f:
+                costs.load_state_dict(json.load(f))
+        except (ValueError, OSError):
+            console.print(f"[yellow]warning:[/yellow] ignoring unreadable {path}")
+    return costs
+
+
+def _save_costs(store: TrajectoryStore, costs: CostModel) -> None:
+    with store.fs.open(f"{store.root.rstrip('/')}/{COSTS_FILE}", "w") as f:
+        json.dump(costs.state_dict(), f)
+
+
+async def _rollout(
+    tasks: list[Task],
+    policy: Policy,
+    config: RolloutConfig,
+    store: TrajectoryStore,
+    skip: set[str],
+    shard_groups: int,
+    pool_size: int | None,
+) -> RolloutScheduler:
+    costs = _load_costs(store)
+    todo = sum(1 for t in tasks if t.id not in skip)
+    async with AsyncSandbox(pool_size=pool_size) as sandbox:
+        scheduler = RolloutScheduler(policy, Grader(sandbox), config, costs=costs)
+        buffer: list[Group] = []
+        last_flush = time.monotonic()
+
+        def flush() -> None:
+            nonlocal last_flush
+            complete = [(g.task, g.episodes) for g in buffer if g.complete]
+            store.write_groups(complete)
+            _save_costs(store, costs)
+            buffer.clear()
+            last_flush = time.monotonic()
+
+        columns = (
+            TextColumn("rollout"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("pass {task.fields[rate]:.1%}  reward {task.fields[reward]:.3f}  {task.fields[eps]:.1f} ep/s"),
+            TimeElapsedColumn(),
+        )
+        stats = scheduler.stats
+        try:
+            with Progress(*columns, console=console, transient=False) as progress:
+                bar = progress.add_task("groups", total=todo, rate=0.0, reward=0.0, eps=0.0)
+                async for group in scheduler.run(tasks, skip=skip):
+                    buffer.append(group)
+                    if len(buffer) >= shard_groups or time.monotonic() - last_flush > 10.0:
+                        flush()
+                    rate, reward, eps = stats.pass_rate, stats.mean_reward, stats.episodes_per_second
+                    progress.update(bar, advance=1, rate=rate, reward=reward, eps=eps)
+        finally:
+            flush()
+        if hasattr(policy, "close"):
+            await policy.close()
+    return scheduler
+
+
+def _summary_table(summary: dict[str, Any], ks: list[int]) -> Table:
+    table = Table("metric", "value")
+    for k in ks:
+        v = summary.get(f"pass@{k}")
+        table.add_row(f"pass@{k}", "-" if v is None else f"{v:.3f}")
+    mean = summary["mean_reward"]
+    table.add_row("mean reward", "-" if mean is None else f"{mean:.3f}")
+    table.add_row("groups / episodes", f"{summary['groups']} / {summary['episodes']}")
+    table.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in sorted(summary["verdicts"].items())))
+    table.add_row("statuses", ", ".join(f"{k} {v}" for k, v in sorted(summary["statuses"].items())))
+    table.add_row("tokens (prompt / completion)", f"{summary['prompt_tokens']} / {summary['completion_tokens']}")
+    return table
+
+
+def rollout(
+    source: Annotated[str, typer.Argument(help="Task source: humaneval, reasoning_gym:..., family:..., or a file.")],
+    policy: Annotated[str, typer.Option(help="OpenAI-compatible base URL (http://host:port/v1) or a model directory.")],
+    out: Annotated[str, typer.Option(help="Trajectory store: a directory or an fsspec URL (s3://...).")],
+    model: Annotated[str | None, typer.Option(help="Model name on the server (default: its first model).")] = None,
+    samples: Annotated[
+        int, typer.Option("--samples", "-n", min=1, max=1024, help="Episodes per task (group size).")
+    ] = 4,
+    mode: Annotated[str, typer.Option(help="feedback (code, tests, fix) or tools (tool calls).")] = "feedback",
+    max_turns: Annotated[int, typer.Option(min=1, max=64, help="Policy calls per episode.")] = 1,
+    max_tokens: Annotated[int, typer.Option(min=1, help="New tokens per policy call.")] = 512,
+    temperature: Annotated[float, typer.Option(min=0.0, max=10.0, help="Sampling temperature.")] = 1.0,
+    top_p: Annotated[float, typer.Option(min=0.0, max=1.0, help="Nucleus sampling.")] = 1.0,
+    time_limit: Annotated[float, typer.Option(min=0.1, help="Deadline of one episode, in seconds.")] = 600.0,
+    policy_concurrency: Annotated[int, typer.Option(min=1, help="Policy requests in flight.")] = 32,
+    groups_in_flight: Annotated[int, typer.Option(min=1, help="Groups running at once (backpressure).")] = 16,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue a stopped run in OUT, skipping stored groups.")] = False,
+    shard_groups: Annotated[int, typer.Option(min=1, help="Groups per Parquet shard.")] = 8,
+    pool_size: Annotated[int | None, typer.Option(min=1, help="Sandbox slots (default: 2 per core).")] = None,
+    api: Annotated[str, typer.Option(help="chat or completions (server URLs: chat).")] = "chat",
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary as JSON here.")] = None,
+) -> None:
+    """Run every task of SOURCE against a policy: groups of episodes, graded in the sandbox, written
+    to OUT as Parquet; prints pass@1, pass@k, verdicts, tokens and time."""
+    if mode not in ("feedback", "tools"):
+        _fail(f"--mode must be feedback or tools, not {mode!r}")
+    if api not in ("chat", "completions"):
+        _fail(f"--api must be chat or completions, not {api!r}")
+    if top_p <= 0:
+        _fail("--top-p must be greater than 0")
+    try:
+        tasks = load_source(source)
+    except (TaskFileError, ValueError) as e:
+        _fail(str(e))
+    tasks = tasks[:limit] if limit else tasks
+    if not tasks:
+        _fail(f"{source} has no tasks")
+    try:
+        config = RolloutConfig(
+            group_size=samples,
+            policy_concurrency=policy_concurrency,
+            max_groups_in_flight=groups_in_flight,
+            episode=EpisodeConfig(
+                mode=mode,
+                max_turns=max_turns,
+                max_total_tokens=max(max_tokens, max_tokens * max_turns),
+                time_limit=time_limit,
+                sampling=SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_tokens),
+            ),
+        )
+        store = TrajectoryStore(out)
+    except (ValidationError, ValueError) as e:
+        _fail(str(e))
+    done = store.completed_groups()
+    if done and not resume:
+        _fail(f"{out} already holds {len(done)} groups; pass --resume to continue that run, or choose a new --out")
+    chosen = _policy(policy, model, api)  # type: ignore[arg-type]
+    if done:
+        console.print(f"resuming: {len(done)} groups already stored, skipping them")
+    started = time.perf_counter()
+    try:
+        scheduler = asyncio.run(_rollout(tasks, chosen, config, store, done, shard_groups, pool_size))
+    except SandboxError as e:
+        console.print(f"[red]sandbox error:[/red] {e}")
+        raise typer.Exit(1) from e
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted:[/yellow] finished groups are stored; rerun with --resume")
+        raise typer.Exit(130) from None
+    ks = sorted({1, samples})
+    summary = summarise(store.rows(), ks)
+    summary["seconds"] = time.perf_counter() - started
+    summary["retries"] = dict(scheduler.stats.retries)
+    summary["groups_incomplete"] = scheduler.stats.groups_incomplete
+    summary["episodes_per_second"] = scheduler.stats.episodes_per_second
+    console.print(_summary_table(summary, ks))
+    console.print(
+        f"{scheduler.stats.episodes} episodes in {summary['seconds']:.1f} s "
+        f"({summary['episodes_per_second']:.1f}/s); trajectories in {out}"
+    )
+    if scheduler.stats.groups_incomplete:
+        console.print(
+            f"[yellow]{scheduler.stats.groups_incomplete} groups failed for infrastructure reasons "
+            f"({dict(scheduler.stats.failures)}) and were not stored; rerun with --resume to retry them[/yellow]"
+        )
+    if json_path is not None:
+        json_path.write_text(json.dumps(summary, indent=2))

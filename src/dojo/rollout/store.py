@@ -1,0 +1,173 @@
+"""The trajectory store: finished groups of episodes as Parquet shards on any fsspec filesystem.
+
+Layout: ``<url>/shard-<time>-<random>.parquet``, one shard per ``write`` call, each holding whole
+groups (a GRPO group is never split). A shard becomes visible atomically: on a local disk it is
+written as ``_tmp-<name>.partial`` (ignored by readers) and renamed into place; on object stores (``s3://``, ``gs://``, ...) a PUT
+is atomic by itself. A crash therefore loses at most the shard being written and never leaves a
+half shard or a duplicate; ``completed_groups()`` tells a resumed run what to skip.
+
+Read it back with ``pandas.read_parquet(url)`` or ``datasets.load_dataset("parquet",
+data_files=f"{url}/*.parquet")``. The schema is ``SCHEMA`` (documented in docs/rollout.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dojo.agent.episode import Episode
+from dojo.tasks.model import Task
+
+SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("group_id", pa.string(), nullable=False),
+        pa.field("task_id", pa.string(), nullable=False),
+        pa.field("sample_index", pa.int32(), nullable=False),
+        pa.field("attempt", pa.int32(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("reward", pa.float64()),
+        pa.field("verdict", pa.string()),
+        pa.field("passed", pa.int32()),
+        pa.field("total", pa.int32()),
+        pa.field("components", pa.string()),  # JSON object name -> value
+        pa.field("flags", pa.list_(pa.string())),
+        pa.field("num_turns", pa.int32(), nullable=False),
+        pa.field("prompt", pa.string(), nullable=False),  # JSON list of the task's chat messages
+        pa.field("messages", pa.string(), nullable=False),  # JSON list: the whole conversation
+        pa.field("final", pa.string()),  # the text that was graded
+        pa.field("token_ids", pa.list_(pa.list_(pa.int64()))),  # per turn; null inner list when unknown
+        pa.field("logprobs", pa.list_(pa.list_(pa.float32()))),  # per turn; null inner list when unknown
+        pa.field("turns", pa.string(), nullable=False),  # JSON list of turn records (tool calls, results, timings)
+        pa.field("prompt_tokens", pa.int64(), nullable=False),
+        pa.field("completion_tokens", pa.int64(), nullable=False),
+        pa.field("wall_seconds", pa.float64(), nullable=False),
+        pa.field("policy_seconds", pa.float64(), nullable=False),
+        pa.field("tool_seconds", pa.float64(), nullable=False),
+        pa.field("grade_seconds", pa.float64(), nullable=False),
+        pa.field("started_at", pa.timestamp("ms", tz="UTC"), nullable=False),
+        pa.field("task_source", pa.string()),
+        pa.field("difficulty", pa.float64()),
+        pa.field("error", pa.string()),
+    ]
+)
+
+
+def episode_row(ep: Episode, task: Task, run_id: str) -> dict[str, Any]:
+    """One episode as a row of ``SCHEMA``."""
+    r = ep.reward
+    prompt = ep.messages[: next((i for i, m in enumerate(ep.messages) if m["role"] == "assistant"), len(ep.messages))]
+    return {
+        "run_id": run_id,
+        "episode_id": ep.episode_id,
+        "group_id": ep.group_id,
+        "task_id": ep.task_id,
+        "sample_index": ep.sample_index,
+        "attempt": ep.attempt,
+        "status": ep.status,
+        "reward": r.value if r else None,
+        "verdict": r.verdict if r else None,
+        "passed": r.passed if r else None,
+        "total": r.total if r else None,
+        "components": json.dumps(r.components) if r else None,
+        "flags": list(r.flags) if r else None,
+        "num_turns": len(ep.turns),
+        "prompt": json.dumps(prompt),
+        "messages": json.dumps(ep.messages),
+        "final": ep.final,
+        "token_ids": [t.completion.token_ids for t in ep.turns],
+        "logprobs": [t.completion.logprobs for t in ep.turns],
+        "turns": json.dumps([t.model_dump(mode="json") for t in ep.turns]),
+        "prompt_tokens": ep.prompt_tokens,
+        "completion_tokens": ep.completion_tokens,
+        "wall_seconds": ep.wall_seconds,
+        "policy_seconds": ep.policy_seconds,
+        "tool_seconds": ep.tool_seconds,
+        "grade_seconds": ep.grade_seconds,
+        "started_at": int(ep.started_at * 1000),
+        "task_source": task.metadata.source,
+        "difficulty": task.metadata.difficulty,
+        "error": ep.error,
+    }
+
+
+class TrajectoryStore:
+    """Parquet shards of finished groups under one fsspec URL (a local directory by default)."""
+
+    def __init__(self, url: str, *, run_id: str | None = None, storage_options: dict[str, Any] | None = None) -> None:
+        if not url:
+            raise ValueError("the trajectory store needs a directory or fsspec URL (e.g. runs/r1 or s3://bucket/r1)")
+        self.url = url
+        self.fs, self.root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self._local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
+        self.fs.makedirs(self.root, exist_ok=True)
+        if self._local:
+            self._clean_tmp()
+
+    def _path(self, name: str) -> str:
+        return f"{self.root.rstrip('/')}/{name}"
+
+    def _clean_tmp(self) -> None:
+        for path in self.fs.ls(self.root, detail=False):
+            if os.path.basename(path).startswith("_tmp-"):
+                self.fs.rm(path)
+
+    def shards(self) -> list[str]:
+        """The committed shard paths, oldest first."""
+        try:
+            names = self.fs.ls(self.root, detail=False)
+        except FileNotFoundError:
+            return []
+        return sorted(p for p in names if os.path.basename(p).startswith("shard-") and p.endswith(".parquet"))
+
+    def write(self, rows: Iterable[dict[str, Any]]) -> str | None:
+        """Commit rows (whole groups) as one new shard; returns its path (None when there are no rows)."""
+        rows = list(rows)
+        if not rows:
+            return None
+        table = pa.Table.from_pylist(rows, schema=SCHEMA)
+        name = f"shard-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+        final = self._path(name)
+        if self._local:
+            tmp = self._path(f"_tmp-{name}.partial")
+            with self.fs.open(tmp, "wb") as f:
+                pq.write_table(table, f)
+                f.flush()
+                if hasattr(f, "fileno"):
+                    os.fsync(f.fileno())
+            self.fs.mv(tmp, final)
+        else:
+            with self.fs.open(final, "wb") as f:
+                pq.write_table(table, f)
+        return final
+
+    def write_groups(self, groups: Iterable[tuple[Task, list[Episode]]]) -> str | None:
+        """Commit whole groups of episodes as one shard."""
+        return self.write(episode_row(ep, task, self.run_id) for task, eps in groups for ep in eps)
+
+    def read(self, columns: list[str] | None = None) -> pa.Table:
+        """Every committed row, as one Arrow table."""
+        tables = []
+        for path in self.shards():
+            with self.fs.open(path, "rb") as f:
+                tables.append(pq.read_table(pa.BufferReader(f.read()), columns=columns))
+        if not tables:
+            return SCHEMA.empty_table() if columns is None else SCHEMA.empty_table().select(columns)
+        return pa.concat_tables(tables)
+
+    def completed_groups(self) -> set[str]:
+        """Group ids already committed: a resumed run skips them."""
+        return set(self.read(["group_id"]).column("group_id").to_pylist())
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        yield from self.read().to_pylist()
