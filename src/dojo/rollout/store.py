@@ -2,9 +2,9 @@
 
 Layout: ``<url>/shard-<time>-<random>.parquet``, one shard per ``write`` call, each holding whole
 groups (a GRPO group is never split). A shard becomes visible atomically: on a local disk it is
-written as ``_tmp-<name>.partial`` (ignored by readers) and renamed into place; on object stores (``s3://``, ``gs://``, ...) a PUT
-is atomic by itself. A crash therefore loses at most the shard being written and never leaves a
-half shard or a duplicate; ``completed_groups()`` tells a resumed run what to skip.
+written as ``_tmp-<name>.partial`` (ignored by readers) and renamed into place; on object stores
+(``s3://``, ``gs://``, ...) a PUT is atomic by itself. A crash therefore loses at most the shard
+being written and never leaves a half shard or a duplicate; ``completed_groups()`` tells a resumed run what to skip.
 
 Read it back with ``pandas.read_parquet(url)`` or ``datasets.load_dataset("parquet",
 data_files=f"{url}/*.parquet")``. The schema is ``SCHEMA`` (documented in docs/rollout.md).
