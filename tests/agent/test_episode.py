@@ -1,0 +1,162 @@
+"""The agent loop with scripted replies and the real sandbox: what each kind of episode records."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from dojo.agent.episode import EpisodeConfig, EpisodeRunner
+from dojo.agent.policy import Completion, OpenAIPolicy, SamplingParams
+from dojo.rewards import Grader
+from dojo.sandbox import AsyncSandbox, ExecutionResult
+from tests.agent.scripted import RIGHT, SPECIAL, WRONG, ScriptedPolicy, answer_task, broken, double_task, fixed, tool
+
+FEEDBACK3 = EpisodeConfig(mode="feedback", max_turns=3)
+TOOLS4 = EpisodeConfig(mode="tools", max_turns=4)
+
+
+async def test_single_turn_is_one_call_graded_on_hidden_tests(grader: Grader) -> None:
+    ep = await EpisodeRunner(fixed(RIGHT), grader).run(double_task())
+    assert (ep.status, len(ep.turns), ep.value) == ("answered", 1, 1.0)
+    assert ep.reward is not None and ep.reward.total == 6
+    special = await EpisodeRunner(fixed(SPECIAL), grader).run(double_task())
+    assert special.value is not None and special.value < 1.0  # fitting the visible tests is not enough
+    assert [m["role"] for m in ep.messages] == ["user", "assistant"]
+    assert ep.wall_seconds >= ep.policy_seconds >= 0 and ep.grade_seconds > 0
+
+
+async def test_feedback_loop_fixes_the_code(grader: Grader) -> None:
+    policy = fixed(WRONG, RIGHT)
+    ep = await EpisodeRunner(policy, grader, FEEDBACK3).run(double_task())
+    assert (ep.status, len(ep.turns), ep.value) == ("answered", 2, 1.0)
+    feedback = ep.messages[2]
+    assert feedback["role"] == "user" and "1/2 tests passed" in feedback["content"]
+    # the model saw the failure of a visible test, never a hidden expectation (20 = f(10))
+    assert "20" not in json.dumps(policy.calls[1])
+    assert ep.turns[0].tool_results[0].verdict == "partial"
+
+
+async def test_feedback_stops_once_the_visible_tests_pass(grader: Grader) -> None:
+    ep = await EpisodeRunner(fixed(SPECIAL, RIGHT), grader, FEEDBACK3).run(double_task())
+    assert len(ep.turns) == 1 and ep.status == "answered" and ep.value is not None and ep.value < 1.0
+
+
+async def test_feedback_runs_out_of_turns_and_grades_the_last_reply(grader: Grader) -> None:
+    ep = await EpisodeRunner(fixed(WRONG), grader, FEEDBACK3).run(double_task())
+    assert (ep.status, len(ep.turns)) == ("turn_limit", 3)
+    assert ep.reward is not None and ep.reward.verdict == "partial" and ep.value == 0.5
+
+
+async def test_tools_run_code_files_and_submit(grader: Grader) -> None:
+    policy = fixed(
+        tool("write_file", path="data.txt", content="21"),
+        tool("run_code", code="print(int(open('data.txt').read()) * 2)"),
+        tool("run_tests", code=RIGHT),
+        tool("submit", code="def f(x):\n    return 2 * x"),
+    )
+    ep = await EpisodeRunner(policy, grader, TOOLS4).run(double_task())
+    assert (ep.status, ep.value) == ("submitted", 1.0)
+    observations = [m["content"] for m in ep.messages if m["role"] == "tool"]
+    assert observations[0].startswith("wrote data.txt")
+    assert "verdict: Accepted" in observations[1] and "42" in observations[1]
+    assert observations[2].startswith("pass: 2/2")
+    assert ep.messages[0]["role"] == "system" and "<tool_call>" in ep.messages[0]["content"]
+    assert [r.call.name for t in ep.turns for r in t.tool_results] == ["write_file", "run_code", "run_tests", "submit"]
+    assert all(r.seconds >= 0 for t in ep.turns for r in t.tool_results)
+
+
+async def test_text_tool_calls_and_a_final_reply(grader: Grader) -> None:
+    call = '<tool_call>\n{"name": "run_code", "arguments": {"code": "print(6 * 7)"}}\n</tool_call>'
+    ep = await EpisodeRunner(fixed(call, RIGHT), grader, TOOLS4).run(double_task())
+    assert ep.status == "answered" and len(ep.turns) == 2 and ep.value == 1.0
+    assert "42" in ep.messages[-2]["content"]
+
+
+async def test_tool_errors_are_observations_not_crashes(grader: Grader) -> None:
+    policy = fixed(
+        tool("delete_everything", path="/"),
+        "<tool_call>{oops</tool_call>",
+        tool("read_file", path="missing.txt"),
+        tool("write_file", path="../escape", content="x"),
+    )
+    ep = await EpisodeRunner(policy, grader, TOOLS4).run(double_task())
+    errors = [m["content"] for m in ep.messages if m["role"] == "tool"]
+    assert "unknown tool 'delete_everything'" in errors[0]
+    assert "not JSON" in errors[1]
+    assert "no file 'missing.txt'" in errors[2]
+    assert errors[3].startswith("error:") and ".." in errors[3]
+    assert ep.status == "turn_limit" and ep.reward is not None  # still graded (no code: no_answer)
+
+
+async def test_long_output_is_cut_in_the_middle(grader: Grader) -> None:
+    code = "print('A' * 50000); print('THE END')"
+    ep = await EpisodeRunner(fixed(tool("run_code", code=code), RIGHT), grader, TOOLS4).run(double_task())
+    observation = ep.messages[3]["content"]
+    assert len(observation) < 3000 and "characters cut" in observation and "THE END" in observation
+
+
+async def test_answer_task_submits_an_answer(grader: Grader) -> None:
+    policy = fixed(tool("run_code", code="print(17 + 25)"), tool("submit", answer="42"))
+    ep = await EpisodeRunner(policy, grader, TOOLS4).run(answer_task())
+    assert (ep.status, ep.value) == ("submitted", 1.0)
+    single = await EpisodeRunner(fixed("The answer is <answer>41</answer>"), grader).run(answer_task())
+    assert single.value == 0.0 and single.reward is not None and single.reward.verdict == "fail"
+
+
+async def test_token_budget_ends_the_episode(grader: Grader) -> None:
+    big = Completion(text=WRONG, completion_tokens=300)
+    cfg = EpisodeConfig(mode="feedback", max_turns=5, max_total_tokens=500)
+    ep = await EpisodeRunner(fixed(big), grader, cfg).run(double_task())
+    assert ep.status == "token_limit" and len(ep.turns) == 2 and ep.completion_tokens == 600
+    assert ep.reward is not None and ep.reward.value == 0.5  # graded on the last reply
+
+
+async def test_deadline_and_policy_failure_leave_no_reward(grader: Grader) -> None:
+    slow = ScriptedPolicy(lambda _m, _i: RIGHT, delay=5.0)
+    ep = await EpisodeRunner(slow, grader, EpisodeConfig(time_limit=0.2)).run(double_task())
+    assert ep.status == "deadline" and ep.reward is None and not ep.scored
+    failed = await EpisodeRunner(fixed(broken()), grader).run(double_task())
+    assert failed.status == "policy_error" and failed.reward is None and "connection refused" in (failed.error or "")
+
+
+class _BrokenSandbox(AsyncSandbox):
+    async def run(self, *args: object, **kwargs: object) -> ExecutionResult:
+        return ExecutionResult.from_sandbox_error("slot died", "python")
+
+
+async def test_sandbox_failure_is_never_a_zero() -> None:
+    grader = Grader(_BrokenSandbox(pool_size=1))
+    ep = await EpisodeRunner(fixed(RIGHT), grader).run(double_task())
+    assert ep.status == "infra_error" and ep.reward is not None and ep.reward.value is None and not ep.scored
+    tools = await EpisodeRunner(fixed(tool("run_code", code="print(1)")), grader, TOOLS4).run(double_task())
+    assert tools.status == "infra_error" and "slot died" in (tools.error or "")
+
+
+async def test_episode_with_the_tiny_model_through_openai(policy_server: str, grader: Grader) -> None:
+    policy = OpenAIPolicy(policy_server)
+    cfg = EpisodeConfig(mode="feedback", max_turns=2, sampling=SamplingParams(max_tokens=24))
+    ep = await EpisodeRunner(policy, grader, cfg).run(double_task())
+    await policy.close()
+    assert ep.scored and ep.reward is not None  # random text is graded (0), not an error
+    for turn in ep.turns:
+        c = turn.completion
+        assert c.token_ids is not None and c.logprobs is not None and len(c.token_ids) == len(c.logprobs) <= 24
+    assert ep.completion_tokens == sum(len(t.completion.token_ids or []) for t in ep.turns)
+    assert ep.prompt_tokens > 0
+
+
+async def test_concurrent_episodes_share_one_sandbox(grader: Grader, tiny_model_dir: Path) -> None:
+    runner = EpisodeRunner(fixed(WRONG, RIGHT), grader, FEEDBACK3)
+    eps = await asyncio.gather(*(runner.run(double_task(f"t{i}")) for i in range(12)))
+    assert {ep.task_id for ep in eps} == {f"t{i}" for i in range(12)}
+    assert all(ep.scored for ep in eps)
+
+
+def test_config_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="max_turns"):
+        EpisodeConfig(max_turns=0)
+    with pytest.raises(ValueError, match="mode"):
+        EpisodeConfig(mode="chaos")  # type: ignore[arg-type]

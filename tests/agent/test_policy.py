@@ -1,0 +1,135 @@
+"""Policies end to end: the tiny local model, dojo's OpenAI-compatible server, the real openai client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from dojo.agent.hf_policy import HFPolicy
+from dojo.agent.policy import Completion, OpenAIPolicy, PolicyError, SamplingParams
+from dojo.agent.policy_server import create_policy_app
+from dojo.agent.tiny_model import build_tokenizer, char_vocabulary
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def test_char_tokenizer_round_trips_code() -> None:
+    tok = build_tokenizer()
+    code = "def f(x):\n\treturn x * 2  # ok\n"
+    ids = tok(code, add_special_tokens=False).input_ids
+    assert len(ids) == len(code)  # one token per character
+    assert tok.decode(ids) == code
+    assert len(tok) == len(char_vocabulary())
+
+
+async def test_openai_chat_returns_n_samples_with_token_ids_and_logprobs(policy_server: str) -> None:
+    client = openai.AsyncOpenAI(base_url=policy_server, api_key="x")
+    resp = await client.chat.completions.create(
+        model="tiny", messages=HI, n=3, max_tokens=12, temperature=1.0, logprobs=True,  # type: ignore[arg-type]
+        extra_body={"return_token_ids": True},
+    )  # fmt: skip
+    assert len(resp.choices) == 3
+    for choice in resp.choices:
+        ids = (choice.model_extra or {})["token_ids"]
+        assert choice.logprobs is not None and choice.logprobs.content is not None
+        assert len(ids) == len(choice.logprobs.content) <= 12
+        assert all(t.logprob <= 0.0 for t in choice.logprobs.content)
+    assert resp.usage is not None and resp.usage.prompt_tokens > 0
+    assert resp.usage.completion_tokens == sum(len((c.model_extra or {})["token_ids"]) for c in resp.choices)
+    await client.close()
+
+
+async def test_policy_client_reads_what_the_server_returns(policy_server: str) -> None:
+    policy = OpenAIPolicy(policy_server)
+    assert await policy.model_name() == "tiny"
+    out = await policy.generate(HI, SamplingParams(max_tokens=16, seed=3), n=2)
+    assert len(out) == 2
+    for c in out:
+        assert c.token_ids is not None and c.logprobs is not None
+        assert len(c.token_ids) == len(c.logprobs) == c.num_tokens
+        assert c.finish_reason in ("stop", "length")
+    again = await policy.generate(HI, SamplingParams(max_tokens=16, seed=3), n=2)
+    assert [c.text for c in again] == [c.text for c in out]  # a seed makes sampling repeatable
+    await policy.close()
+
+
+async def test_completions_api_and_greedy_sampling(policy_server: str) -> None:
+    client = openai.AsyncOpenAI(base_url=policy_server, api_key="x")
+    a = await client.completions.create(
+        model="tiny", prompt="def f(x):", max_tokens=8, temperature=0.0, logprobs=1, n=2
+    )
+    b = await client.completions.create(model="tiny", prompt="def f(x):", max_tokens=8, temperature=0.0)
+    assert a.choices[0].text == a.choices[1].text == b.choices[0].text  # greedy is deterministic
+    assert a.choices[0].logprobs is not None and len(a.choices[0].logprobs.token_logprobs or []) >= 1
+    assert a.choices[0].finish_reason in ("stop", "length")
+    await client.close()
+
+
+async def test_bad_requests_get_clear_errors(policy_server: str) -> None:
+    client = openai.AsyncOpenAI(base_url=policy_server, api_key="x", max_retries=0)
+    with pytest.raises(openai.NotFoundError, match="serves 'tiny'"):
+        await client.chat.completions.create(model="gpt-9", messages=HI)  # type: ignore[arg-type]
+    with pytest.raises(openai.BadRequestError, match="streaming is not supported"):
+        await client.chat.completions.create(model="tiny", messages=HI, stream=True)  # type: ignore[arg-type]
+    with pytest.raises(openai.BadRequestError, match="n"):
+        await client.chat.completions.create(model="tiny", messages=HI, n=0)  # type: ignore[arg-type]
+    with pytest.raises(openai.BadRequestError, match="messages"):
+        await client.chat.completions.create(model="tiny", messages=[])
+    await client.close()
+
+
+async def test_server_down_is_a_policy_error_not_a_reward() -> None:
+    policy = OpenAIPolicy("http://127.0.0.1:9/v1", "tiny", timeout=2.0)
+    with pytest.raises(PolicyError, match="failed"):
+        await policy.generate(HI, SamplingParams(max_tokens=4))
+    await policy.close()
+
+
+async def test_hf_policy_locally(tiny_model_dir: Path) -> None:
+    policy = HFPolicy.from_dir(tiny_model_dir)
+    out = await policy.generate(HI, SamplingParams(max_tokens=20, temperature=1.0), n=3)
+    assert len(out) == 3
+    for c in out:
+        assert c.token_ids is not None and c.logprobs is not None and len(c.token_ids) == len(c.logprobs) <= 20
+        # the text is the decoded tokens (special tokens dropped)
+        assert c.text == policy.tokenizer.decode(c.token_ids, skip_special_tokens=True)
+    with pytest.raises(ValueError, match="not a model directory"):
+        HFPolicy.from_dir(tiny_model_dir / "missing")
+
+
+async def test_stop_sequences_cut_the_text(tiny_model_dir: Path) -> None:
+    policy = HFPolicy.from_dir(tiny_model_dir)
+    out = await policy.generate(HI, SamplingParams(max_tokens=60, temperature=1.0, seed=0), n=4)
+    stop = next((c.text[3] for c in out if len(c.text) > 3), None)
+    if stop is None:
+        pytest.skip("the random model ended every sample early")
+    cut = await policy.generate(HI, SamplingParams(max_tokens=60, temperature=1.0, seed=0, stop=[stop]), n=4)
+    assert all(stop not in c.text for c in cut)
+
+
+class _ToolCallingPolicy(HFPolicy):
+    """The server's tool-call parsing, with a model that always writes one call."""
+
+    async def complete(self, prompt: str, params: SamplingParams, *, n: int = 1) -> list[Completion]:
+        text = 'Let me run it.\n<tool_call>\n{"name": "run_code", "arguments": {"code": "print(1)"}}\n</tool_call>'
+        return [Completion(text=text, finish_reason="stop", token_ids=[1, 2], logprobs=[-0.1, -0.2])] * n
+
+
+async def test_server_returns_openai_tool_calls(tiny_model_dir: Path) -> None:
+    import httpx
+
+    base = HFPolicy.from_dir(tiny_model_dir)
+    app = create_policy_app(_ToolCallingPolicy(base.model, base.tokenizer), "tiny")
+    tools: list[dict[str, Any]] = [{"type": "function", "function": {"name": "run_code", "parameters": {}}}]
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        client = openai.AsyncOpenAI(base_url="http://test/v1", api_key="x", http_client=http)
+        resp = await client.chat.completions.create(model="tiny", messages=HI, tools=tools)  # type: ignore[arg-type]
+    choice = resp.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.tool_calls is not None
+    call = choice.message.tool_calls[0]
+    assert call.function.name == "run_code" and call.function.arguments == '{"code": "print(1)"}'  # type: ignore[union-attr]
