@@ -32,7 +32,7 @@ class HFPolicy:
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
         path = Path(model_dir)
         if not (path / "config.json").is_file():

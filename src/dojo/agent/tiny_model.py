@@ -62,7 +62,7 @@ def build_tiny_model(out_dir: str | Path, spec: TinyModelSpec | None = None) -> 
     from transformers import Qwen2Config, Qwen2ForCausalLM
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
     spec = spec or TinyModelSpec()
     if spec.hidden_size % spec.num_heads or spec.num_heads % spec.num_kv_heads:
