@@ -21,7 +21,7 @@ from dojo.rollout.costs import CostModel
 from dojo.rollout.scheduler import Group, RolloutConfig, RolloutScheduler
 from dojo.rollout.store import TrajectoryStore
 from dojo.rollout.summary import summarise
-from dojo.sandbox import AsyncSandbox, SandboxError
+from dojo.sandbox import AsyncSandbox, LanguageUnavailable, SandboxError, UnknownLanguage
 from dojo.tasks.files import TaskFileError
 from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
@@ -193,6 +193,9 @@ def rollout(
     except SandboxError as e:
         console.print(f"[red]sandbox error:[/red] {e}")
         raise typer.Exit(1) from e
+    except (LanguageUnavailable, UnknownLanguage) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
     except KeyboardInterrupt:
         console.print("[yellow]interrupted:[/yellow] finished groups are stored; rerun with --resume")
         raise typer.Exit(130) from None
