@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams, ToolCall
 from dojo.agent.tool_calls import parse_tool_calls
-from dojo.agent.tools import TOOL_NAMES, Toolbox, ToolResult
+from dojo.agent.tools import TOOL_NAMES, Toolbox, ToolResult, held
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import Reward
 from dojo.tasks.model import Task
@@ -184,10 +184,7 @@ class EpisodeRunner:
         if params.max_tokens > remaining:
             params = params.model_copy(update={"max_tokens": remaining})
         t0 = time.perf_counter()
-        if self.policy_slots is not None:
-            async with self.policy_slots:
-                completions = await self.policy.generate(ep.messages, params, n=1, tools=tools)
-        else:
+        async with held(self.policy_slots):
             completions = await self.policy.generate(ep.messages, params, n=1, tools=tools)
         if not completions:
             raise PolicyError("the policy returned no completion")
@@ -271,10 +268,7 @@ class EpisodeRunner:
 
     async def _grade(self, task: Task, ep: Episode) -> None:
         t0 = time.perf_counter()
-        if self.sandbox_slots is not None and task.form != "answer":
-            async with self.sandbox_slots:
-                reward = await self.grader.grade(task, ep.final or "")
-        else:
+        async with held(self.sandbox_slots if task.form != "answer" else None):  # answers grade without a run
             reward = await self.grader.grade(task, ep.final or "")
         ep.grade_seconds = time.perf_counter() - t0
         ep.reward = reward

@@ -96,6 +96,15 @@ def _tool_calls(message: Any) -> list[ToolCall]:
     return calls
 
 
+def _count(token_ids: list[int] | None, logprobs: list[float] | None, usage: Any, choices: int) -> int | None:
+    """A choice's completion tokens: its token ids or logprobs, else the usage when it is the only choice."""
+    if token_ids is not None:
+        return len(token_ids)
+    if logprobs is not None:
+        return len(logprobs)
+    return int(usage.completion_tokens) if usage is not None and choices == 1 else None
+
+
 def _extra(obj: Any, key: str) -> Any:
     extra = getattr(obj, "model_extra", None) or {}
     return extra.get(key)
@@ -209,7 +218,7 @@ class OpenAIPolicy:
                     token_ids=_extra(choice, "token_ids"),
                     logprobs=lp,
                     prompt_tokens=usage.prompt_tokens if usage else None,
-                    completion_tokens=len(lp) if lp is not None else None,
+                    completion_tokens=_count(_extra(choice, "token_ids"), lp, usage, len(chat.choices)),
                 )
             )
         return out
@@ -229,7 +238,7 @@ class OpenAIPolicy:
                     token_ids=_extra(choice, "token_ids"),
                     logprobs=lp,
                     prompt_tokens=usage.prompt_tokens if usage else None,
-                    completion_tokens=len(lp) if lp is not None else None,
+                    completion_tokens=_count(_extra(choice, "token_ids"), lp, usage, len(resp.choices)),
                 )
             )
         return out

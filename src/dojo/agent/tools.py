@@ -12,7 +12,9 @@ not an observation: ``ToolResult.infra_error`` is set and the episode is retried
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,6 +76,11 @@ def tool_specs(names: tuple[str, ...] | list[str] = TOOL_NAMES) -> list[dict[str
     if unknown:
         raise ValueError(f"unknown tools {unknown}; choose from {list(TOOL_NAMES)}")
     return [{"type": "function", "function": {"name": n, **_SPECS[n]}} for n in names]
+
+
+def held(slots: asyncio.Semaphore | None) -> AbstractAsyncContextManager[object]:
+    """Hold one of ``slots`` for the block (no limit when None)."""
+    return slots if slots is not None else contextlib.nullcontext()
 
 
 def truncate_middle(text: str, budget: int) -> str:
@@ -199,10 +206,7 @@ class Toolbox:
             stdin=call.arguments.get("stdin", ""),
             files=[InputFile(path=p, content=c.encode()) for p, c in self.files.items()],
         )
-        if self._slots is not None:
-            async with self._slots:
-                result = await self.sandbox.run(program, self.limits or self.task.limits)
-        else:
+        async with held(self._slots):
             result = await self.sandbox.run(program, self.limits or self.task.limits)
         if result.verdict is Verdict.SANDBOX_ERROR:
             return ToolResult(call=call, observation="", infra_error=result.sandbox_error or "sandbox error")
@@ -233,10 +237,7 @@ class Toolbox:
         if self.task.form == "answer" or not visible:
             return "this task has no visible tests to run; use run_code to try your code", None, None
         task = self.task.model_copy(update={"tests": visible})
-        if self._slots is not None:
-            async with self._slots:
-                reward = await self._visible.grade(task, completion)
-        else:
+        async with held(self._slots):
             reward = await self._visible.grade(task, completion)
         if reward.value is None:
             return "", reward.verdict, reward.error or "sandbox error"
