@@ -96,13 +96,24 @@ def _tool_calls(message: Any) -> list[ToolCall]:
     return calls
 
 
-def _count(token_ids: list[int] | None, logprobs: list[float] | None, usage: Any, choices: int) -> int | None:
-    """A choice's completion tokens: its token ids or logprobs, else the usage when it is the only choice."""
-    if token_ids is not None:
-        return len(token_ids)
-    if logprobs is not None:
-        return len(logprobs)
-    return int(usage.completion_tokens) if usage is not None and choices == 1 else None
+def _completion(
+    choice: Any, text: str, logprobs: list[float] | None, usage: Any, choices: int, tool_calls: list[ToolCall]
+) -> Completion:
+    """One choice of a chat or completions response. Its completion tokens: its token ids (vLLM's
+    ``return_token_ids``) or logprobs, else the usage when it is the only choice."""
+    token_ids = _extra(choice, "token_ids")
+    count = len(token_ids) if token_ids is not None else len(logprobs) if logprobs is not None else None
+    if count is None and usage is not None and choices == 1:
+        count = int(usage.completion_tokens)
+    return Completion(
+        text=text,
+        finish_reason=choice.finish_reason,
+        tool_calls=tool_calls,
+        token_ids=token_ids,
+        logprobs=logprobs,
+        prompt_tokens=usage.prompt_tokens if usage else None,
+        completion_tokens=count,
+    )
 
 
 def _extra(obj: Any, key: str) -> Any:
@@ -204,41 +215,21 @@ class OpenAIPolicy:
 
     @staticmethod
     def _from_chat(chat: Any) -> list[Completion]:
-        usage = chat.usage
         out = []
         for choice in sorted(chat.choices, key=lambda c: c.index):
             lp = None
             if choice.logprobs is not None and choice.logprobs.content is not None:
                 lp = [float(t.logprob) for t in choice.logprobs.content]
-            out.append(
-                Completion(
-                    text=choice.message.content or "",
-                    finish_reason=choice.finish_reason,
-                    tool_calls=_tool_calls(choice.message),
-                    token_ids=_extra(choice, "token_ids"),
-                    logprobs=lp,
-                    prompt_tokens=usage.prompt_tokens if usage else None,
-                    completion_tokens=_count(_extra(choice, "token_ids"), lp, usage, len(chat.choices)),
-                )
-            )
+            text = choice.message.content or ""
+            out.append(_completion(choice, text, lp, chat.usage, len(chat.choices), _tool_calls(choice.message)))
         return out
 
     @staticmethod
     def _from_completions(resp: Any) -> list[Completion]:
-        usage = resp.usage
         out = []
         for choice in sorted(resp.choices, key=lambda c: c.index):
             lp = None
             if choice.logprobs is not None and choice.logprobs.token_logprobs is not None:
                 lp = [float(x) for x in choice.logprobs.token_logprobs]
-            out.append(
-                Completion(
-                    text=choice.text,
-                    finish_reason=choice.finish_reason,
-                    token_ids=_extra(choice, "token_ids"),
-                    logprobs=lp,
-                    prompt_tokens=usage.prompt_tokens if usage else None,
-                    completion_tokens=_count(_extra(choice, "token_ids"), lp, usage, len(resp.choices)),
-                )
-            )
+            out.append(_completion(choice, choice.text, lp, resp.usage, len(resp.choices), []))
         return out

@@ -72,10 +72,19 @@ def _error(status: int, message: str, kind: str = "invalid_request_error") -> JS
     return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
 
 
-def _usage(completions: list[Completion]) -> dict[str, int]:
-    prompt = completions[0].prompt_tokens or 0 if completions else 0
+def _response(kind: str, model: str, choices: list[dict[str, Any]], completions: list[Completion]) -> dict[str, Any]:
+    """The OpenAI envelope around ``choices``; ``kind`` is chat.completion or text_completion."""
+    prompt = (completions[0].prompt_tokens or 0) if completions else 0
     done = sum(c.num_tokens for c in completions)
-    return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+    prefix = "chatcmpl" if kind == "chat.completion" else "cmpl"
+    return {
+        "id": f"{prefix}-{uuid.uuid4().hex}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done},
+    }
 
 
 def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAPI:
@@ -140,14 +149,7 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
             if req.return_token_ids:
                 choice["token_ids"] = c.token_ids
             choices.append(choice)
-        return {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": name,
-            "choices": choices,
-            "usage": _usage(completions),
-        }
+        return _response("chat.completion", name, choices, completions)
 
     @app.post("/v1/completions", response_model=None)
     async def complete(req: CompletionRequest) -> dict[str, Any] | JSONResponse:
@@ -173,13 +175,6 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
             if req.return_token_ids:
                 choice["token_ids"] = c.token_ids
             choices.append(choice)
-        return {
-            "id": f"cmpl-{uuid.uuid4().hex}",
-            "object": "text_completion",
-            "created": int(time.time()),
-            "model": name,
-            "choices": choices,
-            "usage": _usage(completions),
-        }
+        return _response("text_completion", name, choices, completions)
 
     return app

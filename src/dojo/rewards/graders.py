@@ -107,6 +107,23 @@ def _load_failure(reports: list[dict[str, Any]], out: TestResults) -> bool:
     return True
 
 
+async def _run_harness(
+    task: Task, code: str, job: dict[str, Any], sandbox: AsyncSandbox, limits: Limits | None, out: TestResults
+) -> tuple[list[dict[str, Any]], ExecutionResult] | None:
+    """Run the harness on ``code`` with ``job``; the reports and the run, or None when ``out``
+    already says everything (the sandbox failed, or the candidate did not load)."""
+    nonce = new_nonce()
+    program = _harness_program(code, job_stdin(nonce, job))
+    result = await sandbox.run(program, limits or task.limits or DEFAULT_GRADING_LIMITS, cache_compiled=True)
+    if (err := _sandbox_failed(result)) is not None:
+        out.infrastructure_error = err
+        return None
+    reports = parse_reports(result.stdout, nonce)
+    if _load_failure(reports, out):
+        return None
+    return reports, result
+
+
 async def grade_function_task(
     task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None, seed: int | None = None
 ) -> TestResults:
@@ -123,16 +140,11 @@ async def grade_function_task(
     if len(tests) > 1 and second == first:
         second.reverse()
     calls = [(i, tests[i].args, tests[i].kwargs) for i in first + second]
-    nonce = new_nonce()
-    program = _harness_program(code, job_stdin(nonce, function_job(task.entry_point, calls, task.float_tolerance)))
-    result = await sandbox.run(program, limits or task.limits or DEFAULT_GRADING_LIMITS, cache_compiled=True)
     out = TestResults(total=len(tests))
-    if (err := _sandbox_failed(result)) is not None:
-        out.infrastructure_error = err
+    job = function_job(task.entry_point, calls, task.float_tolerance)
+    if (ran := await _run_harness(task, code, job, sandbox, limits, out)) is None:
         return out
-    reports = parse_reports(result.stdout, nonce)
-    if _load_failure(reports, out):
-        return out
+    reports, result = ran
     by_case: dict[int, dict[str, Any]] = {}
     for report in reports:
         i = report.get("case")
@@ -177,20 +189,11 @@ async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits
     for t in task.tests:
         assert t.code is not None
         rewritten.append(rewrite_asserts_cached(t.code))
-    nonce = new_nonce()
     job = assert_job(task.entry_point, [src for src, _ in rewritten], task.float_tolerance)
-    result = await sandbox.run(
-        _harness_program(code, job_stdin(nonce, job)),
-        limits or task.limits or DEFAULT_GRADING_LIMITS,
-        cache_compiled=True,
-    )
     out = TestResults(total=sum(max(1, n) for _, n in rewritten))  # until the reports say how many ran
-    if (err := _sandbox_failed(result)) is not None:
-        out.infrastructure_error = err
+    if (ran := await _run_harness(task, code, job, sandbox, limits, out)) is None:
         return out
-    reports = parse_reports(result.stdout, nonce)
-    if _load_failure(reports, out):
-        return out
+    reports, result = ran
     out.total = 0
     by_test = {r["test"]: r for r in reports if isinstance(r.get("test"), int)}
     for i, (_, n_asserts) in enumerate(rewritten):
