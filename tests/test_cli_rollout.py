@@ -45,6 +45,10 @@ def test_rollout_refuses_bad_input(policy_server: str, tmp_path: Path) -> None:
     assert bad_source.exit_code == 2 and "unknown task source" in bad_source.output
     bad_policy = runner.invoke(app, ["rollout", "family:expressions?n=2", "--policy", str(tmp_path), "--out", "x"])
     assert bad_policy.exit_code == 2 and "neither an http(s) URL" in bad_policy.output
+    down = runner.invoke(app, ["rollout", "family:expressions?n=2", "--policy", "http://127.0.0.1:9/v1",
+                               "--out", str(tmp_path / "down")])  # fmt: skip
+    assert down.exit_code == 2 and "cannot list models at http://127.0.0.1:9/v1" in down.output
+    assert not list((tmp_path / "down").glob("shard-*"))
     assert runner.invoke(app, [*base, "--max-tokens", "4", "-n", "1"]).exit_code == 0
     again = runner.invoke(app, [*base, "--max-tokens", "4", "-n", "1"])
     assert again.exit_code == 2 and "pass --resume" in again.output  # nothing is overwritten

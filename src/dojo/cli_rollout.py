@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from dojo.agent.episode import EpisodeConfig
-from dojo.agent.policy import OpenAIPolicy, Policy, SamplingParams
+from dojo.agent.policy import OpenAIPolicy, Policy, PolicyError, SamplingParams
 from dojo.rewards.graders import Grader
 from dojo.rollout.costs import CostModel
 from dojo.rollout.scheduler import Group, RolloutConfig, RolloutScheduler
@@ -74,6 +74,8 @@ async def _rollout(
     shard_groups: int,
     pool_size: int | None,
 ) -> RolloutScheduler:
+    if isinstance(policy, OpenAIPolicy):
+        await policy.model_name()  # fail now, with the server's address, rather than retry every episode
     costs = _load_costs(store)
     todo = sum(1 for t in tasks if t.id not in skip)
     async with AsyncSandbox(pool_size=pool_size) as sandbox:
@@ -193,6 +195,9 @@ def rollout(
     except SandboxError as e:
         console.print(f"[red]sandbox error:[/red] {e}")
         raise typer.Exit(1) from e
+    except PolicyError as e:
+        console.print(f"[red]error:[/red] {e}; start the server or fix --policy")
+        raise typer.Exit(2) from e
     except (LanguageUnavailable, UnknownLanguage) as e:
         console.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
