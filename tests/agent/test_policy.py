@@ -16,13 +16,16 @@ from dojo.agent.tiny_model import build_tokenizer, char_vocabulary
 HI = [{"role": "user", "content": "hi"}]
 
 
-def test_char_tokenizer_round_trips_code() -> None:
-    tok = build_tokenizer()
-    code = "def f(x):\n\treturn x * 2  # ok\n"
-    ids = tok(code, add_special_tokens=False).input_ids
-    assert len(ids) == len(code)  # one token per character
-    assert tok.decode(ids) == code
-    assert len(tok) == len(char_vocabulary())
+def test_char_tokenizer_round_trips_code(tiny_model_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    code = "def f(x):\n\treturn x * 2  # ok\n    pass\n"
+    # Built in memory, and as AutoTokenizer reloads it (it installs Qwen2's byte-level pieces).
+    for tok in (build_tokenizer(), AutoTokenizer.from_pretrained(tiny_model_dir)):
+        ids = tok(code, add_special_tokens=False).input_ids
+        assert len(ids) == len(code)  # one token per character, spaces and newlines included
+        assert tok.decode(ids) == code
+        assert len(tok) == len(char_vocabulary())
 
 
 async def test_openai_chat_returns_n_samples_with_token_ids_and_logprobs(policy_server: str) -> None:

@@ -1,7 +1,10 @@
 """A tiny Qwen2-architecture causal LM with a character-level tokenizer, built locally.
 
-Nothing is downloaded: the vocabulary is printable ASCII plus the chat-template tokens, and the
-weights are random (seeded). It exists so that policies, servers and trainers can be exercised
+Nothing is downloaded: the vocabulary is the 256 byte-level symbols (one token per byte, so one
+per ASCII character) plus the chat-template tokens, and the weights are random (seeded). The
+tokenizer is byte-level in the way Qwen2's is, because ``AutoTokenizer`` loads any ``qwen2`` model
+directory with Qwen2's byte-level pre-tokenizer and decoder: a plain character vocabulary would
+lose every space and newline on reload. It exists so that policies, servers and trainers can be exercised
 end to end on a CPU in seconds (tests, ``make demo``).
 """
 
@@ -20,6 +23,11 @@ CHAT_TEMPLATE = (
 )
 
 
+_QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
 class TinyModelSpec(BaseModel):
     """Shape of the tiny model. The defaults make ~1 M parameters; tests use smaller ones."""
 
@@ -35,19 +43,28 @@ class TinyModelSpec(BaseModel):
 
 
 def char_vocabulary() -> list[str]:
-    """Special tokens first, then every printable ASCII character but \\r, \\x0b and \\x0c."""
-    chars = [c for c in string.printable if c not in "\r\x0b\x0c"]
-    return [*SPECIAL_TOKENS, *chars]
+    """Special tokens first, then the 256 byte-level symbols (printable ASCII first)."""
+    from tokenizers import pre_tokenizers
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    ascii_first = sorted(alphabet, key=lambda c: (c not in string.printable, ord(c)))
+    return [*SPECIAL_TOKENS, *ascii_first]
 
 
 def build_tokenizer() -> Any:
-    """A ``PreTrainedTokenizerFast`` that maps each character to one token, with a ChatML template."""
-    from tokenizers import Tokenizer, decoders, models
+    """A ``PreTrainedTokenizerFast`` with one token per byte (no merges) and a ChatML template."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     vocab = {tok: i for i, tok in enumerate(char_vocabulary())}
     core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
-    core.decoder = decoders.Fuse()
+    core.normalizer = normalizers.NFC()
+    # Qwen2's own pre-tokenizer, which AutoTokenizer installs on reload anyway: a split, then bytes.
+    split = pre_tokenizers.Split(Regex(_QWEN2_SPLIT), behavior="isolated", invert=False)
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [split, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+    )
+    core.decoder = decoders.ByteLevel()
     core.add_special_tokens(list(SPECIAL_TOKENS))
     tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<unk>"
