@@ -15,6 +15,7 @@ from rich.table import Table
 from dojo.cli_policy import policy_app
 from dojo.cli_rollout import rollout
 from dojo.cli_tasks import tasks_app
+from dojo.cli_train import train
 from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
 from dojo.sandbox.languages import LANGUAGES, available_languages, get_language
 
@@ -23,6 +24,7 @@ console = Console()
 err_console = Console(stderr=True)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(policy_app, name="policy")
+app.command()(train)
 app.command()(rollout)
 
 SUFFIXES = {

@@ -155,12 +155,16 @@ class TrajectoryStore:
         """Commit whole groups of episodes as one shard."""
         return self.write(episode_row(ep, task, self.run_id) for task, eps in groups for ep in eps)
 
+    def read_shard(self, path: str, columns: list[str] | None = None) -> pa.Table:
+        with self.fs.open(path, "rb") as f:
+            return pq.read_table(pa.BufferReader(f.read()), columns=columns)
+
+    def remove_shard(self, path: str) -> None:
+        self.fs.rm(path)
+
     def read(self, columns: list[str] | None = None) -> pa.Table:
         """Every committed row, as one Arrow table."""
-        tables = []
-        for path in self.shards():
-            with self.fs.open(path, "rb") as f:
-                tables.append(pq.read_table(pa.BufferReader(f.read()), columns=columns))
+        tables = [self.read_shard(path, columns) for path in self.shards()]
         if not tables:
             return SCHEMA.empty_table() if columns is None else SCHEMA.empty_table().select(columns)
         return pa.concat_tables(tables)

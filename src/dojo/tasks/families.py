@@ -7,6 +7,10 @@ must depend only on ``rng`` so that a seed reproduces a task set.
 ``expressions``: find a Python expression in ``x`` from input/output examples. The prompt shows a
 few examples and ends with ``def f(x):\\n    return ``; grading calls ``f`` on hidden inputs. The
 difficulty (0..1) picks the expression's shape, from ``x + 3`` to ``(x * 3 + 1) % 7 - x``.
+
+``arith``: the same kind of task sized for a tiny model trained on a CPU (``dojo train``'s
+default). The examples always show ``f(0)``, ``f(1)`` and ``f(2)`` (plus one more), so the
+constants can be read off them; the shapes go from ``x + 4`` to ``x * x * 3 - x``.
 """
 
 from __future__ import annotations
@@ -119,8 +123,83 @@ class ExpressionFamily:
         )
 
 
+_ARITH_SHAPES: list[list[Shape]] = [
+    [lambda r: f"x + {r.randint(2, 9)}", lambda r: f"x * {r.randint(2, 9)}"],
+    [lambda r: f"x - {r.randint(2, 9)}", lambda r: f"{r.randint(2, 9)} - x"],
+    [lambda r: f"x * {r.randint(2, 5)} + {r.randint(1, 9)}", lambda r: f"x * x + {r.randint(1, 9)}"],
+    [lambda r: f"x * x * {r.randint(2, 4)}", lambda r: f"x * x - x * {r.randint(2, 4)}"],
+]
+
+
+class ArithmeticFamily:
+    """An expression in ``x`` from examples at 0, 1, 2 and one more; graded on hidden inputs."""
+
+    name = "arith"
+
+    def __init__(self, hidden: int = 8) -> None:
+        self.hidden = hidden
+
+    def generate(self, rng: random.Random, difficulty: float) -> Task:
+        level = min(len(_ARITH_SHAPES) - 1, int(difficulty * len(_ARITH_SHAPES)))
+        expr = rng.choice(_ARITH_SHAPES[level])(rng)
+        shown = [0, 1, 2, rng.randint(3, 9)]
+        hidden = rng.sample([x for x in range(-9, 21) if x not in shown], self.hidden)
+
+        def f(x: int) -> int:
+            return int(eval(expr, {}, {"x": x}))  # our own expression, never a candidate's
+
+        examples = "".join(f"# f({x}) == {f(x)}\n" for x in shown)
+        tests = [TestCase(args=[x], expected=f(x), visible=i < len(shown)) for i, x in enumerate(shown + hidden)]
+        meta = TaskMetadata(
+            source="family:arith",
+            difficulty=round(level / (len(_ARITH_SHAPES) - 1), 3),
+            tags=["python", "expression", f"level{level + 1}"],
+        )
+        return Task(
+            id="arith",
+            form="function",
+            prompt=f"{examples}def f(x):\n    return ",
+            entry_point="f",
+            tests=tests,
+            reference=expr,
+            metadata=meta,
+        )
+
+
+def _signed(expr: str, c: int) -> str:
+    return f"{expr} + {c}" if c >= 0 else f"{expr} - {-c}"
+
+
+_ARITH_READINGS: list[Callable[[int, int, int], str]] = [
+    lambda f0, f1, f2: _signed("x", f0),
+    lambda f0, f1, f2: f"x * {f1}",
+    lambda f0, f1, f2: f"{f0} - x",
+    lambda f0, f1, f2: _signed(f"x * {f1 - f0}", f0),
+    lambda f0, f1, f2: _signed("x * x", f0),
+    lambda f0, f1, f2: f"x * x * {f1}",
+    lambda f0, f1, f2: f"x * x - x * {1 - f1}",
+]
+
+
+def arith_readings(task: Task) -> list[str]:
+    """Every ``arith`` shape with its constants read off ``f(0)``, ``f(1)`` and ``f(2)``: one of
+    them is right, the others match only some examples. Warm-start demonstrations for a tiny model
+    (it learns to read constants; which shape the examples imply is left to reinforcement)."""
+    shown = {t.args[0]: t.expected for t in task.tests if t.visible}
+    if not {0, 1, 2} <= set(shown):
+        raise ValueError(f"task {task.id!r} does not show f(0), f(1) and f(2); is it an arith task?")
+    f0, f1, f2 = (int(shown[x]) for x in (0, 1, 2))
+    by_values: dict[tuple[int, ...], str] = {}
+    for reading in _ARITH_READINGS:
+        expr = reading(f0, f1, f2)  # built from integers and our templates, never a candidate's text
+        values = tuple(int(eval(expr, {}, {"x": x})) for x in range(-9, 21))
+        by_values.setdefault(values, expr)  # one expression per function
+    return list(by_values.values())
+
+
 def _indent(text: str) -> str:
     return "\n".join(f"#   {line}" for line in text.splitlines())
 
 
 register_family(ExpressionFamily())
+register_family(ArithmeticFamily())

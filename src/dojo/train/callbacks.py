@@ -1,0 +1,183 @@
+"""What ``dojo train`` does around each GRPO step: metrics (CSV), the progress bar, trajectories,
+curriculum state in checkpoints, and a checkpoint on Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from transformers import TrainerCallback
+
+from dojo.agent.episode import Episode
+from dojo.rewards import Reward
+from dojo.rollout.store import TrajectoryStore
+from dojo.tasks.curriculum import CurriculumSampler
+from dojo.tasks.model import Task
+
+CURRICULUM_FILE = "dojo_curriculum.json"
+METRIC_COLUMNS = [
+    "step", "reward", "reward_std", "pass_rate", "frac_reward_zero_std", "groups_informative", "groups_kept",
+    "groups_failed", "curriculum_level", "entropy", "loss", "grad_norm", "learning_rate", "completion_length",
+    "step_time", "wall_seconds",
+]  # fmt: skip
+_LOG_KEYS = {
+    "reward": "reward", "reward_std": "reward_std", "frac_reward_zero_std": "frac_reward_zero_std",
+    "entropy": "entropy", "loss": "loss", "grad_norm": "grad_norm", "learning_rate": "learning_rate",
+    "completion_length": "completions/mean_length", "step_time": "step_time",
+}  # fmt: skip
+
+
+class StepRecorder:
+    """Collects every graded completion of the current step (the reward function's hook); the
+    curriculum learns from each group, and the episodes wait for the next checkpoint."""
+
+    def __init__(self, curriculum: CurriculumSampler | None, group_size: int, run_id: str) -> None:
+        self.curriculum = curriculum
+        self.group_size = group_size
+        self.run_id = run_id
+        self.step = 0
+        self.pending: list[tuple[Task, list[Episode]]] = []
+        self.step_passes: list[bool] = []
+        self.last_failed: list[bool] = []
+
+    def __call__(self, tasks: list[Task], texts: list[str], rewards: list[Reward]) -> None:
+        self.last_failed = [r.value is None for r in rewards]
+        step = self.step + 1  # the step these completions train
+        g = self.group_size
+        self.step_passes.extend(r.verdict == "pass" for r in rewards)
+        for k in range(0, len(tasks), g):
+            task = tasks[k]
+            group = f"step{step:06d}/{k // g}/{task.id}"
+            episodes = [
+                Episode(
+                    episode_id=f"{group}#{i}",
+                    task_id=task.id,
+                    group_id=group,
+                    sample_index=i,
+                    status="answered" if rewards[k + i].value is not None else "infra_error",
+                    messages=[
+                        {"role": "user", "content": task.prompt_text()},
+                        {"role": "assistant", "content": texts[k + i]},
+                    ],
+                    final=texts[k + i],
+                    reward=rewards[k + i],
+                    started_at=time.time(),
+                )
+                for i in range(min(g, len(tasks) - k))
+            ]
+            self.pending.append((task, episodes))
+            values = [r.value for r in rewards[k : k + g]]
+            if self.curriculum is not None and None not in values and task.id in self.curriculum.tasks:
+                passes = [r.verdict == "pass" for r in rewards[k : k + g]]
+                self.curriculum.update(task.id, sum(passes) / len(passes))
+
+    def take_pass_rate(self) -> float | None:
+        passes, self.step_passes = self.step_passes, []
+        return sum(passes) / len(passes) if passes else None
+
+
+class DojoCallback(TrainerCallback):
+    def __init__(
+        self, out: Path, recorder: StepRecorder, store: TrajectoryStore, total_steps: int, quiet: bool
+    ) -> None:
+        self.out = out
+        self.recorder = recorder
+        self.store = store
+        self.total_steps = total_steps
+        self.started = time.monotonic()
+        self.interrupted = False
+        self._previous_handler: Any = None
+        self.progress: Progress | None = None
+        self.task_id: Any = None
+        self.quiet = quiet
+        self.csv_path = out / "metrics.csv"
+        self.last: dict[str, float] = {}
+
+    # -- Ctrl-C -------------------------------------------------------------------------------
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self.interrupted:  # a second Ctrl-C stops at once
+            signal.signal(signal.SIGINT, self._previous_handler or signal.SIG_DFL)
+            raise KeyboardInterrupt
+        self.interrupted = True
+        if self.progress is not None:
+            self.progress.console.print("[yellow]Ctrl-C: saving a checkpoint after this step (again to abort)[/]")
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        self.recorder.step = state.global_step
+        if not self.quiet:
+            self.progress = Progress(
+                TextColumn("[bold]GRPO"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
+                TimeElapsedColumn(),
+            )  # fmt: skip
+            self.progress.start()
+            self.task_id = self.progress.add_task("grpo", total=self.total_steps, completed=state.global_step, stats="")
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.recorder.step = state.global_step
+        if self.interrupted:
+            control.should_save = True
+            control.should_training_stop = True
+        if control.should_save or state.global_step >= state.max_steps:
+            # Trajectories reach the store before the checkpoint that covers them; a resumed run
+            # drops any shard newer than its checkpoint (see drop_newer_shards), so none is lost or doubled.
+            self.store.write_groups(self.recorder.pending)
+            self.recorder.pending = []
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if ckpt.is_dir() and self.recorder.curriculum is not None:
+            (ckpt / CURRICULUM_FILE).write_text(json.dumps(self.recorder.curriculum.state_dict()))
+
+    # -- metrics -------------------------------------------------------------------------------
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if not logs or "reward" not in logs:
+            return
+        row: dict[str, Any] = {"step": state.global_step, "wall_seconds": round(time.monotonic() - self.started, 2)}
+        for col, key in _LOG_KEYS.items():
+            if key in logs:
+                row[col] = logs[key]
+        for key in ("pass_rate", "groups_informative", "groups_kept", "groups_failed", "curriculum_level"):
+            if key in logs:
+                row[key] = logs[key]
+        new = not self.csv_path.exists()
+        with self.csv_path.open("a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=METRIC_COLUMNS, extrasaction="ignore")
+            if new:
+                writer.writeheader()
+            writer.writerow(row)
+        self.last = {k: float(v) for k, v in row.items() if isinstance(v, int | float)}
+        if self.progress is not None:
+            elapsed = max(1e-9, time.monotonic() - self.started)
+            done = state.global_step - getattr(self, "_first_step", state.global_step - 1)
+            self._first_step = getattr(self, "_first_step", state.global_step - 1)
+            stats = (
+                f"reward {row.get('reward', 0.0):.3f}  pass {row.get('pass_rate', 0.0):.2f}  "
+                f"level {row.get('curriculum_level', 0.0):.1f}  {done / elapsed:.2f} steps/s"
+            )
+            self.progress.update(self.task_id, completed=state.global_step, stats=stats)
+
+
+def drop_newer_shards(store: TrajectoryStore, step: int) -> int:
+    """Delete trajectory shards holding steps after ``step`` (written before a crash that came
+    before their checkpoint); returns how many were dropped."""
+    dropped = 0
+    for shard in store.shards():
+        table = store.read_shard(shard, columns=["group_id"])
+        steps = [int(g.split("/", 1)[0].removeprefix("step")) for g in table.column("group_id").to_pylist()]
+        if steps and max(steps) > step:
+            store.remove_shard(shard)
+            dropped += 1
+    return dropped

@@ -1,0 +1,195 @@
+"""``dojo train``'s configuration: one YAML file, validated, every field documented.
+
+``TrainConfig()`` is the embedded default that ``make demo`` runs: the tiny model built locally,
+dojo's ``arith`` task family, a warm start from demonstrations, then GRPO. ``load_config(path)``
+reads a YAML file whose keys mirror these models (unknown keys are errors, so a typo never passes
+silently); ``dojo train --print-config`` writes the defaults out as a starting point.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from dojo.agent.tiny_model import TinyModelSpec
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskSettings(_Section):
+    source: str = Field(
+        "family:arith",
+        description="Where training tasks come from: any `dojo tasks` source (family:NAME, humaneval, "
+        "reasoning_gym:NAME, a .jsonl file). Procedural families are generated with `train_size` tasks.",
+    )
+    train_size: int = Field(4000, ge=1, description="Training tasks drawn from a procedural family.")
+    held_out_size: int = Field(200, ge=1, description="Held-out tasks (never trained on) for the before/after report.")
+    difficulty: tuple[float, float] = Field((0.0, 1.0), description="Difficulty range (0..1) of generated tasks.")
+
+    @model_validator(mode="after")
+    def _range(self) -> TaskSettings:
+        low, high = self.difficulty
+        if not 0.0 <= low <= high <= 1.0:
+            raise ValueError(f"difficulty must be [low, high] with 0 <= low <= high <= 1, got {list(self.difficulty)}")
+        return self
+
+
+class CurriculumSettings(_Section):
+    enabled: bool = Field(True, description="Draw tasks by difficulty level and running pass rate.")
+    start_level: float = Field(0.0, ge=0.0, le=1.0, description="Difficulty level the curriculum starts at.")
+    promote_at: float = Field(0.6, gt=0.0, le=1.0, description="Move the level up when the recent pass rate is above.")
+    demote_at: float = Field(
+        0.15, ge=0.0, lt=1.0, description="Move the level down when the recent pass rate is below."
+    )
+    width: float = Field(0.35, gt=0.0, description="How far from the level tasks are still drawn (a Gaussian width).")
+
+
+class PolicySettings(_Section):
+    model: str = Field(
+        "tiny",
+        description="`tiny` builds dojo's ~1 M-parameter model and tokenizer locally (nothing downloaded); "
+        "otherwise the path of a local Hugging Face model directory.",
+    )
+    tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Shape of the tiny model.")
+
+
+class WarmStartSettings(_Section):
+    steps: int = Field(300, ge=0, description="Supervised steps before GRPO (0 skips the warm start).")
+    batch_size: int = Field(32, ge=1, description="Examples per supervised step.")
+    learning_rate: float = Field(3e-3, gt=0.0, description="Peak learning rate (cosine schedule).")
+    demonstrations: Literal["readings", "reference"] = Field(
+        "readings",
+        description="`readings`: for arith tasks, an expression with the task's constants in a random shape "
+        "(right about one time in six: the model learns the format and to read constants, GRPO must learn "
+        "which shape the examples imply); `reference`: the task's reference solution.",
+    )
+
+
+class GRPOSettings(_Section):
+    steps: int = Field(250, ge=1, description="Optimizer steps of GRPO.")
+    prompts_per_step: int = Field(8, ge=1, description="Task groups trained on per step.")
+    group_size: int = Field(8, ge=2, description="Completions per task (a GRPO group).")
+    learning_rate: float = Field(3e-4, gt=0.0, description="Learning rate (constant after warm-up).")
+    warmup_steps: int = Field(10, ge=0, description="Linear warm-up steps.")
+    temperature: float = Field(1.0, gt=0.0, description="Sampling temperature of training completions.")
+    max_completion_tokens: int = Field(24, ge=1, description="Longest completion, in tokens.")
+    beta: float = Field(0.0, ge=0.0, description="KL coefficient against the start model (0: no reference model).")
+    epsilon: float = Field(0.2, gt=0.0, description="PPO clip range.")
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = Field("dapo", description="TRL's loss aggregation.")
+    oversample: float = Field(
+        1.5,
+        ge=1.0,
+        description="Dynamic sampling: generate this many times `prompts_per_step` groups and train on the "
+        "informative ones (rewards that differ) first; 1 turns it off.",
+    )
+
+
+class RewardSettings(_Section):
+    mode: Literal["default", "fraction", "binary"] = Field(
+        "fraction", description="Tests to reward: fraction passed, 1/0.5/0 (default), or all-or-nothing."
+    )
+    scan: bool = Field(True, description="Static reward-hack scan of candidates (a confirmed hack scores 0).")
+
+
+class SandboxSettings(_Section):
+    pool_size: int = Field(2, ge=1, le=256, description="Warm sandbox slots grading in parallel.")
+    cpu_time: float = Field(2.0, gt=0.0, description="CPU seconds per grading run.")
+    wall_time: float = Field(5.0, gt=0.0, description="Wall seconds per grading run.")
+    memory_mb: int = Field(256, ge=16, description="Memory limit per grading run, MiB.")
+
+
+class EvalSettings(_Section):
+    samples: int = Field(4, ge=1, description="Sampled completions per held-out task (at the training temperature).")
+    every: int = Field(0, ge=0, description="Also evaluate every N GRPO steps (0: only before and after).")
+
+
+class OutputSettings(_Section):
+    dir: Path = Field(
+        Path("runs/dojo-train"), description="Where checkpoints, trajectories, metrics and the report go."
+    )
+    save_every: int = Field(25, ge=1, description="Checkpoint every N GRPO steps (and on Ctrl-C).")
+    keep_checkpoints: int = Field(2, ge=1, description="Checkpoints kept on disk (the newest).")
+    tensorboard: bool = Field(True, description="Write TensorBoard event files under `<dir>/tensorboard`.")
+
+
+class TrainConfig(_Section):
+    """Everything ``dojo train`` needs. Every section has defaults; a YAML file overrides any of them."""
+
+    seed: int = Field(0, description="Seeds the model, the task draws and the sampling.")
+    threads: int = Field(1, ge=1, description="Torch CPU threads (1 is steadiest on a shared 2-core machine).")
+    tasks: TaskSettings = Field(default_factory=TaskSettings)
+    curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    warm_start: WarmStartSettings = Field(default_factory=WarmStartSettings)
+    grpo: GRPOSettings = Field(default_factory=GRPOSettings)
+    reward: RewardSettings = Field(default_factory=RewardSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    eval: EvalSettings = Field(default_factory=EvalSettings)
+    output: OutputSettings = Field(default_factory=OutputSettings)
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used; the message says which field and why."""
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Read and validate a YAML config; ``overrides`` (dotted keys) win over the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} does not exist (write one with `dojo train --print-config`)")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{p}: the top level must be a mapping of sections (tasks:, grpo:, ...), got {type(data).__name__}"
+        )
+    return build_config(data, overrides, origin=str(p))
+
+
+def build_config(data: dict[str, Any], overrides: dict[str, Any] | None = None, origin: str = "config") -> TrainConfig:
+    merged: dict[str, Any] = dict(data)
+    for dotted, value in (overrides or {}).items():
+        node = merged
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{origin}: cannot set {dotted}: {key} is not a section")
+        node[leaf] = value
+    try:
+        return TrainConfig.model_validate(merged)
+    except ValidationError as e:
+        lines = [f"{origin}: {e.error_count()} invalid field(s):"]
+        for err in e.errors():
+            where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+            lines.append(f"  {where}: {err['msg']}")
+        raise ConfigError("\n".join(lines)) from None
+
+
+def default_yaml() -> str:
+    """The embedded default as YAML, with each field's description as a comment."""
+    return "\n".join(_yaml_lines(TrainConfig(), 0)) + "\n"
+
+
+def _yaml_lines(model: BaseModel, indent: int) -> list[str]:
+    pad = "  " * indent
+    lines: list[str] = []
+    for name, field in type(model).model_fields.items():
+        value = getattr(model, name)
+        if field.description:
+            lines.append(f"{pad}# {field.description}")
+        if isinstance(value, BaseModel):
+            lines.append(f"{pad}{name}:")
+            lines.extend(_yaml_lines(value, indent + 1))
+        else:
+            plain = list(value) if isinstance(value, tuple) else str(value) if isinstance(value, Path) else value
+            dumped = yaml.safe_dump({name: plain}, default_flow_style=True, width=1000).strip()
+            lines.append(f"{pad}{dumped.removeprefix('{').removesuffix('}')}")
+    return lines

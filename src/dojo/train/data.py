@@ -1,0 +1,80 @@
+"""Tasks for a training run: the training set, a held-out set that shares no prompt with it, and
+warm-start demonstrations.
+
+Held-out tasks are chosen by a hash of their prompt (``HELD_OUT_BUCKETS``), so no held-out prompt
+is ever trained on, even when a procedural family repeats prompts across seeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+from dojo.tasks.families import arith_readings, generate_tasks, get_family
+from dojo.tasks.model import Task
+from dojo.tasks.sources import load_source
+from dojo.train.config import TaskSettings
+
+HELD_OUT_BUCKETS = 10  # one prompt in ten is reserved for evaluation
+
+
+def held_out(task: Task) -> bool:
+    digest = hashlib.sha256(task.prompt_text().encode()).digest()
+    return int.from_bytes(digest[:4], "big") % HELD_OUT_BUCKETS == 0
+
+
+def _dedupe(tasks: list[Task]) -> list[Task]:
+    seen: set[str] = set()
+    out = []
+    for t in tasks:
+        key = t.prompt_text()
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    return out
+
+
+def split_tasks(settings: TaskSettings, seed: int) -> tuple[list[Task], list[Task]]:
+    """``(train, held_out)`` for a run. Families are generated (train from ``seed``, held-out from a
+    fixed evaluation seed so every run is scored on the same tasks); other sources are split."""
+    spec = settings.source.strip()
+    if spec.startswith("family:") and "?" not in spec:
+        family = get_family(spec.removeprefix("family:"))
+        pool = generate_tasks(family, settings.train_size * 2, seed=seed, difficulty=settings.difficulty)
+        train = [t for t in pool if not held_out(t)][: settings.train_size]
+        evaluation = generate_tasks(family, settings.held_out_size * 40, seed=10_007, difficulty=settings.difficulty)
+        test = _dedupe([t for t in evaluation if held_out(t)])[: settings.held_out_size]
+    else:
+        tasks = load_source(spec)
+        train = [t for t in tasks if not held_out(t)]
+        test = [t for t in tasks if held_out(t)]
+        random.Random(seed).shuffle(train)
+        train = train[: settings.train_size]
+        test = test[: settings.held_out_size]
+    if not train:
+        raise ValueError(f"task source {spec!r} gave no training tasks")
+    if not test:
+        raise ValueError(
+            f"task source {spec!r} gave no held-out tasks (one prompt in {HELD_OUT_BUCKETS} is held out): "
+            "use a larger source"
+        )
+    return train, test
+
+
+def demonstrations(tasks: list[Task], kind: str, seed: int) -> list[dict[str, str]]:
+    """Prompt/completion rows for the warm start (``kind``: ``readings`` or ``reference``)."""
+    rng = random.Random(seed)
+    rows = []
+    for t in tasks:
+        if kind == "readings" and t.metadata.source == "family:arith":
+            completion = rng.choice(arith_readings(t))
+        elif t.reference is not None:
+            completion = t.reference
+        else:
+            continue
+        rows.append({"prompt": t.prompt_text(), "completion": completion})
+    if not rows:
+        raise ValueError(
+            "no warm-start demonstrations: the tasks have no reference solutions (set warm_start.steps: 0)"
+        )
+    return rows

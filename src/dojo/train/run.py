@@ -1,0 +1,339 @@
+"""``dojo train``: tasks → episodes in the sandbox → rewards → a policy update, on one machine.
+
+The run, in order (each phase is skipped on ``--resume`` when its output is already there):
+
+1. tasks: the training set and a held-out set that shares no prompt with it (``dojo.train.data``);
+2. the start model: dojo's tiny model built locally, or a local Hugging Face directory;
+3. warm start: supervised fine-tuning on demonstrations through TRL's ``SFTTrainer``;
+4. held-out evaluation of the warm-started model ("before");
+5. GRPO through TRL's ``GRPOTrainer`` (``DojoGRPOTrainer``: curriculum, dynamic sampling,
+   infrastructure failures masked), with rewards from dojo's graders in the sandbox; checkpoints
+   every ``output.save_every`` steps and on Ctrl-C, trajectories in the store, metrics in CSV and
+   TensorBoard;
+6. held-out evaluation of the final model ("after") and the report (Markdown, JSON, PNG).
+
+Layout of ``output.dir``: ``config.yaml``, ``model-init/``, ``warm-start/``, ``grpo/checkpoint-N/``,
+``final/``, ``trajectories/``, ``metrics.csv``, ``tensorboard/``, ``eval-before.json``,
+``eval-after.json``, ``report.md``, ``report.json``, ``reward_curve.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import shutil
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+from rich.console import Console
+
+from dojo.integrations.trl_rewards import DojoReward
+from dojo.rollout.store import TrajectoryStore
+from dojo.sandbox import Limits
+from dojo.tasks.curriculum import CurriculumSampler
+from dojo.tasks.model import Task
+from dojo.train.config import TrainConfig
+from dojo.train.data import demonstrations, split_tasks
+from dojo.train.evaluate import EvalResult, evaluate
+from dojo.train.report import write_report
+
+MiB = 1 << 20
+
+
+class RunDirError(ValueError):
+    """The output directory cannot be used as asked (exists without --resume, or nothing to resume)."""
+
+
+class TrainResult(BaseModel):
+    output_dir: str
+    steps: int
+    before: EvalResult
+    after: EvalResult
+    wall_seconds: float
+    interrupted: bool = False
+
+
+def _quiet_libraries() -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    warnings.filterwarnings("ignore", module="trl")
+    warnings.filterwarnings("ignore", module="transformers")
+    warnings.filterwarnings("ignore", module="torch")
+    for name in ("transformers", "trl", "accelerate", "datasets"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    from datasets.utils import logging as ds_logging
+    from transformers.utils import logging as hf_logging
+
+    ds_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+def prepare_output(config: TrainConfig, resume: bool) -> Path:
+    out = Path(config.output.dir)
+    saved = out / "config.yaml"
+    if resume:
+        if not saved.is_file():
+            raise RunDirError(f"nothing to resume in {str(out)!r}: no config.yaml there (start a run without --resume)")
+        previous = TrainConfig.model_validate(yaml.safe_load(saved.read_text()))
+        if previous.model_dump(exclude={"output"}) != config.model_dump(exclude={"output"}):
+            raise RunDirError(
+                f"{out}/config.yaml differs from the config given: resume with the same config "
+                "(or start a new run in another output.dir)"
+            )
+        return out
+    if out.exists() and any(out.iterdir()):
+        raise RunDirError(
+            f"output directory {str(out)!r} is not empty: pass --resume to continue that run, or pick another"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    saved.write_text(yaml.safe_dump(json.loads(config.model_dump_json()), sort_keys=False))
+    return out
+
+
+def _start_model(config: TrainConfig, out: Path) -> Path:
+    if config.policy.model == "tiny":
+        from dojo.agent.tiny_model import build_tiny_model
+
+        path = out / "model-init"
+        if not (path / "config.json").is_file():
+            spec = config.policy.tiny.model_copy(update={"seed": config.policy.tiny.seed + config.seed})
+            build_tiny_model(path, spec)
+        return path
+    path = Path(config.policy.model)
+    if not (path / "config.json").is_file():
+        raise ValueError(
+            f"policy.model {config.policy.model!r} is neither `tiny` nor a local Hugging Face model directory "
+            "(with config.json); nothing is downloaded"
+        )
+    return path
+
+
+def _load(path: Path) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype="float32")
+    return model, tokenizer
+
+
+def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) -> Path:
+    done = out / "warm-start"
+    if config.warm_start.steps == 0:
+        return start
+    if (done / "config.json").is_file():
+        return done
+    from datasets import Dataset
+    from transformers import PrinterCallback
+    from trl.trainer.sft_config import SFTConfig
+    from trl.trainer.sft_trainer import SFTTrainer
+
+    ws = config.warm_start
+    model, tokenizer = _load(start)
+    rows = demonstrations(train, ws.demonstrations, config.seed)
+    args = SFTConfig(
+        output_dir=str(out / "warm-start-work"),
+        max_steps=ws.steps,
+        per_device_train_batch_size=ws.batch_size,
+        learning_rate=ws.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=min(20, ws.steps // 10),
+        logging_steps=max(1, ws.steps // 10),
+        save_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+        bf16=False,
+        fp16=False,
+        use_cpu=True,
+        seed=config.seed,
+        completion_only_loss=True,
+        dataloader_num_workers=0,
+        max_length=1024,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    trainer.remove_callback(PrinterCallback)
+    trainer.train()
+    model.save_pretrained(done)
+    tokenizer.save_pretrained(done)
+    shutil.rmtree(out / "warm-start-work", ignore_errors=True)
+    return done
+
+
+def _eval(config: TrainConfig, path: Path, held: list[Task], reward: DojoReward, file: Path) -> EvalResult:
+    if file.is_file():
+        return EvalResult.model_validate_json(file.read_text())
+    model, tokenizer = _load(path)
+    result = evaluate(
+        model,
+        tokenizer,
+        held,
+        reward,
+        samples=config.eval.samples,
+        temperature=config.grpo.temperature,
+        max_tokens=config.grpo.max_completion_tokens,
+    )
+    file.write_text(result.model_dump_json(indent=2))
+    return result
+
+
+def _latest_checkpoint(grpo_dir: Path) -> Path | None:
+    ckpts = [p for p in grpo_dir.glob("checkpoint-*") if p.is_dir() and (p / "trainer_state.json").is_file()]
+    return max(ckpts, key=lambda p: int(p.name.split("-")[1])) if ckpts else None
+
+
+def train(
+    config: TrainConfig, *, resume: bool = False, console: Console | None = None, quiet: bool = False
+) -> TrainResult:
+    """Run (or resume) a training run; returns the held-out results before and after GRPO."""
+    import torch
+
+    console = console or Console(stderr=True)
+
+    def say(message: str) -> None:
+        if not quiet:
+            console.print(message)
+
+    started = time.monotonic()
+    out = prepare_output(config, resume)
+    _quiet_libraries()
+    torch.set_num_threads(config.threads)
+    random.seed(config.seed)
+    torch.manual_seed(config.seed)
+
+    train_tasks, held = split_tasks(config.tasks, config.seed)
+    say(f"[bold]dojo train[/] → {out}  ({len(train_tasks)} training tasks, {len(held)} held out)")
+    sb = config.sandbox
+    limits = Limits(cpu_time=sb.cpu_time, wall_time=sb.wall_time, memory=sb.memory_mb * MiB)
+    eval_reward = DojoReward(mode=config.reward.mode, limits=limits, scan=config.reward.scan, pool_size=sb.pool_size)
+    try:
+        start = _start_model(config, out)
+        if config.warm_start.steps and not (out / "warm-start" / "config.json").is_file():
+            say(f"warm start: {config.warm_start.steps} supervised steps ({config.warm_start.demonstrations})")
+        warm = _warm_start(config, start, train_tasks, out)
+        before = _eval(config, warm, held, eval_reward, out / "eval-before.json")
+        say(f"held-out before GRPO: reward {before.mean_reward:.3f}, greedy pass {before.greedy_pass:.3f}")
+        steps, interrupted = _grpo(config, warm, train_tasks, out, limits, quiet)
+        if interrupted:
+            say(f"[yellow]interrupted at step {steps}: checkpoint saved; continue with --resume[/]")
+            return TrainResult(
+                output_dir=str(out), steps=steps, before=before, after=before,
+                wall_seconds=time.monotonic() - started, interrupted=True,
+            )  # fmt: skip
+        after = _eval(config, out / "final", held, eval_reward, out / "eval-after.json")
+    finally:
+        eval_reward.close()
+    result = TrainResult(
+        output_dir=str(out), steps=steps, before=before, after=after, wall_seconds=time.monotonic() - started
+    )
+    write_report(out, config, result.before, result.after, steps)
+    return result
+
+
+def _grpo(
+    config: TrainConfig, warm: Path, train_tasks: list[Task], out: Path, limits: Limits, quiet: bool
+) -> tuple[int, bool]:
+    """GRPO until ``grpo.steps`` (from the latest checkpoint when there is one); returns the step
+    reached and whether Ctrl-C stopped it."""
+    from datasets import Dataset
+    from transformers import PrinterCallback
+    from trl.trainer.grpo_config import GRPOConfig
+
+    from dojo.integrations.trl_rewards import task_rows
+    from dojo.train.callbacks import CURRICULUM_FILE, DojoCallback, StepRecorder, drop_newer_shards
+    from dojo.train.grpo import CurriculumBatches, DojoGRPOTrainer, index_tasks, tasks_per_step
+
+    g = config.grpo
+    final = out / "final"
+    grpo_dir = out / "grpo"
+    if (final / "config.json").is_file():
+        state = json.loads((final / "dojo_state.json").read_text())
+        return int(state["steps"]), False
+    cur = config.curriculum
+    curriculum = CurriculumSampler(
+        train_tasks, seed=config.seed, level=cur.start_level, promote_at=cur.promote_at, demote_at=cur.demote_at,
+        width=cur.width if cur.enabled else 1e6,
+    )  # fmt: skip
+    checkpoint = _latest_checkpoint(grpo_dir)
+    store = TrajectoryStore(str(out / "trajectories"), run_id=f"seed{config.seed}-{int(time.time())}")
+    if checkpoint is not None:
+        step = int(checkpoint.name.split("-")[1])
+        if (checkpoint / CURRICULUM_FILE).is_file():
+            curriculum.load_state_dict(json.loads((checkpoint / CURRICULUM_FILE).read_text()))
+        drop_newer_shards(store, step)
+    else:
+        drop_newer_shards(store, 0)
+    recorder = StepRecorder(curriculum, g.group_size, store.run_id)
+    reward = DojoReward(
+        mode=config.reward.mode, limits=limits, scan=config.reward.scan, pool_size=config.sandbox.pool_size,
+        on_rewards=recorder,
+    )  # fmt: skip
+    per_step = tasks_per_step(g.prompts_per_step, g.oversample)
+    args = GRPOConfig(
+        output_dir=str(grpo_dir),
+        max_steps=g.steps,
+        per_device_train_batch_size=per_step * g.group_size,
+        num_generations=g.group_size,
+        learning_rate=g.learning_rate,
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=g.warmup_steps,
+        temperature=g.temperature,
+        top_k=0,
+        max_completion_length=g.max_completion_tokens,
+        beta=g.beta,
+        epsilon=g.epsilon,
+        loss_type=g.loss_type,
+        bf16=False,
+        fp16=False,
+        use_cpu=True,
+        seed=config.seed,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=config.output.save_every,
+        save_total_limit=config.output.keep_checkpoints,
+        report_to=["tensorboard"] if config.output.tensorboard else [],
+        disable_tqdm=True,
+        ignore_data_skip=True,  # the curriculum's state comes back from the checkpoint instead
+        dataloader_num_workers=0,
+        shuffle_dataset=False,
+    )
+    model, tokenizer = _load(warm)
+    dataset = Dataset.from_list(task_rows(train_tasks))
+    sampler = CurriculumBatches(curriculum, index_tasks(train_tasks), per_step, g.group_size)
+    callback = DojoCallback(out, recorder, store, g.steps, quiet)
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(out / "tensorboard")  # read by the TensorBoard callback
+    trainer = DojoGRPOTrainer(
+        model=model,
+        reward_funcs=reward,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[callback],
+        sampler=sampler,
+        keep_groups=g.prompts_per_step,
+        reward_failed=lambda: recorder.last_failed,
+        dojo_metrics=lambda: {
+            "pass_rate": recorder.take_pass_rate(),
+            "curriculum_level": curriculum.level,
+        },
+    )
+    trainer.remove_callback(PrinterCallback)
+    try:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    finally:
+        reward.close()
+    steps = trainer.state.global_step
+    if callback.interrupted and steps < g.steps:
+        return steps, True
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(final)
+    (final / "dojo_state.json").write_text(json.dumps({"steps": steps}))
+    return steps, False
