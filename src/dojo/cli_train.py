@@ -12,6 +12,10 @@ from rich.console import Console
 console = Console(stderr=True)
 
 
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {message}", soft_wrap=True, highlight=False)
+
+
 def _value(raw: str) -> object:
     try:
         return json.loads(raw)
@@ -50,7 +54,7 @@ def train(
     for item in set_ or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            console.print(f"[red]error:[/red] --set takes FIELD=VALUE (e.g. grpo.steps=100), got {item!r}")
+            _fail(f"--set takes FIELD=VALUE (e.g. grpo.steps=100), got {item!r}")
             raise typer.Exit(2)
         overrides[key.strip()] = _value(raw)
     if out is not None:
@@ -60,7 +64,7 @@ def train(
     try:
         cfg = load_config(config, overrides) if config is not None else build_config({}, overrides, origin="--set")
     except ConfigError as e:
-        console.print(f"[red]error:[/red] {e}")
+        _fail(str(e))
         raise typer.Exit(2) from None
 
     from dojo.train.report import report_table
@@ -70,7 +74,7 @@ def train(
     try:
         result = run_training(cfg, resume=resume, console=console)
     except (RunDirError, ValueError) as e:
-        console.print(f"[red]error:[/red] {e}")
+        _fail(str(e))
         raise typer.Exit(2) from None
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
