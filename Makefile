@@ -25,7 +25,7 @@ pytest: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)
-	$(BIN)/dojo demo
+	$(BIN)/dojo train --out runs/demo-$$(date +%Y%m%d-%H%M%S)
 
 bench: $(STAMP)
 	$(BIN)/python bench/sandbox.py

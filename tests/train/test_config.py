@@ -42,7 +42,7 @@ def test_bad_fields_are_named_with_the_reason(data: dict[str, object], message: 
 
 
 def test_missing_or_malformed_files_say_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="does not exist .*--print-config"):
+    with pytest.raises(ConfigError, match=r"does not exist .*--print-config"):
         load_config(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("grpo: [1, 2\n")

@@ -41,12 +41,12 @@ class TaskSettings(_Section):
 
 class CurriculumSettings(_Section):
     enabled: bool = Field(True, description="Draw tasks by difficulty level and running pass rate.")
-    start_level: float = Field(0.0, ge=0.0, le=1.0, description="Difficulty level the curriculum starts at.")
+    start_level: float = Field(0.5, ge=0.0, le=1.0, description="Difficulty level the curriculum starts at.")
     promote_at: float = Field(0.6, gt=0.0, le=1.0, description="Move the level up when the recent pass rate is above.")
     demote_at: float = Field(
         0.15, ge=0.0, lt=1.0, description="Move the level down when the recent pass rate is below."
     )
-    width: float = Field(0.35, gt=0.0, description="How far from the level tasks are still drawn (a Gaussian width).")
+    width: float = Field(0.6, gt=0.0, description="How far from the level tasks are still drawn (a Gaussian width).")
 
 
 class PolicySettings(_Section):
@@ -63,7 +63,7 @@ class WarmStartSettings(_Section):
     batch_size: int = Field(32, ge=1, description="Examples per supervised step.")
     learning_rate: float = Field(3e-3, gt=0.0, description="Peak learning rate (cosine schedule).")
     demonstrations: Literal["readings", "reference"] = Field(
-        "readings",
+        "reference",
         description="`readings`: for arith tasks, an expression with the task's constants in a random shape "
         "(right about one time in six: the model learns the format and to read constants, GRPO must learn "
         "which shape the examples imply); `reference`: the task's reference solution.",
@@ -71,10 +71,10 @@ class WarmStartSettings(_Section):
 
 
 class GRPOSettings(_Section):
-    steps: int = Field(250, ge=1, description="Optimizer steps of GRPO.")
+    steps: int = Field(300, ge=1, description="Optimizer steps of GRPO.")
     prompts_per_step: int = Field(8, ge=1, description="Task groups trained on per step.")
     group_size: int = Field(8, ge=2, description="Completions per task (a GRPO group).")
-    learning_rate: float = Field(3e-4, gt=0.0, description="Learning rate (constant after warm-up).")
+    learning_rate: float = Field(1e-4, gt=0.0, description="Learning rate (constant after warm-up).")
     warmup_steps: int = Field(10, ge=0, description="Linear warm-up steps.")
     temperature: float = Field(1.0, gt=0.0, description="Sampling temperature of training completions.")
     max_completion_tokens: int = Field(24, ge=1, description="Longest completion, in tokens.")
@@ -91,7 +91,7 @@ class GRPOSettings(_Section):
 
 class RewardSettings(_Section):
     mode: Literal["default", "fraction", "binary"] = Field(
-        "fraction", description="Tests to reward: fraction passed, 1/0.5/0 (default), or all-or-nothing."
+        "binary", description="Tests to reward: fraction passed, 1/0.5/0 (default), or all-or-nothing."
     )
     scan: bool = Field(True, description="Static reward-hack scan of candidates (a confirmed hack scores 0).")
 
