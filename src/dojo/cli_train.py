@@ -76,6 +76,9 @@ def train(
     except (RunDirError, ValueError) as e:
         _fail(str(e))
         raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted; `--resume` continues from the last finished phase or checkpoint[/]")
+        raise typer.Exit(130) from None
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     if result.interrupted:
