@@ -97,7 +97,7 @@ class DojoCallback(TrainerCallback):
         self.task_id: Any = None
         self.quiet = quiet
         self.csv_path = out / "metrics.csv"
-        self.last: dict[str, float] = {}
+        self.first_step = 0
 
     # -- Ctrl-C -------------------------------------------------------------------------------
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
@@ -110,7 +110,7 @@ class DojoCallback(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
-        self.recorder.step = state.global_step
+        self.recorder.step = self.first_step = state.global_step
         if not self.quiet:
             self.progress = Progress(
                 TextColumn("[bold]GRPO"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
@@ -158,11 +158,9 @@ class DojoCallback(TrainerCallback):
             if new:
                 writer.writeheader()
             writer.writerow(row)
-        self.last = {k: float(v) for k, v in row.items() if isinstance(v, int | float)}
         if self.progress is not None:
             elapsed = max(1e-9, time.monotonic() - self.started)
-            done = state.global_step - getattr(self, "_first_step", state.global_step - 1)
-            self._first_step = getattr(self, "_first_step", state.global_step - 1)
+            done = state.global_step - self.first_step
             stats = (
                 f"reward {row.get('reward', 0.0):.3f}  pass {row.get('pass_rate', 0.0):.2f}  "
                 f"level {row.get('curriculum_level', 0.0):.1f}  {done / elapsed:.2f} steps/s"
