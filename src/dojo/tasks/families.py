@@ -88,6 +88,29 @@ _SHAPES: list[list[Shape]] = [
 ]
 
 
+def _pick_shape(shapes: list[list[Shape]], rng: random.Random, difficulty: float) -> tuple[int, str]:
+    level = min(len(shapes) - 1, int(difficulty * len(shapes)))
+    return level, rng.choice(shapes[level])(rng)
+
+
+def _value(expr: str, x: int) -> int:
+    """Our own expression at ``x`` (built from our templates and integers, never a candidate's text)."""
+    return int(eval(expr, {"abs": abs, "max": max}, {"x": x}))
+
+
+def _expression_task(
+    family: str, expr: str, level: int, levels: int, prompt: str, inputs: list[int], visible: int
+) -> Task:
+    """A function task ``f(x) = expr``: the first ``visible`` inputs are shown, the rest hidden."""
+    tests = [TestCase(args=[x], expected=_value(expr, x), visible=i < visible) for i, x in enumerate(inputs)]
+    meta = TaskMetadata(
+        source=f"family:{family}",
+        difficulty=round(level / (levels - 1), 3),
+        tags=["python", "expression", f"level{level + 1}"],
+    )
+    return Task(id=family, form="function", prompt=prompt, entry_point="f", tests=tests, reference=expr, metadata=meta)
+
+
 class ExpressionFamily:
     """Guess the expression from examples; graded on hidden inputs (function form, entry ``f``)."""
 
@@ -97,30 +120,11 @@ class ExpressionFamily:
         self.visible, self.hidden = visible, hidden
 
     def generate(self, rng: random.Random, difficulty: float) -> Task:
-        level = min(len(_SHAPES) - 1, int(difficulty * len(_SHAPES)))
-        expr = rng.choice(_SHAPES[level])(rng)
+        level, expr = _pick_shape(_SHAPES, rng, difficulty)
         inputs = rng.sample(range(-10, 21), self.visible + self.hidden)
-
-        def f(x: int) -> int:
-            return int(eval(expr, {"abs": abs, "max": max}, {"x": x}))  # our own expression, never a candidate's
-
-        examples = "\n".join(f"f({x}) == {f(x)}" for x in inputs[: self.visible])
+        examples = "\n".join(f"f({x}) == {_value(expr, x)}" for x in inputs[: self.visible])
         prompt = f"# Complete f so that:\n{_indent(examples)}\ndef f(x):\n    return "
-        tests = [TestCase(args=[x], expected=f(x), visible=i < self.visible) for i, x in enumerate(inputs)]
-        meta = TaskMetadata(
-            source="family:expressions",
-            difficulty=round(level / (len(_SHAPES) - 1), 3),
-            tags=["python", "expression", f"level{level + 1}"],
-        )
-        return Task(
-            id="expressions",
-            form="function",
-            prompt=prompt,
-            entry_point="f",
-            tests=tests,
-            reference=expr,
-            metadata=meta,
-        )
+        return _expression_task(self.name, expr, level, len(_SHAPES), prompt, inputs, self.visible)
 
 
 _ARITH_SHAPES: list[list[Shape]] = [
@@ -140,30 +144,12 @@ class ArithmeticFamily:
         self.hidden = hidden
 
     def generate(self, rng: random.Random, difficulty: float) -> Task:
-        level = min(len(_ARITH_SHAPES) - 1, int(difficulty * len(_ARITH_SHAPES)))
-        expr = rng.choice(_ARITH_SHAPES[level])(rng)
+        level, expr = _pick_shape(_ARITH_SHAPES, rng, difficulty)
         shown = [0, 1, 2, rng.randint(3, 9)]
         hidden = rng.sample([x for x in range(-9, 21) if x not in shown], self.hidden)
-
-        def f(x: int) -> int:
-            return int(eval(expr, {}, {"x": x}))  # our own expression, never a candidate's
-
-        examples = "".join(f"# f({x}) == {f(x)}\n" for x in shown)
-        tests = [TestCase(args=[x], expected=f(x), visible=i < len(shown)) for i, x in enumerate(shown + hidden)]
-        meta = TaskMetadata(
-            source="family:arith",
-            difficulty=round(level / (len(_ARITH_SHAPES) - 1), 3),
-            tags=["python", "expression", f"level{level + 1}"],
-        )
-        return Task(
-            id="arith",
-            form="function",
-            prompt=f"{examples}def f(x):\n    return ",
-            entry_point="f",
-            tests=tests,
-            reference=expr,
-            metadata=meta,
-        )
+        examples = "".join(f"# f({x}) == {_value(expr, x)}\n" for x in shown)
+        prompt = f"{examples}def f(x):\n    return "
+        return _expression_task(self.name, expr, level, len(_ARITH_SHAPES), prompt, shown + hidden, len(shown))
 
 
 def _signed(expr: str, c: int) -> str:
@@ -192,7 +178,7 @@ def arith_readings(task: Task) -> list[str]:
     by_values: dict[tuple[int, ...], str] = {}
     for reading in _ARITH_READINGS:
         expr = reading(f0, f1, f2)  # built from integers and our templates, never a candidate's text
-        values = tuple(int(eval(expr, {}, {"x": x})) for x in range(-9, 21))
+        values = tuple(_value(expr, x) for x in range(-9, 21))
         by_values.setdefault(values, expr)  # one expression per function
     return list(by_values.values())
 

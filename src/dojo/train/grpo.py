@@ -57,10 +57,12 @@ def groups_to_keep(
     there are still too few, failed ones (masked)."""
     n = advantages.numel() // group_size
     adv = advantages.view(n, group_size)
-    ok = [g for g in range(n) if not any(failed[g * group_size : (g + 1) * group_size])]
-    bad = [g for g in range(n) if g not in set(ok)]
-    informative = [g for g in ok if bool((adv[g] != 0).any())]
-    flat = [g for g in ok if g not in set(informative)]
+    is_failed = [any(failed[g * group_size : (g + 1) * group_size]) for g in range(n)]
+    is_informative = [bool((adv[g] != 0).any()) for g in range(n)]
+    ok = [g for g in range(n) if not is_failed[g]]
+    bad = [g for g in range(n) if is_failed[g]]
+    informative = [g for g in ok if is_informative[g]]
+    flat = [g for g in ok if not is_informative[g]]
     chosen = (informative + flat)[:keep]
     padding = bad[: keep - len(chosen)]
     return sorted(chosen + padding), padding
@@ -117,7 +119,8 @@ class DojoGRPOTrainer(GRPOTrainer):
             else:
                 selected[key] = value
         if padding:
-            masked = torch.tensor([grp in set(padding) for grp in keep for _ in range(g)], device=index.device)
+            pad = set(padding)
+            masked = torch.tensor([grp in pad for grp in keep for _ in range(g)], device=index.device)
             selected["completion_mask"] = selected["completion_mask"] * (~masked).unsqueeze(1).int()
             selected["advantages"] = selected["advantages"].masked_fill(masked, 0.0)
         loss_mask = selected["completion_mask"]

@@ -264,13 +264,9 @@ def _grpo(
     )  # fmt: skip
     checkpoint = _latest_checkpoint(grpo_dir)
     store = TrajectoryStore(str(out / "trajectories"), run_id=f"seed{config.seed}-{int(time.time())}")
-    if checkpoint is not None:
-        step = int(checkpoint.name.split("-")[1])
-        if (checkpoint / CURRICULUM_FILE).is_file():
-            curriculum.load_state_dict(json.loads((checkpoint / CURRICULUM_FILE).read_text()))
-        drop_newer_shards(store, step)
-    else:
-        drop_newer_shards(store, 0)
+    if checkpoint is not None and (checkpoint / CURRICULUM_FILE).is_file():
+        curriculum.load_state_dict(json.loads((checkpoint / CURRICULUM_FILE).read_text()))
+    drop_newer_shards(store, int(checkpoint.name.split("-")[1]) if checkpoint is not None else 0)
     recorder = StepRecorder(curriculum, g.group_size, store.run_id)
     reward = DojoReward(
         mode=config.reward.mode, limits=limits, scan=config.reward.scan, pool_size=config.sandbox.pool_size,
