@@ -17,10 +17,43 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>")
+# ChatML with Hermes-style tool calls (what Qwen renders): tools are listed in the system turn (by
+# name and parameters only, short enough for a byte-level model), an
+# assistant's calls are ``<tool_call>`` JSON blocks, and a tool's result comes back as a user turn in
+# ``<tool_response>``. Earlier messages render the same whatever follows (trainers rely on that).
 CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if tools %}<|im_start|>system\n"
+    "{% if messages and messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}\n\n{% endif %}"
+    "# Tools\n{% for t in tools %}{% set f = t['function'] if 'function' in t else t %}"
+    "{{ f['name'] }}({{ ((f.get('parameters') or {}).get('properties') or {}).keys() | join(', ') }})\n"
+    "{% endfor %}<|im_end|>\n{% endif %}"
+    "{% for m in messages %}"
+    "{% if m['role'] == 'system' and tools and loop.first %}"
+    "{% elif m['role'] == 'tool' %}<|im_start|>user\n<tool_response>\n{{ m['content'] }}\n</tool_response><|im_end|>\n"
+    "{% elif m['role'] == 'assistant' and m.get('tool_calls') %}<|im_start|>assistant\n{{ m['content'] or '' }}"
+    "{% for c in m['tool_calls'] %}<tool_call>\n{\"name\": \"{{ c['function']['name'] }}\", \"arguments\": "
+    "{% if c['function']['arguments'] is string %}{{ c['function']['arguments'] }}"
+    "{% else %}{{ c['function']['arguments'] | tojson }}{% endif %}}\n</tool_call>{% endfor %}<|im_end|>\n"
+    "{% else %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}"
+    "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+# How ``tokenizer.parse_response`` reads a reply back: ``<tool_call>`` blocks, then text to ``<|im_end|>``
+# (the layout transformers documents for Qwen-style templates).
+RESPONSE_TEMPLATE: dict[str, Any] = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+    },
+}
 
 
 _QWEN2_SPLIT = (
@@ -70,6 +103,7 @@ def build_tokenizer() -> Any:
         tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<unk>"
     )
     tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.response_template = RESPONSE_TEMPLATE
     return tokenizer
 
 

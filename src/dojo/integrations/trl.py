@@ -2,6 +2,10 @@
 
 - ``DojoReward`` / ``AsyncDojoReward``: dojo graders as TRL reward functions (sync and async,
   picklable, ``None`` on an infrastructure failure); see ``dojo.integrations.trl_rewards``.
+- ``DojoToolEnv``: a dojo task as a tool-calling environment (``environment_factory``);
+  see ``dojo.integrations.trl_env``.
+- ``DojoRollout`` + ``episode_reward``: dojo's multi-turn feedback episodes as a ``rollout_func``,
+  with ``env_mask`` on the feedback tokens; see ``dojo.integrations.trl_rollout``.
 - ``task_rows``: dataset rows (``prompt``, ``task``, ``task_id``) for ``GRPOTrainer``.
 - ``DojoGRPOTrainer``: ``GRPOTrainer`` with dojo's curriculum, dynamic sampling and failure
   masking, as ``dojo train`` uses it (``dojo.train.grpo``).
@@ -9,7 +13,12 @@
 
 from __future__ import annotations
 
+from dojo.integrations.trl_env import DojoToolEnv
 from dojo.integrations.trl_rewards import AsyncDojoReward, DojoReward, completion_text, task_rows
+from dojo.integrations.trl_rollout import DojoRollout, episode_reward
 from dojo.train.grpo import CurriculumBatches, DojoGRPOTrainer
 
-__all__ = ["AsyncDojoReward", "CurriculumBatches", "DojoGRPOTrainer", "DojoReward", "completion_text", "task_rows"]
+__all__ = [
+    "AsyncDojoReward", "CurriculumBatches", "DojoGRPOTrainer", "DojoReward", "DojoRollout", "DojoToolEnv",
+    "completion_text", "episode_reward", "task_rows",
+]  # fmt: skip

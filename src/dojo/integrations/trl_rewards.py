@@ -74,7 +74,7 @@ class _RewardBase:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        for key in ("_sandbox", "_grader", "_loop", "_thread", "_lock"):
+        for key in ("_sandbox", "_grader", "_loop"):
             state.pop(key, None)
         state["last_rewards"] = []
         return state
@@ -127,44 +127,60 @@ class _RewardBase:
         return tasks, [completion_text(c) for c in completions]
 
 
+class BackgroundLoop:
+    """An event loop on a daemon thread, started on first use: lets synchronous callers (TRL's
+    reward functions and ``rollout_func``) drive dojo's async sandbox."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever, name=self.name, daemon=True)
+                self._thread.start()
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+            self._loop = self._thread = None
+
+
 class DojoReward(_RewardBase):
     """A synchronous TRL reward function backed by a dojo ``Grader`` and a warm sandbox pool."""
 
     def _init_runtime(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._loop = BackgroundLoop("dojo-reward")
 
     def __init__(self, tasks: Iterable[Task] = (), **kwargs: Any) -> None:
         super().__init__(tasks, **kwargs)
         self._init_runtime()
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=self._loop.run_forever, name="dojo-reward", daemon=True)
-                self._thread.start()
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
     def __call__(
         self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None, **columns: Any
     ) -> list[float | None]:
         tasks, texts = self._inputs(prompts, completions, columns)
-        return [r.value for r in self._run(self._grade(tasks, texts))]
+        return [r.value for r in self._loop.run(self._grade(tasks, texts))]
 
     def grade(self, tasks: list[Task], texts: list[str]) -> list[Reward]:
         """The full ``Reward`` objects (verdicts, cases) rather than TRL's floats."""
-        return self._run(self._grade(tasks, texts))
+        return self._loop.run(self._grade(tasks, texts))
 
     def close(self) -> None:
-        if self._loop is not None:
-            if self._sandbox is not None:
-                self._run(self._sandbox.close())
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-            self._loop = None
+        if self._loop.started and self._sandbox is not None:
+            self._loop.run(self._sandbox.close())
+        self._loop.stop()
         self._sandbox = self._grader = None
 
 

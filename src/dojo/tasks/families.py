@@ -128,10 +128,10 @@ class ExpressionFamily:
 
 
 _ARITH_SHAPES: list[list[Shape]] = [
-    [lambda r: f"x + {r.randint(2, 9)}", lambda r: f"x * {r.randint(2, 9)}"],
-    [lambda r: f"x - {r.randint(2, 9)}", lambda r: f"{r.randint(2, 9)} - x"],
-    [lambda r: f"x * {r.randint(2, 5)} + {r.randint(1, 9)}", lambda r: f"x * x + {r.randint(1, 9)}"],
-    [lambda r: f"x * x * {r.randint(2, 4)}", lambda r: f"x * x - x * {r.randint(2, 4)}"],
+    [lambda r: f"x + {r.randint(1, 19)}", lambda r: f"x * {r.randint(2, 12)}"],
+    [lambda r: f"x - {r.randint(1, 19)}", lambda r: f"{r.randint(1, 19)} - x"],
+    [lambda r: f"x * {r.randint(2, 6)} + {r.randint(1, 15)}", lambda r: f"x * x + {r.randint(1, 15)}"],
+    [lambda r: f"x * x * {r.randint(2, 6)}", lambda r: f"x * x - x * {r.randint(1, 9)}"],
 ]
 
 

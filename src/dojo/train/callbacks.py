@@ -7,6 +7,7 @@ import csv
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -19,8 +20,10 @@ from dojo.rewards import Reward
 from dojo.rollout.store import TrajectoryStore
 from dojo.tasks.curriculum import CurriculumSampler
 from dojo.tasks.model import Task
+from dojo.train.evaluate import EvalResult
 
 CURRICULUM_FILE = "dojo_curriculum.json"
+EVAL_STEPS_FILE = "eval-steps.csv"
 METRIC_COLUMNS = [
     "step", "reward", "reward_std", "pass_rate", "frac_reward_zero_std", "groups_informative", "groups_kept",
     "groups_failed", "curriculum_level", "entropy", "loss", "grad_norm", "learning_rate", "completion_length",
@@ -84,9 +87,19 @@ class StepRecorder:
 
 class DojoCallback(TrainerCallback):
     def __init__(
-        self, out: Path, recorder: StepRecorder, store: TrajectoryStore, total_steps: int, quiet: bool
+        self,
+        out: Path,
+        recorder: StepRecorder,
+        store: TrajectoryStore,
+        total_steps: int,
+        quiet: bool,
+        *,
+        periodic_eval: Callable[[Any, Any], EvalResult] | None = None,
+        eval_every: int = 0,
     ) -> None:
         self.out = out
+        self.periodic_eval = periodic_eval
+        self.eval_every = eval_every
         self.recorder = recorder
         self.store = store
         self.total_steps = total_steps
@@ -135,6 +148,30 @@ class DojoCallback(TrainerCallback):
             # drops any shard newer than its checkpoint (see drop_newer_shards), so none is lost or doubled.
             self.store.write_groups(self.recorder.pending)
             self.recorder.pending = []
+        step = state.global_step
+        if (
+            self.periodic_eval is not None
+            and self.eval_every
+            and step % self.eval_every == 0
+            and step < state.max_steps
+        ):
+            self._evaluate(step, kwargs["model"], kwargs["processing_class"])
+
+    def _evaluate(self, step: int, model: Any, tokenizer: Any) -> None:
+        """Held-out reward during training (``eval.every``): a row of ``eval-steps.csv``."""
+        assert self.periodic_eval is not None
+        result = self.periodic_eval(model, tokenizer)
+        path = self.out / EVAL_STEPS_FILE
+        new = not path.exists()
+        with path.open("a", newline="") as f:
+            writer = csv.writer(f)
+            if new:
+                writer.writerow(["step", "mean_reward", "pass_rate", "greedy_pass"])
+            writer.writerow([step, f"{result.mean_reward:.4f}", f"{result.pass_rate:.4f}", f"{result.greedy_pass:.4f}"])
+        if self.progress is not None:
+            self.progress.console.print(
+                f"step {step}: held-out reward {result.mean_reward:.3f}, greedy pass {result.greedy_pass:.3f}"
+            )
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"

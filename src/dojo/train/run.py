@@ -19,6 +19,7 @@ Layout of ``output.dir``: ``config.yaml``, ``model-init/``, ``warm-start/``, ``g
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ import random
 import shutil
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -172,17 +174,26 @@ def _eval(config: TrainConfig, path: Path, held: list[Task], reward: DojoReward,
     if file.is_file():
         return EvalResult.model_validate_json(file.read_text())
     model, tokenizer = _load(path)
-    result = evaluate(
-        model,
-        tokenizer,
-        held,
-        reward,
-        samples=config.eval.samples,
-        temperature=config.grpo.temperature,
-        max_tokens=config.grpo.max_completion_tokens,
-    )
+    result = _eval_now(config, held, reward, model, tokenizer)
     file.write_text(result.model_dump_json(indent=2))
     return result
+
+
+def _eval_now(config: TrainConfig, held: list[Task], reward: DojoReward, model: Any, tokenizer: Any) -> EvalResult:
+    """Held-out evaluation of ``model`` (also the one being trained, for ``eval.every``); leaves it
+    in training mode."""
+    try:
+        return evaluate(
+            model,
+            tokenizer,
+            held,
+            reward,
+            samples=config.eval.samples,
+            temperature=config.grpo.temperature,
+            max_tokens=config.grpo.max_completion_tokens,
+        )
+    finally:
+        model.train()
 
 
 def _latest_checkpoint(grpo_dir: Path) -> Path | None:
@@ -221,7 +232,8 @@ def train(
         warm = _warm_start(config, start, train_tasks, out)
         before = _eval(config, warm, held, eval_reward, out / "eval-before.json")
         say(f"held-out before GRPO: reward {before.mean_reward:.3f}, greedy pass {before.greedy_pass:.3f}")
-        steps, interrupted = _grpo(config, warm, train_tasks, out, limits, quiet)
+        periodic = functools.partial(_eval_now, config, held, eval_reward)
+        steps, interrupted = _grpo(config, warm, train_tasks, out, limits, quiet, periodic)
         if interrupted:
             say(f"[yellow]interrupted at step {steps}: checkpoint saved; continue with --resume[/]")
             return TrainResult(
@@ -239,7 +251,13 @@ def train(
 
 
 def _grpo(
-    config: TrainConfig, warm: Path, train_tasks: list[Task], out: Path, limits: Limits, quiet: bool
+    config: TrainConfig,
+    warm: Path,
+    train_tasks: list[Task],
+    out: Path,
+    limits: Limits,
+    quiet: bool,
+    periodic: Callable[[Any, Any], EvalResult] | None = None,
 ) -> tuple[int, bool]:
     """GRPO until ``grpo.steps`` (from the latest checkpoint when there is one); returns the step
     reached and whether Ctrl-C stopped it."""
@@ -304,7 +322,7 @@ def _grpo(
     model, tokenizer = _load(warm)
     dataset = Dataset.from_list(task_rows(train_tasks))
     sampler = CurriculumBatches(curriculum, index_tasks(train_tasks), per_step, g.group_size)
-    callback = DojoCallback(out, recorder, store, g.steps, quiet)
+    callback = DojoCallback(out, recorder, store, g.steps, quiet, periodic_eval=periodic, eval_every=config.eval.every)
     os.environ["TENSORBOARD_LOGGING_DIR"] = str(out / "tensorboard")  # read by the TensorBoard callback
     trainer = DojoGRPOTrainer(
         model=model,

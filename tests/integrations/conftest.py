@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dojo.agent.tiny_model import TinyModelSpec, build_tiny_model
+from dojo.tasks.families import generate_tasks
+from dojo.tasks.model import Task
+
+SUBMIT_X_PLUS_1 = '<tool_call>\n{"name": "submit", "arguments": {"code": "x + 1"}}\n</tool_call>'
+
+
+def arith_tasks(references: list[str]) -> list[Task]:
+    """The first ``arith`` task with each reference solution."""
+    pool = generate_tasks("arith", 3000, seed=0)
+    return [next(t for t in pool if t.reference == ref) for ref in references]
+
+
+@pytest.fixture(scope="session")
+def submitting_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model taught (a few seconds of supervised steps) to answer the chat prompts of the
+    tasks ``x + 1`` and ``x * 2`` with one tool call, ``submit(code="x + 1")``: right for the first,
+    wrong for the second. Sampled at temperature 1 it is right most of the time, not always."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from dojo.integrations.trl_env import DojoToolEnv
+
+    spec = TinyModelSpec(hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4, num_kv_heads=2)
+    path = build_tiny_model(tmp_path_factory.mktemp("submitting-model"), spec)
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    env = DojoToolEnv()
+    tools = [env.run_code, env.run_tests, env.submit]
+    torch.manual_seed(0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    c = tok(SUBMIT_X_PLUS_1 + tok.eos_token, add_special_tokens=False)["input_ids"]
+    rows = []
+    for task in arith_tasks(["x + 1", "x * 2"]):  # rendered as TRL renders them: with the tools
+        prompt = tok.apply_chat_template(task.messages(), tools=tools, add_generation_prompt=True, tokenize=False)
+        p = tok(prompt, add_special_tokens=False)["input_ids"]
+        rows.append((p + c, [-100] * len(p) + c))
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.tensor([i + [tok.pad_token_id] * (width - len(i)) for i, _ in rows])
+    labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
+    model.train()
+    for _ in range(250):
+        loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    model.save_pretrained(path)
+    return path
