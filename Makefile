@@ -3,6 +3,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+VERL_DEPS := .verl-deps
+VERL_STAMP := $(VERL_DEPS)/.installed
 
 .PHONY: test demo lint typecheck pytest bench clean
 
@@ -12,7 +14,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-test: $(STAMP) lint typecheck pytest
+# verl's classes for the verl bridge's tests: --no-deps, outside the venv (see the requirements file).
+$(VERL_STAMP): tests/integrations/verl-requirements.txt $(STAMP)
+	rm -rf $(VERL_DEPS)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --target $(VERL_DEPS) \
+		-r tests/integrations/verl-requirements.txt
+	@touch $(VERL_STAMP)
+
+test: $(STAMP) $(VERL_STAMP) lint typecheck pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -31,4 +40,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/sandbox.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VERL_DEPS) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,91 @@
+"""The verl bridge: compute_score backed by dojo's grader, the Parquet export in verl's row schema,
+and (in a subprocess with verl's own classes, installed by `make test` into .verl-deps) the
+sandbox tool and the feedback agent loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dojo.integrations import verl_data
+from dojo.integrations.trl_rewards import DojoReward
+from dojo.integrations.verl_data import RewardUnavailable, compute_score, export_verl_parquet, verl_rows
+from dojo.rewards import Grader
+from dojo.tasks.model import Task
+from tests.integrations.conftest import arith_tasks
+from tests.integrations.test_trl_env import _DeadSandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+VERL_DEPS = ROOT / ".verl-deps"
+TASKS = arith_tasks(["x + 1", "x * 2"])
+
+
+def test_compute_score_grades_in_the_sandbox() -> None:
+    row = verl_rows(TASKS[:1], reward_mode="binary")[0]
+    truth, extra = row["reward_model"]["ground_truth"], row["extra_info"]
+    right = compute_score(row["data_source"], "x + 1", truth, extra)
+    assert right["score"] == 1.0 and right["verdict"] == "pass"
+    wrong = compute_score(row["data_source"], "```python\nx * 3\n```", truth, extra)
+    assert wrong["score"] == 0.0 and wrong["pass_rate"] < 1.0
+    partial = compute_score(row["data_source"], "x + 1 if x < 3 else 0", truth, {**extra, "reward_mode": "fraction"})
+    assert 0.0 < partial["score"] < 1.0  # right on the shown inputs and the negative hidden ones only
+    with pytest.raises(ValueError, match="not a dojo task"):
+        compute_score("dojo", "x", "42")
+    with pytest.raises(ValueError, match="reward_mode"):
+        compute_score("dojo", "x", truth, {"reward_mode": "lenient"})
+
+
+def test_a_sandbox_failure_raises_instead_of_scoring_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    dead = DojoReward(mode="fraction")
+    dead._grader = Grader(_DeadSandbox(), mode="fraction")  # type: ignore[arg-type]
+    monkeypatch.setattr(verl_data, "_grader", lambda mode: dead)
+    truth = verl_rows(TASKS[:1])[0]["reward_model"]["ground_truth"]
+    with pytest.raises(RewardUnavailable, match="failed 3 times"):
+        compute_score("dojo", "x + 1", truth)
+    dead.close()
+
+
+def test_parquet_export_is_verl_row_schema(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "train.parquet"
+    assert export_verl_parquet(TASKS, path, agent_name="dojo_feedback") == 2
+    rows = pq.read_table(path).to_pylist()
+    assert {"data_source", "prompt", "ability", "reward_model", "extra_info", "agent_name"} <= set(rows[0])
+    first = rows[0]
+    assert first["prompt"] == [dict(m) for m in TASKS[0].messages()] and first["ability"] == "code"
+    assert first["reward_model"]["style"] == "rule"
+    assert Task.model_validate_json(first["reward_model"]["ground_truth"]) == TASKS[0]
+    assert first["extra_info"]["index"] == 0 and first["extra_info"]["task_id"] == TASKS[0].id
+    assert set(first["extra_info"]["tools_kwargs"]) == {"run_code", "run_tests", "submit"}
+    hidden = [str(t.expected) for t in TASKS[0].tests if not t.visible]
+    assert not any(f"== {h}\n" in first["prompt"][-1]["content"] for h in hidden if h not in "0123")
+    with pytest.raises(ValueError, match="no tasks"):
+        export_verl_parquet([], tmp_path / "empty.parquet")
+
+
+@pytest.mark.skipif(not VERL_DEPS.is_dir(), reason="verl's classes are not installed (make test installs .verl-deps)")
+def test_tool_and_agent_loop_against_verl_classes(tiny_model_dir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(VERL_DEPS), str(ROOT)])}
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("verl_script.py")), str(tiny_model_dir)],
+        capture_output=True, text=True, timeout=300, env=env, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["tool_is_base_tool"] and report["loop_is_agent_loop_base"] and report["registered"]
+    assert report["schema_names"] == ["run_code", "submit"]
+    assert report["tool_names"] == ["run_code", "run_tests", "submit"]
+    assert report["observations"][0].startswith("verdict: Accepted") and "42" in report["observations"][0]
+    assert report["calc_reward"] == 1.0  # the session kept the submission across create/release
+    assert report["output_is_agent_loop_output"] and report["lengths_match"]
+    assert report["turns"] == 2 and report["server_calls"] == 2  # the random model failed, got feedback, retried
+    assert report["mask_zeros"] > 0 and "did not pass the visible tests" in report["env_text"]
+    assert 0.0 <= report["reward_score"] <= 1.0
+    assert "rm_scores" in report["as_dict_keys"]
