@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dojo.agent.tiny_model import TinyModelSpec, build_tiny_model
+from dojo.sandbox import ExecutionResult
 from dojo.tasks.families import generate_tasks
 from dojo.tasks.model import Task
 
@@ -52,3 +54,16 @@ def submitting_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         opt.zero_grad()
     model.save_pretrained(path)
     return path
+
+
+class DeadSandbox:
+    """A sandbox whose every run is an infrastructure failure (a slot that died)."""
+
+    async def run(self, program: Any, limits: Any = None, **kw: Any) -> ExecutionResult:
+        return ExecutionResult.from_sandbox_error("slot died", "python")
+
+    async def run_many(self, programs: Any, limits: Any = None) -> list[ExecutionResult]:
+        return [await self.run(p) for p in programs]
+
+    async def close(self) -> None:
+        pass

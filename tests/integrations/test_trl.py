@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
-from typing import Any
 
 import pytest
 from datasets import Dataset
 
 from dojo.integrations.trl import AsyncDojoReward, DojoReward, task_rows
-from dojo.sandbox import ExecutionResult
 from dojo.tasks.families import generate_tasks
+from tests.integrations.conftest import DeadSandbox
 
 TASKS = generate_tasks("arith", 4, seed=0)
 
@@ -39,22 +38,11 @@ def test_rows_without_a_task_are_a_clear_error() -> None:
         reward(["p"], ["x"], task_id=["nope"])
 
 
-class _DeadSandbox:
-    async def run(self, program: Any, limits: Any = None, **kw: Any) -> ExecutionResult:
-        return ExecutionResult.from_sandbox_error("slot died", "python")
-
-    async def run_many(self, programs: Any, limits: Any = None) -> list[ExecutionResult]:
-        return [await self.run(p) for p in programs]
-
-    async def close(self) -> None:
-        pass
-
-
 async def test_async_reward_is_none_when_the_sandbox_fails() -> None:
     from dojo.rewards import Grader
 
     reward = AsyncDojoReward(mode="binary")
-    reward._grader = Grader(_DeadSandbox())  # type: ignore[arg-type]
+    reward._grader = Grader(DeadSandbox())  # type: ignore[arg-type]
     rows = task_rows(TASKS[:1])
     assert await reward([rows[0]["prompt"]], [TASKS[0].reference], task=[rows[0]["task"]]) == [None]
     assert pickle.loads(pickle.dumps(reward))._grader is None

@@ -13,8 +13,7 @@ from datasets import Dataset
 
 from dojo.integrations import trl_env
 from dojo.integrations.trl import DojoToolEnv, task_rows
-from dojo.sandbox import ExecutionResult
-from tests.integrations.conftest import arith_tasks
+from tests.integrations.conftest import DeadSandbox, arith_tasks
 
 PLUS_ONE, TIMES_TWO = arith_tasks(["x + 1", "x * 2"])
 
@@ -39,17 +38,9 @@ async def test_tools_run_in_the_sandbox_and_the_submission_is_graded_on_hidden_t
     await DojoToolEnv.close_sandboxes()
 
 
-class _DeadSandbox:
-    async def run(self, program: Any, limits: Any = None, **kw: Any) -> ExecutionResult:
-        return ExecutionResult.from_sandbox_error("slot died", "python")
-
-    async def run_many(self, programs: Any, limits: Any = None) -> list[ExecutionResult]:
-        return [await self.run(p) for p in programs]
-
-
 async def test_a_sandbox_failure_is_no_reward_not_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     async def dead(pool_size: int) -> Any:
-        return _DeadSandbox()
+        return DeadSandbox()
 
     monkeypatch.setattr(trl_env._SANDBOXES, "get", dead)
     env = DojoToolEnv()

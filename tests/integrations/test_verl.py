@@ -18,8 +18,7 @@ from dojo.integrations.trl_rewards import DojoReward
 from dojo.integrations.verl_data import RewardUnavailable, compute_score, export_verl_parquet, verl_rows
 from dojo.rewards import Grader
 from dojo.tasks.model import Task
-from tests.integrations.conftest import arith_tasks
-from tests.integrations.test_trl_env import _DeadSandbox
+from tests.integrations.conftest import DeadSandbox, arith_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 VERL_DEPS = ROOT / ".verl-deps"
@@ -43,7 +42,7 @@ def test_compute_score_grades_in_the_sandbox() -> None:
 
 def test_a_sandbox_failure_raises_instead_of_scoring_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     dead = DojoReward(mode="fraction")
-    dead._grader = Grader(_DeadSandbox(), mode="fraction")  # type: ignore[arg-type]
+    dead._grader = Grader(DeadSandbox(), mode="fraction")  # type: ignore[arg-type]
     monkeypatch.setattr(verl_data, "_grader", lambda mode: dead)
     truth = verl_rows(TASKS[:1])[0]["reward_model"]["ground_truth"]
     with pytest.raises(RewardUnavailable, match="failed 3 times"):

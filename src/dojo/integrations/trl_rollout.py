@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dojo.agent.chat_turns import feedback_turn_suffix
 from dojo.agent.episode import FEEDBACK_MESSAGE
 from dojo.agent.tools import Toolbox
 from dojo.integrations.trl_rewards import BackgroundLoop
@@ -249,7 +250,9 @@ class DojoRollout:
         if isinstance(e.prompt, str):
             text = f"\n\n{feedback}\n\n"
         else:
-            text = _turn_suffix(tokenizer, e.messages, ended_with_eos=e.completion_ids[-1:] == [tokenizer.eos_token_id])
+            text = feedback_turn_suffix(
+                tokenizer, e.messages, ended_with_eos=e.completion_ids[-1:] == [tokenizer.eos_token_id]
+            )
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         if len(ids) > self.max_feedback_tokens:  # keep the head of the feedback and the generation prompt
             keep_tail = min(16, self.max_feedback_tokens // 4)
@@ -265,25 +268,3 @@ class DojoRollout:
             e.reward = r.value
             if r.value is None:
                 e.infra_error = r.error or "the sandbox failed while grading"
-
-
-def _turn_suffix(tokenizer: Any, messages: list[dict[str, Any]], *, ended_with_eos: bool) -> str:
-    """What the chat template puts between the model's last reply and its next one: the end of the
-    assistant turn, the feedback user turn and the generation prompt. ``messages`` ends with
-    (assistant reply, user feedback)."""
-    before, reply = messages[:-2], messages[-2]
-    opened: str = tokenizer.apply_chat_template(before, add_generation_prompt=True, tokenize=False)
-    closed: str = tokenizer.apply_chat_template([*before, reply], tokenize=False)
-    full: str = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    head = opened + reply["content"]
-    if not (closed.startswith(head) and full.startswith(closed)):
-        raise ValueError(
-            "the tokenizer's chat template does not render earlier turns the same when more follow "
-            "(not prefix-preserving), so feedback turns cannot be appended token by token; use a "
-            "ChatML-style template"
-        )
-    close = closed[len(head) :]
-    eos = tokenizer.eos_token or ""
-    if ended_with_eos and eos and close.startswith(eos):
-        close = close[len(eos) :]
-    return str(close + full[len(closed) :])

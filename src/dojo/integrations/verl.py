@@ -32,14 +32,15 @@ from verl.experimental.agent_loop.agent_loop import (
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
+from dojo.agent.chat_turns import feedback_turn_suffix
 from dojo.agent.episode import FEEDBACK_MESSAGE
 from dojo.agent.policy import ToolCall
 from dojo.agent.tools import TOOL_NAMES, Toolbox, tool_specs
-from dojo.integrations.trl_rollout import _turn_suffix
 from dojo.integrations.verl_data import (
     RewardUnavailable,
     compute_score,
     export_verl_parquet,
+    load_task,
     verl_rows,
 )
 from dojo.rewards import Grader
@@ -83,14 +84,6 @@ class _Session:
 _SESSIONS: OrderedDict[str, _Session] = OrderedDict()  # by request id, oldest first
 
 
-def _load_task(value: Any) -> Task:
-    if isinstance(value, Task):
-        return value
-    if isinstance(value, dict):
-        return Task.model_validate(value)
-    return Task.model_validate_json(value)
-
-
 class DojoSandboxTool(BaseTool):  # type: ignore[misc]
     """A verl tool that runs in dojo's sandbox. ``config``: ``action`` (run_code, run_tests, submit),
     optional ``pool_size``, ``max_sessions`` (sessions kept, oldest dropped first) and
@@ -120,7 +113,7 @@ class DojoSandboxTool(BaseTool):  # type: ignore[misc]
                 "dojo.integrations.verl.export_verl_parquet (extra_info.tools_kwargs carries it)"
             )
         instance_id = instance_id or uuid4().hex
-        self._instances[instance_id] = _load_task(create_kwargs["task"])
+        self._instances[instance_id] = load_task(create_kwargs["task"])
         return instance_id, ToolResponse()
 
     async def _session(self, instance_id: str, agent_data: Any) -> _Session:
@@ -180,7 +173,7 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages = [dict(m) for m in kwargs["raw_prompt"]]
         extra = kwargs.get("extra_info") or {}
-        task = _load_task(kwargs["reward_model"]["ground_truth"])
+        task = load_task(kwargs["reward_model"]["ground_truth"])
         max_turns = int(extra.get("max_turns", 2))
         response_length = int(self.rollout_config.response_length)
         prompt_ids = list(
@@ -220,7 +213,7 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
                 {"role": "user", "content": FEEDBACK_MESSAGE.format(feedback=observation)},
             ]
             eos = self.tokenizer.eos_token_id
-            suffix = _turn_suffix(
+            suffix = feedback_turn_suffix(
                 self.tokenizer, messages, ended_with_eos=bool(out.token_ids) and out.token_ids[-1] == eos
             )
             env_ids = self.tokenizer(suffix, add_special_tokens=False)["input_ids"]

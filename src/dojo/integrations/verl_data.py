@@ -43,7 +43,8 @@ def _grader(mode: str) -> DojoReward:
         return _rewards[mode]
 
 
-def _task(ground_truth: Any) -> Task:
+def load_task(ground_truth: Any) -> Task:
+    """A task from a Parquet row's ``ground_truth`` or ``tools_kwargs`` (JSON, a dict, or a Task)."""
     if isinstance(ground_truth, Task):
         return ground_truth
     if isinstance(ground_truth, dict):
@@ -65,7 +66,7 @@ def compute_score(
     """The reward of one response: ``{"score": reward, "pass_rate": ..., "verdict": ...}`` (verl
     logs the extra keys). The reward mode comes from ``extra_info["reward_mode"]`` (default
     ``fraction``: the share of tests passed)."""
-    task = _task(ground_truth)
+    task = load_task(ground_truth)
     grader = _grader(str((extra_info or {}).get("reward_mode", "fraction")))
     error = ""
     for _ in range(RETRIES):
