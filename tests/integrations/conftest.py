@@ -67,3 +67,15 @@ class DeadSandbox:
 
     async def close(self) -> None:
         pass
+
+
+def grpo_args(out: Path, **settings: Any) -> Any:
+    """A CPU ``GRPOConfig`` for one short test run; ``settings`` override the shared defaults."""
+    from trl import GRPOConfig
+
+    defaults: dict[str, Any] = {
+        "max_steps": 1, "per_device_train_batch_size": 4, "num_generations": 2, "learning_rate": 1e-3,
+        "bf16": False, "use_cpu": True, "report_to": [], "save_strategy": "no", "disable_tqdm": True,
+        "logging_steps": 1,
+    }  # fmt: skip
+    return GRPOConfig(output_dir=str(out), **{**defaults, **settings})

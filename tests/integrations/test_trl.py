@@ -11,7 +11,7 @@ from datasets import Dataset
 
 from dojo.integrations.trl import AsyncDojoReward, DojoReward, task_rows
 from dojo.tasks.families import generate_tasks
-from tests.integrations.conftest import DeadSandbox
+from tests.integrations.conftest import DeadSandbox, grpo_args
 
 TASKS = generate_tasks("arith", 4, seed=0)
 
@@ -50,16 +50,12 @@ async def test_async_reward_is_none_when_the_sandbox_fails() -> None:
 
 def test_a_real_grpo_trainer_trains_on_dojo_rewards(tiny_model_dir: Path, tmp_path: Path) -> None:
     from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     tokenizer.padding_side = "left"
     sync_reward, async_reward = DojoReward(mode="fraction"), AsyncDojoReward(mode="binary")
-    args = GRPOConfig(
-        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=2, learning_rate=1e-3,
-        max_completion_length=8, bf16=False, use_cpu=True, report_to=[], save_strategy="no", disable_tqdm=True,
-        logging_steps=1,
-    )  # fmt: skip
+    args = grpo_args(tmp_path, max_steps=2, max_completion_length=8)
     trainer = GRPOTrainer(
         model=str(tiny_model_dir), reward_funcs=[sync_reward, async_reward], args=args,
         train_dataset=Dataset.from_list(task_rows(TASKS)), processing_class=tokenizer,

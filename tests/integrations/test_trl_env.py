@@ -13,7 +13,7 @@ from datasets import Dataset
 
 from dojo.integrations import trl_env
 from dojo.integrations.trl import DojoToolEnv, task_rows
-from tests.integrations.conftest import DeadSandbox, arith_tasks
+from tests.integrations.conftest import DeadSandbox, arith_tasks, grpo_args
 
 PLUS_ONE, TIMES_TWO = arith_tasks(["x + 1", "x * 2"])
 
@@ -65,7 +65,7 @@ def test_bad_rows_and_settings_are_clear_errors() -> None:
 
 def test_a_real_grpo_trainer_runs_tool_calling_episodes(submitting_model_dir: Path, tmp_path: Path) -> None:
     from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     made: list[DojoToolEnv] = []
 
@@ -76,10 +76,9 @@ def test_a_real_grpo_trainer_runs_tool_calling_episodes(submitting_model_dir: Pa
 
     tokenizer = AutoTokenizer.from_pretrained(submitting_model_dir)
     tokenizer.padding_side = "left"
-    args = GRPOConfig(
-        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=8, num_generations=4, learning_rate=1e-3,
-        max_completion_length=96, max_tool_calling_iterations=1, bf16=False, use_cpu=True, report_to=[],
-        save_strategy="no", disable_tqdm=True, logging_steps=1, seed=0,
+    args = grpo_args(
+        tmp_path, per_device_train_batch_size=8, num_generations=4, max_completion_length=96,
+        max_tool_calling_iterations=1, seed=0,
     )  # fmt: skip
     trainer = GRPOTrainer(
         model=str(submitting_model_dir), args=args, environment_factory=factory, processing_class=tokenizer,

@@ -10,14 +10,14 @@ import pytest
 from datasets import Dataset
 
 from dojo.integrations.trl import DojoRollout, episode_reward, task_rows
-from tests.integrations.conftest import arith_tasks
+from tests.integrations.conftest import arith_tasks, grpo_args
 
 TASKS = arith_tasks(["x + 1", "x * 2"])
 
 
 def _train(model_dir: Path, out: Path, rollout: DojoRollout) -> tuple[Any, list[dict[str, Any]]]:
     from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     captured: list[dict[str, Any]] = []
 
@@ -28,11 +28,7 @@ def _train(model_dir: Path, out: Path, rollout: DojoRollout) -> tuple[Any, list[
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
-    args = GRPOConfig(
-        output_dir=str(out), max_steps=1, per_device_train_batch_size=4, num_generations=2, learning_rate=1e-3,
-        max_completion_length=12, bf16=False, use_cpu=True, report_to=[], save_strategy="no", disable_tqdm=True,
-        logging_steps=1, seed=0,
-    )  # fmt: skip
+    args = grpo_args(out, max_completion_length=12, seed=0)
     trainer = GRPOTrainer(
         model=str(model_dir), reward_funcs=episode_reward, args=args, rollout_func=rollout_func,
         train_dataset=Dataset.from_list(task_rows(TASKS, chat=True)), processing_class=tokenizer,

@@ -19,45 +19,19 @@ Tool outputs are environment tokens: TRL masks them out of the loss (``tool_mask
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Callable
 from typing import Any
 
 from dojo.agent.policy import ToolCall
 from dojo.agent.tools import Toolbox, ToolResult
+from dojo.integrations.event_loops import SANDBOXES as _SANDBOXES
 from dojo.rewards import Grader
 from dojo.rewards.mapping import RewardMode
-from dojo.sandbox import AsyncSandbox, Limits
+from dojo.sandbox import Limits
 from dojo.tasks.model import Task
 
 _TOOLS = ("run_code", "run_tests", "submit")
-
-
-class _LoopSandboxes:
-    """One warm sandbox pool per event loop, started on first use, shared by every environment."""
-
-    def __init__(self) -> None:
-        self._by_loop: dict[asyncio.AbstractEventLoop, AsyncSandbox] = {}
-        self._starting: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
-
-    async def get(self, pool_size: int) -> AsyncSandbox:
-        loop = asyncio.get_running_loop()
-        lock = self._starting.setdefault(loop, asyncio.Lock())
-        async with lock:
-            if loop not in self._by_loop:
-                self._by_loop[loop] = await AsyncSandbox(pool_size=pool_size).start()
-        return self._by_loop[loop]
-
-    async def close(self) -> None:
-        loop = asyncio.get_running_loop()
-        sandbox = self._by_loop.pop(loop, None)
-        self._starting.pop(loop, None)
-        if sandbox is not None:
-            await sandbox.close()
-
-
-_SANDBOXES = _LoopSandboxes()
 
 
 class DojoToolEnv:

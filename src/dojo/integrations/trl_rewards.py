@@ -14,17 +14,15 @@ that calls them and never travels.
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
+from dojo.integrations.event_loops import BackgroundLoop
 from dojo.rewards import Grader, Reward
 from dojo.rewards.mapping import RewardMode
 from dojo.sandbox import AsyncSandbox, Limits
 from dojo.tasks.model import Task
 
-T = TypeVar("T")
 RewardHook = Callable[[list[Task], list[str], list[Reward]], None]
 
 
@@ -125,36 +123,6 @@ class _RewardBase:
             raise ValueError(f"{len(prompts)} prompts for {len(completions)} completions")
         tasks = self._resolve(len(completions), columns.get("task"), columns.get("task_id"))
         return tasks, [completion_text(c) for c in completions]
-
-
-class BackgroundLoop:
-    """An event loop on a daemon thread, started on first use: lets synchronous callers (TRL's
-    reward functions and ``rollout_func``) drive dojo's async sandbox."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=self._loop.run_forever, name=self.name, daemon=True)
-                self._thread.start()
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    @property
-    def started(self) -> bool:
-        return self._loop is not None
-
-    def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-            self._loop = self._thread = None
 
 
 class DojoReward(_RewardBase):

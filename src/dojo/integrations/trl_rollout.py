@@ -26,10 +26,10 @@ from typing import Any
 from dojo.agent.chat_turns import feedback_turn_suffix
 from dojo.agent.episode import FEEDBACK_MESSAGE
 from dojo.agent.tools import Toolbox
-from dojo.integrations.trl_rewards import BackgroundLoop
+from dojo.integrations.event_loops import SANDBOXES, BackgroundLoop
 from dojo.rewards import Grader
 from dojo.rewards.mapping import RewardMode
-from dojo.sandbox import AsyncSandbox, Limits
+from dojo.sandbox import Limits
 from dojo.tasks.model import Task
 
 
@@ -107,12 +107,11 @@ class DojoRollout:
         self.pool_size = pool_size
         self.last_episodes: list[dict[str, Any]] = []
         self._loop = BackgroundLoop("dojo-rollout")
-        self._sandbox: AsyncSandbox | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_loop")
-        state["_sandbox"], state["last_episodes"] = None, []
+        state["last_episodes"] = []
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -149,10 +148,9 @@ class DojoRollout:
         }
 
     def close(self) -> None:
-        if self._loop.started and self._sandbox is not None:
-            self._loop.run(self._sandbox.close())
+        if self._loop.started:
+            self._loop.run(SANDBOXES.close())
         self._loop.stop()
-        self._sandbox = None
 
     # -- one episode --------------------------------------------------------------------------
 
@@ -216,17 +214,12 @@ class DojoRollout:
             e.final = tokenizer.decode(ids[:kept], skip_special_tokens=True)
             e.turns += 1
 
-    async def _sandbox_once(self) -> AsyncSandbox:
-        if self._sandbox is None:
-            self._sandbox = await AsyncSandbox(pool_size=self.pool_size).start()
-        return self._sandbox
-
     async def _check(self, episodes: list[_Episode], last: bool) -> None:
         """Visible tests of each reply: an episode ends when they pass, on its last turn, or when the
         task has none; otherwise its observation waits in ``e.messages`` for the feedback turn."""
         import asyncio
 
-        sandbox = await self._sandbox_once()
+        sandbox = await SANDBOXES.get(self.pool_size)
 
         async def one(e: _Episode) -> None:
             if last or e.task.form == "answer" or not e.task.visible_tests:
@@ -260,7 +253,7 @@ class DojoRollout:
         e.add(ids, [0.0] * len(ids), from_model=False)
 
     async def _grade(self, episodes: list[_Episode]) -> None:
-        sandbox = await self._sandbox_once()
+        sandbox = await SANDBOXES.get(self.pool_size)
         grader = Grader(sandbox, mode=self.mode, limits=self.limits, scan=self.scan)
         pending = [e for e in episodes if e.infra_error is None]
         rewards = await grader.grade_many([(e.task, e.final) for e in pending])

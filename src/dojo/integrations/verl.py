@@ -36,6 +36,7 @@ from dojo.agent.chat_turns import feedback_turn_suffix
 from dojo.agent.episode import FEEDBACK_MESSAGE
 from dojo.agent.policy import ToolCall
 from dojo.agent.tools import TOOL_NAMES, Toolbox, tool_specs
+from dojo.integrations.event_loops import SANDBOXES
 from dojo.integrations.verl_data import (
     RewardUnavailable,
     compute_score,
@@ -44,7 +45,7 @@ from dojo.integrations.verl_data import (
     verl_rows,
 )
 from dojo.rewards import Grader
-from dojo.sandbox import AsyncSandbox, Limits
+from dojo.sandbox import Limits
 from dojo.tasks.model import Task
 
 __all__ = [
@@ -58,18 +59,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _ACTIONS = ("run_code", "run_tests", "submit")
-
-
-class _Sandboxes:
-    """One warm pool per worker process (verl runs tools and agent loops on one event loop)."""
-
-    sandbox: AsyncSandbox | None = None
-
-    @classmethod
-    async def get(cls, pool_size: int = 2) -> AsyncSandbox:
-        if cls.sandbox is None:
-            cls.sandbox = await AsyncSandbox(pool_size=pool_size).start()
-        return cls.sandbox
 
 
 @dataclass
@@ -125,7 +114,7 @@ class DojoSandboxTool(BaseTool):  # type: ignore[misc]
                 raise KeyError(f"{self.name}: unknown instance {instance_id!r}; call create() first")
             toolbox = Toolbox(
                 task,
-                await _Sandboxes.get(self.pool_size),
+                await SANDBOXES.get(self.pool_size),
                 tools=TOOL_NAMES,
                 limits=self.limits,
                 max_observation_chars=self.max_observation_chars,
@@ -179,7 +168,7 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
         prompt_ids = list(
             self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
         )
-        sandbox = await _Sandboxes.get()
+        sandbox = await SANDBOXES.get(2)
         toolbox = Toolbox(task, sandbox)
         ids: list[int] = []
         mask: list[int] = []

@@ -1,0 +1,69 @@
+"""Event-loop plumbing the trainer integrations share: a private loop thread for synchronous
+callers, and one warm sandbox pool per event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from dojo.sandbox import AsyncSandbox
+
+T = TypeVar("T")
+
+
+class BackgroundLoop:
+    """An event loop on a daemon thread, started on first use: lets synchronous callers (TRL's
+    reward functions and ``rollout_func``) drive dojo's async sandbox."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever, name=self.name, daemon=True)
+                self._thread.start()
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+            self._loop = self._thread = None
+
+
+class LoopSandboxes:
+    """One warm sandbox pool per event loop, started on first use, shared by every environment."""
+
+    def __init__(self) -> None:
+        self._by_loop: dict[asyncio.AbstractEventLoop, AsyncSandbox] = {}
+        self._starting: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+
+    async def get(self, pool_size: int) -> AsyncSandbox:
+        loop = asyncio.get_running_loop()
+        lock = self._starting.setdefault(loop, asyncio.Lock())
+        async with lock:
+            if loop not in self._by_loop:
+                self._by_loop[loop] = await AsyncSandbox(pool_size=pool_size).start()
+        return self._by_loop[loop]
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        sandbox = self._by_loop.pop(loop, None)
+        self._starting.pop(loop, None)
+        if sandbox is not None:
+            await sandbox.close()
+
+
+SANDBOXES = LoopSandboxes()  # shared by DojoToolEnv, DojoRollout and the verl tool and agent loop
