@@ -92,3 +92,16 @@ async def test_output_limit(sandbox: AsyncSandbox) -> None:
     assert r.limit is LimitKind.OUTPUT
     assert r.stdout_truncated
     assert len(r.stdout) == 64 << 10
+
+
+async def test_python_stdio_are_pipes_like_a_real_run(sandbox: AsyncSandbox) -> None:
+    src = (
+        "import sys\n"
+        "print([s.seekable() for s in (sys.stdin, sys.stdout, sys.stderr)], sys.stdin.isatty(), sys.stdin.read())\n"
+        "print('err', file=sys.stderr)\n"
+    )
+    first = await sandbox.run(Program(language="python", source=src, stdin="abc"))
+    second = await sandbox.run(Program(language="python", source=src, stdin="xyz"))
+    assert first.stdout == "[False, False, False] False abc\n", first
+    assert second.stdout == "[False, False, False] False xyz\n", second  # nothing carried over
+    assert first.stderr == second.stderr == "err\n"
