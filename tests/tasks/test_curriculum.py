@@ -65,3 +65,10 @@ def test_bad_input_is_refused() -> None:
         sampler.update("t0", 2.0)
     with pytest.raises(ValueError, match="not in this task set"):
         sampler.load_state_dict({"level": 0, "pass_rate": {"zzz": 1}, "attempts": {}, "recent": [], "rng": []})
+
+
+def test_untried_tasks_of_every_level_are_drawn() -> None:
+    sampler = CurriculumSampler(tasks(), seed=3, level=0.5, width=1e6)  # a curriculum turned off
+    quarter = collections.Counter(min(3, int((t.difficulty or 0) * 4)) for _ in range(300) for t in sampler.sample(4))
+    assert set(quarter) == {0, 1, 2, 3}
+    assert min(quarter.values()) > 0.6 * max(quarter.values())  # no level starved before it is measured

@@ -52,3 +52,23 @@ def test_generated_families_are_reproducible_and_graded_on_hidden_inputs() -> No
         for c in shown:
             assert f"f({c.args[0]}) == {c.expected}" in t.prompt_text()
     assert len({t.metadata.difficulty for t in a}) > 2
+
+
+def test_identify_examples_pick_out_exactly_one_function_of_the_set() -> None:
+    from dojo.tasks.families import IDENTIFY_FUNCTIONS, _value, family_candidates
+
+    functions = [f for level in IDENTIFY_FUNCTIONS for f in level]
+    tasks = generate_tasks("identify", 300, seed=5)
+    assert tasks == generate_tasks("identify", 300, seed=5)
+    assert {t.reference for t in tasks} == set(functions)  # every function turns up
+    assert {t.metadata.difficulty for t in tasks} == {0.0, 0.333, 0.667, 1.0}
+    for t in tasks:
+        shown = [c for c in t.tests if c.visible]
+        assert len(shown) == 3 and len(t.hidden_tests) == 8
+        for c in shown:
+            assert f"# f({c.args[0]}) == {c.expected}\n" in t.prompt_text()
+        fitting = [f for f in functions if all(_value(f, c.args[0]) == c.expected for c in shown)]
+        assert fitting == [t.reference], (t.prompt_text(), fitting)  # the examples leave no doubt
+        candidates = family_candidates(t)
+        assert candidates is not None and t.reference in candidates
+    assert len({t.prompt_text() for t in tasks}) > 290  # prompts rarely repeat: no answer to memorise

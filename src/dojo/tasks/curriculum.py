@@ -58,7 +58,9 @@ class CurriculumSampler:
 
     def weight(self, task: Task) -> float:
         d = self._difficulty(task)
-        p = self.pass_rate.get(task.id, 1.0 - d)  # prior: harder tasks are solved less often
+        # A task not tried yet counts as the most informative kind (p = 0.5). A prior of 1 - d
+        # starved the easiest and hardest levels: never drawn, so never measured, so never drawn.
+        p = self.pass_rate.get(task.id, 0.5)
         near = math.exp(-(((d - self.level) / self.width) ** 2))
         return (p * (1.0 - p) + self.floor) * near
 

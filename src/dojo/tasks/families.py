@@ -11,6 +11,13 @@ difficulty (0..1) picks the expression's shape, from ``x + 3`` to ``(x * 3 + 1) 
 ``arith``: the same kind of task sized for a tiny model trained on a CPU (``dojo train``'s
 default). The examples always show ``f(0)``, ``f(1)`` and ``f(2)`` (plus one more), so the
 constants can be read off them; the shapes go from ``x + 4`` to ``x * x * 3 - x``.
+
+``identify``: which of sixteen small functions (``x + 1``, ``x * x``, ``abs(x)``, ``x % 3``, ...)
+the examples show, from three small inputs chosen so that exactly one of the sixteen fits them.
+Nothing is copied from the prompt: the skill is telling the functions apart, and a prompt is a new
+combination of facts (``f(3) == 9``) a model has seen in other prompts. This is ``dojo train``'s
+default: a tiny model can learn it on a CPU in minutes, and what it learns carries over to prompts
+it never saw.
 """
 
 from __future__ import annotations
@@ -183,9 +190,53 @@ def arith_readings(task: Task) -> list[str]:
     return list(by_values.values())
 
 
+IDENTIFY_FUNCTIONS: list[list[str]] = [
+    ["x + 1", "x * 2", "x * x", "-x"],
+    ["x - 1", "x * 3", "x + 2", "x * x + 1"],
+    ["x * x - x", "x * x * x", "abs(x)", "x // 2"],
+    ["x % 3", "x * x + x", "max(x, 0)", "2 - x"],
+]
+_IDENTIFY_ALL = [f for level in IDENTIFY_FUNCTIONS for f in level]
+_IDENTIFY_SHOWN = range(-4, 10)
+_IDENTIFY_HIDDEN = range(-9, 21)
+
+
+class IdentifyFamily:
+    """Which of :data:`IDENTIFY_FUNCTIONS` the three shown examples are from; graded on hidden inputs."""
+
+    name = "identify"
+
+    def __init__(self, shown: int = 3, hidden: int = 8) -> None:
+        self.shown, self.hidden = shown, hidden
+
+    def generate(self, rng: random.Random, difficulty: float) -> Task:
+        level = min(len(IDENTIFY_FUNCTIONS) - 1, int(difficulty * len(IDENTIFY_FUNCTIONS)))
+        expr = rng.choice(IDENTIFY_FUNCTIONS[level])
+        while True:  # inputs whose outputs no other function of the set reproduces
+            shown = rng.sample(_IDENTIFY_SHOWN, self.shown)
+            outputs = [_value(expr, x) for x in shown]
+            if all([_value(other, x) for x in shown] != outputs for other in _IDENTIFY_ALL if other != expr):
+                break
+        hidden = rng.sample([x for x in _IDENTIFY_HIDDEN if x not in shown], self.hidden)
+        examples = "".join(f"# f({x}) == {y}\n" for x, y in zip(shown, outputs, strict=True))
+        prompt = f"{examples}def f(x):\n    return "
+        return _expression_task(self.name, expr, level, len(IDENTIFY_FUNCTIONS), prompt, shown + hidden, self.shown)
+
+
+def family_candidates(task: Task) -> list[str] | None:
+    """Plausible answers to a task of a family that has them (one of them right), else ``None``:
+    warm-start demonstrations that teach the answer's form but leave the choice to reinforcement."""
+    if task.metadata.source == "family:arith":
+        return arith_readings(task)
+    if task.metadata.source == "family:identify":
+        return list(_IDENTIFY_ALL)
+    return None
+
+
 def _indent(text: str) -> str:
     return "\n".join(f"#   {line}" for line in text.splitlines())
 
 
 register_family(ExpressionFamily())
 register_family(ArithmeticFamily())
+register_family(IdentifyFamily())

@@ -62,6 +62,13 @@ class WarmStartSettings(_Section):
     steps: int = Field(300, ge=0, description="Supervised steps before GRPO (0 skips the warm start).")
     batch_size: int = Field(32, ge=1, description="Examples per supervised step.")
     learning_rate: float = Field(3e-3, gt=0.0, description="Peak learning rate (cosine schedule).")
+    share: float = Field(
+        0.5,
+        gt=0.0,
+        le=1.0,
+        description="Fraction of the training tasks the warm start learns from; GRPO trains on the others, "
+        "prompts the warm start never saw, so that what GRPO gains is what carries over (1: both use all).",
+    )
     demonstrations: Literal["readings", "reference"] = Field(
         "reference",
         description="`readings`: for arith tasks, an expression with the task's constants in a random shape "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from dojo.tasks.families import arith_readings, generate_tasks, get_family
+from dojo.tasks.families import family_candidates, generate_tasks, get_family
 from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
 from dojo.train.config import TaskSettings
@@ -66,8 +66,9 @@ def demonstrations(tasks: list[Task], kind: str, seed: int) -> list[dict[str, st
     rng = random.Random(seed)
     rows = []
     for t in tasks:
-        if kind == "readings" and t.metadata.source == "family:arith":
-            completion = rng.choice(arith_readings(t))
+        candidates = family_candidates(t) if kind == "readings" else None
+        if candidates:
+            completion = rng.choice(candidates)
         elif t.reference is not None:
             completion = t.reference
         else:

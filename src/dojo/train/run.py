@@ -128,6 +128,17 @@ def _load(path: Path) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def split_for_warm_start(train_tasks: list[Task], config: TrainConfig) -> tuple[list[Task], list[Task]]:
+    """``(warm-start tasks, GRPO tasks)``: disjoint unless ``warm_start.share`` is 1 or there is no
+    warm start. A prompt GRPO trains on is then one the supervised phase never showed, so a rise in
+    GRPO's reward is a skill, not a recalled answer."""
+    share = config.warm_start.share
+    if config.warm_start.steps == 0 or share >= 1.0 or len(train_tasks) < 2:
+        return train_tasks, train_tasks
+    cut = min(len(train_tasks) - 1, max(1, round(len(train_tasks) * share)))
+    return train_tasks[:cut], train_tasks[cut:]
+
+
 def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) -> Path:
     done = out / "warm-start"
     if config.warm_start.steps == 0:
@@ -229,11 +240,12 @@ def train(
         start = _start_model(config, out)
         if config.warm_start.steps and not (out / "warm-start" / "config.json").is_file():
             say(f"warm start: {config.warm_start.steps} supervised steps ({config.warm_start.demonstrations})")
-        warm = _warm_start(config, start, train_tasks, out)
+        sft_tasks, rl_tasks = split_for_warm_start(train_tasks, config)
+        warm = _warm_start(config, start, sft_tasks, out)
         before = _eval(config, warm, held, eval_reward, out / "eval-before.json")
         say(f"held-out before GRPO: reward {before.mean_reward:.3f}, greedy pass {before.greedy_pass:.3f}")
         periodic = functools.partial(_eval_now, config, held, eval_reward)
-        steps, interrupted = _grpo(config, warm, train_tasks, out, limits, quiet, periodic)
+        steps, interrupted = _grpo(config, warm, rl_tasks, out, limits, quiet, periodic)
         if interrupted:
             say(f"[yellow]interrupted at step {steps}: checkpoint saved; continue with --resume[/]")
             return TrainResult(
