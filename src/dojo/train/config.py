@@ -1,7 +1,7 @@
 """``dojo train``'s configuration: one YAML file, validated, every field documented.
 
 ``TrainConfig()`` is the embedded default that ``make demo`` runs: the tiny model built locally,
-dojo's ``arith`` task family, a warm start from demonstrations, then GRPO. ``load_config(path)``
+dojo's ``identify`` task family, a warm start from demonstrations, then GRPO. ``load_config(path)``
 reads a YAML file whose keys mirror these models (unknown keys are errors, so a typo never passes
 silently); ``dojo train --print-config`` writes the defaults out as a starting point.
 """
@@ -23,11 +23,11 @@ class _Section(BaseModel):
 
 class TaskSettings(_Section):
     source: str = Field(
-        "family:arith",
+        "family:identify",
         description="Where training tasks come from: any `dojo tasks` source (family:NAME, humaneval, "
         "reasoning_gym:NAME, a .jsonl file). Procedural families are generated with `train_size` tasks.",
     )
-    train_size: int = Field(4000, ge=1, description="Training tasks drawn from a procedural family.")
+    train_size: int = Field(20000, ge=1, description="Training tasks drawn from a procedural family.")
     held_out_size: int = Field(200, ge=1, description="Held-out tasks (never trained on) for the before/after report.")
     difficulty: tuple[float, float] = Field((0.0, 1.0), description="Difficulty range (0..1) of generated tasks.")
 
@@ -82,7 +82,7 @@ class GRPOSettings(_Section):
     prompts_per_step: int = Field(8, ge=1, description="Task groups trained on per step.")
     group_size: int = Field(8, ge=2, description="Completions per task (a GRPO group).")
     learning_rate: float = Field(1e-4, gt=0.0, description="Learning rate (constant after warm-up).")
-    warmup_steps: int = Field(10, ge=0, description="Linear warm-up steps.")
+    warmup_steps: int = Field(30, ge=0, description="Linear warm-up steps.")
     temperature: float = Field(1.0, gt=0.0, description="Sampling temperature of training completions.")
     max_completion_tokens: int = Field(24, ge=1, description="Longest completion, in tokens.")
     beta: float = Field(0.0, ge=0.0, description="KL coefficient against the start model (0: no reference model).")
