@@ -52,3 +52,17 @@ def test_missing_or_malformed_files_say_what_to_do(tmp_path: Path) -> None:
     listy.write_text("- 1\n- 2\n")
     with pytest.raises(ConfigError, match="top level must be a mapping"):
         load_config(listy)
+
+
+def test_warm_start_and_grpo_train_on_disjoint_tasks_by_default() -> None:
+    from dojo.tasks.families import generate_tasks
+    from dojo.train.config import TrainConfig
+    from dojo.train.run import split_for_warm_start
+
+    tasks = generate_tasks("identify", 10, seed=0)
+    sft, rl = split_for_warm_start(tasks, TrainConfig())
+    assert len(sft) == len(rl) == 5 and not {t.id for t in sft} & {t.id for t in rl}
+    both, same = split_for_warm_start(tasks, TrainConfig.model_validate({"warm_start": {"share": 1.0}}))
+    assert both == same == tasks
+    _, all_rl = split_for_warm_start(tasks, TrainConfig.model_validate({"warm_start": {"steps": 0}}))
+    assert all_rl == tasks  # no warm start: GRPO gets every task

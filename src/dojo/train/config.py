@@ -71,9 +71,9 @@ class WarmStartSettings(_Section):
     )
     demonstrations: Literal["readings", "reference"] = Field(
         "reference",
-        description="`readings`: for arith tasks, an expression with the task's constants in a random shape "
-        "(right about one time in six: the model learns the format and to read constants, GRPO must learn "
-        "which shape the examples imply); `reference`: the task's reference solution.",
+        description="`readings`: a random one of the family's plausible answers (arith: the task's constants "
+        "in a random shape; identify: any of the 16 functions), so the model learns the form and GRPO must "
+        "learn the choice; `reference`: the task's reference solution.",
     )
 
 
