@@ -374,10 +374,7 @@ class Zygote:
             os.dup2(r, 0)
             os.dup2(w, 1)
             os.dup2(w, 2)
-            streams = self.build_streams()
-            for stream in streams:
-                stream.seekable()
-                stream.isatty()
+            streams = self.build_streams()  # each wrapper asks, and caches, seekable() here
         finally:
             os.close(r)
             os.close(w)
