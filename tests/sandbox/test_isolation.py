@@ -150,6 +150,33 @@ print('sleepers', [c for c in procs if 'sleep' in c])
     assert lines[2] == "sleepers []"
 
 
+IPC_PLANTS = {
+    "sysv shm": ("libc.shmget(0x5EED, 4096, 0o1000 | 0o666)", "libc.shmget(0x5EED, 0, 0)"),
+    "sysv sem": ("libc.semget(0x5EED, 1, 0o1000 | 0o666)", "libc.semget(0x5EED, 0, 0)"),
+    "sysv msg": ("libc.msgget(0x5EED, 0o1000 | 0o666)", "libc.msgget(0x5EED, 0)"),
+    "posix mq": (
+        "libc.mq_open(b'/planted', os.O_CREAT | os.O_RDWR, 0o600, None)",
+        "libc.mq_open(b'/planted', os.O_RDWR)",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(IPC_PLANTS))
+async def test_ipc_objects_do_not_outlive_their_run(one_slot: AsyncSandbox, kind: str) -> None:
+    plant, probe = IPC_PLANTS[kind]
+    head = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(os.readlink('/proc/self/ns/ipc'))\n"
+    clean1 = await one_slot.run(Program(language="python", source=head))
+    clean2 = await one_slot.run(Program(language="python", source=head))
+    planted = await one_slot.run(Program(language="python", source=head + f"print({plant})\n"))
+    after = await one_slot.run(Program(language="python", source=head + f"print({probe})\n"))
+    assert int(planted.stdout.split()[1]) >= 0, planted  # the object really was made
+    assert after.stdout.split()[1] == "-1", after  # and the next run cannot open it
+    # A run that leaves nothing keeps the slot's IPC namespace (making one per run is slow); a run
+    # that leaves something is followed by a fresh one.
+    assert clean1.stdout == clean2.stdout == planted.stdout.splitlines()[0] + "\n"
+    assert after.stdout.split()[0] != clean1.stdout.strip()
+
+
 async def test_random_state_differs_between_runs(fast_sandbox: AsyncSandbox) -> None:
     src = "import random\nprint(random.random())\n"
     outs = {(await fast_sandbox.run(Program(language="python", source=src))).stdout for _ in range(5)}

@@ -105,3 +105,20 @@ async def test_python_stdio_are_pipes_like_a_real_run(sandbox: AsyncSandbox) -> 
     assert first.stdout == "[False, False, False] False abc\n", first
     assert second.stdout == "[False, False, False] False xyz\n", second  # nothing carried over
     assert first.stderr == second.stderr == "err\n"
+
+
+async def test_each_run_sees_exactly_its_own_environment(sandbox: AsyncSandbox) -> None:
+    src = (
+        "import os\n"
+        "short = sorted(k for k in os.environ if len(k) == 1)\n"
+        "print(os.environ.get('A'), os.environ.get('B'), short, os.environ['HOME'])\n"
+        "os.environ['B'] = 'set by run'\n"
+    )
+    first = await sandbox.run(Program(language="python", source=src, env={"A": "1"}))
+    second = await sandbox.run(Program(language="python", source=src))
+    third = await sandbox.run(Program(language="python", source=src, env={"A": "3", "C": "x"}))
+    shell = await sandbox.run(Program(language="bash", source='echo "$A ${B:-unset}"', env={"A": "4"}))
+    assert first.stdout == "1 None ['A'] /box\n", first
+    assert second.stdout == "None None [] /box\n", second  # nothing of the first run's environment is left
+    assert third.stdout == "3 None ['A', 'C'] /box\n", third
+    assert shell.stdout == "4 unset\n", shell
