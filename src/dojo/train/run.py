@@ -207,9 +207,13 @@ def _eval_now(config: TrainConfig, held: list[Task], reward: DojoReward, model: 
         model.train()
 
 
+def _checkpoint_step(checkpoint: Path) -> int:
+    return int(checkpoint.name.split("-")[1])  # TRL's checkpoint-N
+
+
 def _latest_checkpoint(grpo_dir: Path) -> Path | None:
     ckpts = [p for p in grpo_dir.glob("checkpoint-*") if p.is_dir() and (p / "trainer_state.json").is_file()]
-    return max(ckpts, key=lambda p: int(p.name.split("-")[1])) if ckpts else None
+    return max(ckpts, key=_checkpoint_step) if ckpts else None
 
 
 def train(
@@ -248,17 +252,17 @@ def train(
         steps, interrupted = _grpo(config, warm, rl_tasks, out, limits, quiet, periodic)
         if interrupted:
             say(f"[yellow]interrupted at step {steps}: checkpoint saved; continue with --resume[/]")
-            return TrainResult(
-                output_dir=str(out), steps=steps, before=before, after=before,
-                wall_seconds=time.monotonic() - started, interrupted=True,
-            )  # fmt: skip
-        after = _eval(config, out / "final", held, eval_reward, out / "eval-after.json")
+            after = before  # no final model yet
+        else:
+            after = _eval(config, out / "final", held, eval_reward, out / "eval-after.json")
     finally:
         eval_reward.close()
     result = TrainResult(
-        output_dir=str(out), steps=steps, before=before, after=after, wall_seconds=time.monotonic() - started
-    )
-    write_report(out, config, result.before, result.after, steps)
+        output_dir=str(out), steps=steps, before=before, after=after, wall_seconds=time.monotonic() - started,
+        interrupted=interrupted,
+    )  # fmt: skip
+    if not interrupted:
+        write_report(out, config, result.before, result.after, steps)
     return result
 
 
@@ -296,7 +300,7 @@ def _grpo(
     store = TrajectoryStore(str(out / "trajectories"), run_id=f"seed{config.seed}-{int(time.time())}")
     if checkpoint is not None and (checkpoint / CURRICULUM_FILE).is_file():
         curriculum.load_state_dict(json.loads((checkpoint / CURRICULUM_FILE).read_text()))
-    drop_newer_shards(store, int(checkpoint.name.split("-")[1]) if checkpoint is not None else 0)
+    drop_newer_shards(store, _checkpoint_step(checkpoint) if checkpoint is not None else 0)
     recorder = StepRecorder(curriculum, g.group_size, store.run_id)
     reward = DojoReward(
         mode=config.reward.mode, limits=limits, scan=config.reward.scan, pool_size=config.sandbox.pool_size,
