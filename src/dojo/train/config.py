@@ -69,11 +69,19 @@ class WarmStartSettings(_Section):
         description="Fraction of the training tasks the warm start learns from; GRPO trains on the others, "
         "prompts the warm start never saw, so that what GRPO gains is what carries over (1: both use all).",
     )
-    demonstrations: Literal["readings", "reference"] = Field(
+    demonstrations: Literal["readings", "reference", "noisy"] = Field(
         "reference",
-        description="`readings`: a random one of the family's plausible answers (arith: the task's constants "
-        "in a random shape; identify: any of the 16 functions), so the model learns the form and GRPO must "
-        "learn the choice; `reference`: the task's reference solution.",
+        description="`reference`: the task's reference solution; `readings`: a random one of the family's "
+        "plausible answers (arith: the task's constants in a random shape; identify: any of the 16 functions), "
+        "so the model learns the form and GRPO must learn the choice; `noisy`: a demonstrator that is right "
+        "only `correct_share` of the time and otherwise gives another plausible answer (tasks of a source "
+        "without plausible answers get the reference).",
+    )
+    correct_share: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="With `demonstrations: noisy`, the fraction of demonstrations that are right.",
     )
 
 

@@ -61,14 +61,20 @@ def split_tasks(settings: TaskSettings, seed: int) -> tuple[list[Task], list[Tas
     return train, test
 
 
-def demonstrations(tasks: list[Task], kind: str, seed: int) -> list[dict[str, str]]:
-    """Prompt/completion rows for the warm start (``kind``: ``readings`` or ``reference``)."""
+def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float = 1.0) -> list[dict[str, str]]:
+    """Prompt/completion rows for the warm start. ``kind``: ``reference`` (the reference solution),
+    ``readings`` (a random plausible answer of the task's family) or ``noisy`` (the reference with
+    probability ``correct_share``, otherwise one of the other plausible answers)."""
+    if kind not in ("reference", "readings", "noisy"):
+        raise ValueError(f"unknown demonstrations {kind!r}: use reference, readings or noisy")
     rng = random.Random(seed)
     rows = []
     for t in tasks:
-        candidates = family_candidates(t) if kind == "readings" else None
-        if candidates:
+        candidates = family_candidates(t) if kind != "reference" else None
+        if candidates and kind == "readings":
             completion = rng.choice(candidates)
+        elif candidates and kind == "noisy" and t.reference is not None and rng.random() >= correct_share:
+            completion = rng.choice([c for c in candidates if c != t.reference] or candidates)
         elif t.reference is not None:
             completion = t.reference
         else:

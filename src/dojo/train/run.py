@@ -152,7 +152,7 @@ def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) 
 
     ws = config.warm_start
     model, tokenizer = _load(start)
-    rows = demonstrations(train, ws.demonstrations, config.seed)
+    rows = demonstrations(train, ws.demonstrations, config.seed, ws.correct_share)
     args = SFTConfig(
         output_dir=str(out / "warm-start-work"),
         max_steps=ws.steps,
@@ -171,6 +171,7 @@ def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) 
         completion_only_loss=True,
         dataloader_num_workers=0,
         max_length=1024,
+        gradient_checkpointing=False,  # TRL's default recomputes activations: a third more work for a model this small
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
     trainer.remove_callback(PrinterCallback)
@@ -334,6 +335,7 @@ def _grpo(
         ignore_data_skip=True,  # the curriculum's state comes back from the checkpoint instead
         dataloader_num_workers=0,
         shuffle_dataset=False,
+        gradient_checkpointing=False,
     )
     model, tokenizer = _load(warm)
     dataset = Dataset.from_list(task_rows(train_tasks))

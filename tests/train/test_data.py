@@ -1,0 +1,52 @@
+"""Training data: the held-out split and the warm start's demonstrations."""
+
+from __future__ import annotations
+
+import pytest
+
+from dojo.tasks.families import IDENTIFY_FUNCTIONS
+from dojo.train.config import TaskSettings
+from dojo.train.data import demonstrations, held_out, split_tasks
+
+ALL_FUNCTIONS = {f for level in IDENTIFY_FUNCTIONS for f in level}
+
+
+def _tasks(n: int = 2000) -> list:
+    train, _ = split_tasks(TaskSettings(source="family:identify", train_size=n, held_out_size=50), seed=3)
+    return train
+
+
+def test_no_held_out_prompt_is_ever_trained_on() -> None:
+    train, test = split_tasks(TaskSettings(source="family:identify", train_size=3000, held_out_size=100), seed=1)
+    assert len(test) == 100
+    assert {t.prompt_text() for t in train}.isdisjoint({t.prompt_text() for t in test})
+    assert all(held_out(t) for t in test) and not any(held_out(t) for t in train)
+
+
+def test_reference_demonstrations_are_the_reference_solutions() -> None:
+    tasks = _tasks(200)
+    rows = demonstrations(tasks, "reference", seed=0)
+    assert [r["completion"] for r in rows] == [t.reference for t in tasks]
+    assert [r["prompt"] for r in rows] == [t.prompt_text() for t in tasks]
+
+
+def test_noisy_demonstrations_are_right_as_often_as_asked_and_otherwise_plausible() -> None:
+    tasks = _tasks()
+    for share in (0.0, 0.4, 1.0):
+        rows = demonstrations(tasks, "noisy", seed=0, correct_share=share)
+        right = [r["completion"] == t.reference for r, t in zip(rows, tasks, strict=True)]
+        assert sum(right) / len(right) == pytest.approx(share, abs=0.04)
+        assert {r["completion"] for r in rows} <= ALL_FUNCTIONS  # wrong ones are other functions of the set
+    assert len({r["completion"] for r in demonstrations(tasks, "noisy", seed=0, correct_share=0.0)}) == 16
+    # the same seed gives the same demonstrations (a resumed or repeated run learns from the same data)
+    assert demonstrations(tasks, "noisy", 5, 0.3) == demonstrations(tasks, "noisy", 5, 0.3)
+
+
+def test_sources_without_plausible_answers_get_the_reference_and_bad_kinds_are_refused() -> None:
+    from dojo.tasks.sources import load_source
+
+    tasks = load_source("humaneval")[:20]
+    rows = demonstrations(tasks, "noisy", seed=0, correct_share=0.0)
+    assert [r["completion"] for r in rows] == [t.reference for t in tasks]
+    with pytest.raises(ValueError, match="reference, readings or noisy"):
+        demonstrations(tasks, "random", seed=0)
