@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dojo.tasks.families import IDENTIFY_FUNCTIONS
+from dojo.tasks.families import IDENTIFY_CONFUSIONS, IDENTIFY_FUNCTIONS
 from dojo.train.config import TaskSettings
 from dojo.train.data import demonstrations, held_out, split_tasks
 
@@ -42,11 +42,26 @@ def test_noisy_demonstrations_are_right_as_often_as_asked_and_otherwise_plausibl
     assert demonstrations(tasks, "noisy", 5, 0.3) == demonstrations(tasks, "noisy", 5, 0.3)
 
 
+def test_confused_demonstrations_make_the_same_mistake_every_time() -> None:
+    tasks = _tasks()
+    rows = demonstrations(tasks, "confused", seed=1, correct_share=0.3)
+    wrong = [(t.reference, r["completion"]) for r, t in zip(rows, tasks, strict=True) if r["completion"] != t.reference]
+    assert len(wrong) / len(rows) == pytest.approx(0.7, abs=0.04)
+    assert all(answer == IDENTIFY_CONFUSIONS[ref] for ref, answer in wrong)  # one fixed mistake per function
+    assert len({ref for ref, _ in wrong}) == 16
+
+
+def test_every_identify_function_has_exactly_one_confusion_in_the_set() -> None:
+    assert set(IDENTIFY_CONFUSIONS) == ALL_FUNCTIONS
+    assert all(IDENTIFY_CONFUSIONS[b] == a and a != b for a, b in IDENTIFY_CONFUSIONS.items())
+
+
 def test_sources_without_plausible_answers_get_the_reference_and_bad_kinds_are_refused() -> None:
     from dojo.tasks.sources import load_source
 
     tasks = load_source("humaneval")[:20]
     rows = demonstrations(tasks, "noisy", seed=0, correct_share=0.0)
     assert [r["completion"] for r in rows] == [t.reference for t in tasks]
-    with pytest.raises(ValueError, match="reference, readings or noisy"):
+    assert [r["completion"] for r in demonstrations(tasks, "confused", 0, 0.0)] == [t.reference for t in tasks]
+    with pytest.raises(ValueError, match="use one of reference, readings, noisy, confused"):
         demonstrations(tasks, "random", seed=0)

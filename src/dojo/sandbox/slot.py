@@ -157,7 +157,8 @@ class Slot:
         try:
             self.proc.stdin.write(zygote.encode_frame(header, blobs))
             await self.proc.stdin.drain()
-            resp, out = await asyncio.wait_for(self._read_frame(), timeout)
+            async with asyncio.timeout(timeout):  # no task per request, unlike wait_for
+                resp, out = await self._read_frame()
         except TimeoutError as e:
             await self.kill()
             raise SlotDied(f"slot {self.name} did not answer within {timeout:.1f}s; it was killed") from e

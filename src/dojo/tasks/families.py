@@ -244,6 +244,32 @@ class IdentifyFamily:
         )
 
 
+IDENTIFY_CONFUSIONS: dict[str, str] = {
+    a: b
+    for x, y in [
+        ("x + 1", "x - 1"),
+        ("x * 2", "x + 2"),
+        ("-x", "2 - x"),
+        ("x * 3", "x * x * x"),
+        ("x * x - x", "x * x + x"),
+        ("x // 2", "x % 3"),
+        ("max(x, 0)", "abs(x)"),
+        ("x * x", "x * x + 1"),
+    ]
+    for a, b in ((x, y), (y, x))
+}
+"""Pairs of ``identify`` functions a careless solver mixes up: the mistakes of the ``confused``
+warm-start demonstrator (dojo.train.data), which reinforcement has to unlearn."""
+
+
+def family_confusion(task: Task) -> str | None:
+    """The wrong answer a systematically mistaken solver gives to a task of a family that defines
+    one (``identify``: :data:`IDENTIFY_CONFUSIONS`), else ``None``."""
+    if task.metadata.source == "family:identify" and task.reference is not None:
+        return IDENTIFY_CONFUSIONS.get(task.reference)
+    return None
+
+
 def family_candidates(task: Task) -> list[str] | None:
     """Plausible answers to a task of a family that has them (one of them right), else ``None``:
     warm-start demonstrations that teach the answer's form but leave the choice to reinforcement."""

@@ -59,7 +59,7 @@ class PolicySettings(_Section):
 
 
 class WarmStartSettings(_Section):
-    steps: int = Field(300, ge=0, description="Supervised steps before GRPO (0 skips the warm start).")
+    steps: int = Field(800, ge=0, description="Supervised steps before GRPO (0 skips the warm start).")
     batch_size: int = Field(32, ge=1, description="Examples per supervised step.")
     learning_rate: float = Field(3e-3, gt=0.0, description="Peak learning rate (cosine schedule).")
     share: float = Field(
@@ -69,27 +69,28 @@ class WarmStartSettings(_Section):
         description="Fraction of the training tasks the warm start learns from; GRPO trains on the others, "
         "prompts the warm start never saw, so that what GRPO gains is what carries over (1: both use all).",
     )
-    demonstrations: Literal["readings", "reference", "noisy"] = Field(
-        "reference",
+    demonstrations: Literal["readings", "reference", "noisy", "confused"] = Field(
+        "noisy",
         description="`reference`: the task's reference solution; `readings`: a random one of the family's "
         "plausible answers (arith: the task's constants in a random shape; identify: any of the 16 functions), "
         "so the model learns the form and GRPO must learn the choice; `noisy`: a demonstrator that is right "
-        "only `correct_share` of the time and otherwise gives another plausible answer (tasks of a source "
-        "without plausible answers get the reference).",
+        "only `correct_share` of the time and otherwise gives another plausible answer; `confused`: the same, "
+        "but its mistakes are systematic (identify: it mixes up pairs such as `x * 2` and `x + 2`). Tasks of "
+        "a source without plausible answers get the reference.",
     )
     correct_share: float = Field(
-        0.3,
+        0.5,
         ge=0.0,
         le=1.0,
-        description="With `demonstrations: noisy`, the fraction of demonstrations that are right.",
+        description="With `demonstrations: noisy` or `confused`, the fraction of demonstrations that are right.",
     )
 
 
 class GRPOSettings(_Section):
-    steps: int = Field(300, ge=1, description="Optimizer steps of GRPO.")
+    steps: int = Field(400, ge=1, description="Optimizer steps of GRPO.")
     prompts_per_step: int = Field(8, ge=1, description="Task groups trained on per step.")
     group_size: int = Field(8, ge=2, description="Completions per task (a GRPO group).")
-    learning_rate: float = Field(1e-4, gt=0.0, description="Learning rate (constant after warm-up).")
+    learning_rate: float = Field(3e-4, gt=0.0, description="Learning rate (constant after warm-up).")
     warmup_steps: int = Field(30, ge=0, description="Linear warm-up steps.")
     temperature: float = Field(1.0, gt=0.0, description="Sampling temperature of training completions.")
     max_completion_tokens: int = Field(24, ge=1, description="Longest completion, in tokens.")
@@ -136,7 +137,9 @@ class TrainConfig(_Section):
     """Everything ``dojo train`` needs. Every section has defaults; a YAML file overrides any of them."""
 
     seed: int = Field(0, description="Seeds the model, the task draws and the sampling.")
-    threads: int = Field(1, ge=1, description="Torch CPU threads (1 is steadiest on a shared 2-core machine).")
+    threads: int = Field(
+        2, ge=1, description="Torch CPU threads (2 uses both cores of a 2-core machine: ~1.4x faster steps than 1)."
+    )
     tasks: TaskSettings = Field(default_factory=TaskSettings)
     curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from dojo.tasks.families import family_candidates, generate_tasks, get_family
+from dojo.tasks.families import family_candidates, family_confusion, generate_tasks, get_family
 from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
 from dojo.train.config import TaskSettings
@@ -61,23 +61,34 @@ def split_tasks(settings: TaskSettings, seed: int) -> tuple[list[Task], list[Tas
     return train, test
 
 
+DEMONSTRATIONS = ("reference", "readings", "noisy", "confused")
+
+
 def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float = 1.0) -> list[dict[str, str]]:
-    """Prompt/completion rows for the warm start. ``kind``: ``reference`` (the reference solution),
-    ``readings`` (a random plausible answer of the task's family) or ``noisy`` (the reference with
-    probability ``correct_share``, otherwise one of the other plausible answers)."""
-    if kind not in ("reference", "readings", "noisy"):
-        raise ValueError(f"unknown demonstrations {kind!r}: use reference, readings or noisy")
+    """Prompt/completion rows for the warm start. ``kind``:
+
+    - ``reference``: the task's reference solution;
+    - ``readings``: a random plausible answer of the task's family (it teaches the form only);
+    - ``noisy``: the reference with probability ``correct_share``, otherwise another plausible answer;
+    - ``confused``: the reference with probability ``correct_share``, otherwise the answer the family
+      says a careless solver confuses it with (a teacher with systematic mistakes).
+
+    Tasks without plausible answers (or confusions) get the reference."""
+    if kind not in DEMONSTRATIONS:
+        raise ValueError(f"unknown demonstrations {kind!r}: use one of {', '.join(DEMONSTRATIONS)}")
     rng = random.Random(seed)
     rows = []
     for t in tasks:
-        candidates = family_candidates(t) if kind != "reference" else None
-        if candidates and kind == "readings":
-            completion = rng.choice(candidates)
-        elif candidates and kind == "noisy" and t.reference is not None and rng.random() >= correct_share:
-            completion = rng.choice([c for c in candidates if c != t.reference] or candidates)
-        elif t.reference is not None:
-            completion = t.reference
-        else:
+        completion = t.reference
+        if kind == "readings":
+            completion = rng.choice(family_candidates(t) or [t.reference])
+        elif kind in ("noisy", "confused") and t.reference is not None and rng.random() >= correct_share:
+            if kind == "noisy":
+                others = [c for c in family_candidates(t) or [] if c != t.reference]
+                completion = rng.choice(others) if others else t.reference
+            else:
+                completion = family_confusion(t) or t.reference
+        if completion is None:
             continue
         rows.append({"prompt": t.prompt_text(), "completion": completion})
     if not rows:
