@@ -87,7 +87,7 @@ class WarmStartSettings(_Section):
 
 
 class GRPOSettings(_Section):
-    steps: int = Field(400, ge=1, description="Optimizer steps of GRPO.")
+    steps: int = Field(300, ge=1, description="Optimizer steps of GRPO.")
     prompts_per_step: int = Field(8, ge=1, description="Task groups trained on per step.")
     group_size: int = Field(8, ge=2, description="Completions per task (a GRPO group).")
     learning_rate: float = Field(3e-4, gt=0.0, description="Learning rate (constant after warm-up).")
