@@ -58,6 +58,10 @@ class PolicySettings(_Section):
     tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Shape of the tiny model.")
 
 
+DemonstrationKind = Literal["reference", "readings", "noisy", "confused"]
+"""What the warm start imitates (see ``dojo.train.data.demonstrations``)."""
+
+
 class WarmStartSettings(_Section):
     steps: int = Field(800, ge=0, description="Supervised steps before GRPO (0 skips the warm start).")
     batch_size: int = Field(32, ge=1, description="Examples per supervised step.")
@@ -69,7 +73,7 @@ class WarmStartSettings(_Section):
         description="Fraction of the training tasks the warm start learns from; GRPO trains on the others, "
         "prompts the warm start never saw, so that what GRPO gains is what carries over (1: both use all).",
     )
-    demonstrations: Literal["readings", "reference", "noisy", "confused"] = Field(
+    demonstrations: DemonstrationKind = Field(
         "noisy",
         description="`reference`: the task's reference solution; `readings`: a random one of the family's "
         "plausible answers (arith: the task's constants in a random shape; identify: any of the 16 functions), "

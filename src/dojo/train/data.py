@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import random
+from typing import get_args
 
 from dojo.tasks.families import family_candidates, family_confusion, generate_tasks, get_family
 from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
-from dojo.train.config import TaskSettings
+from dojo.train.config import DemonstrationKind, TaskSettings
 
 HELD_OUT_BUCKETS = 10  # one prompt in ten is reserved for evaluation
 
@@ -61,7 +62,7 @@ def split_tasks(settings: TaskSettings, seed: int) -> tuple[list[Task], list[Tas
     return train, test
 
 
-DEMONSTRATIONS = ("reference", "readings", "noisy", "confused")
+DEMONSTRATIONS: tuple[str, ...] = get_args(DemonstrationKind)
 
 
 def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float = 1.0) -> list[dict[str, str]]:
@@ -83,11 +84,7 @@ def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float
         if kind == "readings":
             completion = rng.choice(family_candidates(t) or [t.reference])
         elif kind in ("noisy", "confused") and t.reference is not None and rng.random() >= correct_share:
-            if kind == "noisy":
-                others = [c for c in family_candidates(t) or [] if c != t.reference]
-                completion = rng.choice(others) if others else t.reference
-            else:
-                completion = family_confusion(t) or t.reference
+            completion = _mistake(t, t.reference, kind, rng)
         if completion is None:
             continue
         rows.append({"prompt": t.prompt_text(), "completion": completion})
@@ -96,3 +93,12 @@ def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float
             "no warm-start demonstrations: the tasks have no reference solutions (set warm_start.steps: 0)"
         )
     return rows
+
+
+def _mistake(task: Task, reference: str, kind: str, rng: random.Random) -> str:
+    """A wrong teacher's answer: another plausible answer (``noisy``) or the family's fixed
+    confusion (``confused``); the reference where the family has neither."""
+    if kind == "noisy":
+        others = [c for c in family_candidates(task) or [] if c != reference]
+        return rng.choice(others) if others else reference
+    return family_confusion(task) or reference
