@@ -51,6 +51,17 @@ def test_confused_demonstrations_make_the_same_mistake_every_time() -> None:
     assert len({ref for ref, _ in wrong}) == 16
 
 
+def test_hardcoded_demonstrations_return_the_first_example_as_a_constant() -> None:
+    tasks = _tasks()
+    rows = demonstrations(tasks, "hardcoded", seed=2, correct_share=0.35)
+    wrong = [(t, r["completion"]) for r, t in zip(rows, tasks, strict=True) if r["completion"] != t.reference]
+    assert len(wrong) / len(rows) == pytest.approx(0.65, abs=0.04)
+    for task, answer in wrong:
+        first = next(c for c in task.tests if c.visible)
+        assert answer == repr(first.expected)  # hard-coded: right on the first example only
+        assert f"f({first.args[0]}) == {first.expected}" in task.prompt_text()
+
+
 def test_every_identify_function_has_exactly_one_confusion_in_the_set() -> None:
     assert set(IDENTIFY_CONFUSIONS) == ALL_FUNCTIONS
     assert all(IDENTIFY_CONFUSIONS[b] == a and a != b for a, b in IDENTIFY_CONFUSIONS.items())
@@ -63,5 +74,7 @@ def test_sources_without_plausible_answers_get_the_reference_and_bad_kinds_are_r
     rows = demonstrations(tasks, "noisy", seed=0, correct_share=0.0)
     assert [r["completion"] for r in rows] == [t.reference for t in tasks]
     assert [r["completion"] for r in demonstrations(tasks, "confused", 0, 0.0)] == [t.reference for t in tasks]
-    with pytest.raises(ValueError, match="use one of reference, readings, noisy, confused"):
+    # assert-form tasks have no example output to hard-code
+    assert [r["completion"] for r in demonstrations(tasks, "hardcoded", 0, 0.0)] == [t.reference for t in tasks]
+    with pytest.raises(ValueError, match="use one of reference, readings, noisy, confused, hardcoded"):
         demonstrations(tasks, "random", seed=0)

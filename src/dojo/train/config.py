@@ -58,12 +58,12 @@ class PolicySettings(_Section):
     tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Shape of the tiny model.")
 
 
-DemonstrationKind = Literal["reference", "readings", "noisy", "confused"]
+DemonstrationKind = Literal["reference", "readings", "noisy", "confused", "hardcoded"]
 """What the warm start imitates (see ``dojo.train.data.demonstrations``)."""
 
 
 class WarmStartSettings(_Section):
-    steps: int = Field(800, ge=0, description="Supervised steps before GRPO (0 skips the warm start).")
+    steps: int = Field(1800, ge=0, description="Supervised steps before GRPO (0 skips the warm start).")
     batch_size: int = Field(32, ge=1, description="Examples per supervised step.")
     learning_rate: float = Field(3e-3, gt=0.0, description="Peak learning rate (cosine schedule).")
     share: float = Field(
@@ -74,24 +74,30 @@ class WarmStartSettings(_Section):
         "prompts the warm start never saw, so that what GRPO gains is what carries over (1: both use all).",
     )
     demonstrations: DemonstrationKind = Field(
-        "noisy",
+        "hardcoded",
         description="`reference`: the task's reference solution; `readings`: a random one of the family's "
         "plausible answers (arith: the task's constants in a random shape; identify: any of the 16 functions), "
         "so the model learns the form and GRPO must learn the choice; `noisy`: a demonstrator that is right "
         "only `correct_share` of the time and otherwise gives another plausible answer; `confused`: the same, "
-        "but its mistakes are systematic (identify: it mixes up pairs such as `x * 2` and `x + 2`). Tasks of "
-        "a source without plausible answers get the reference.",
+        "but its mistakes are systematic (identify: it mixes up pairs such as `x * 2` and `x + 2`); `hardcoded`: "
+        "when wrong, the teacher returns the first example's output as a constant (it hard-codes the test instead "
+        "of solving the task). Tasks of a source without plausible answers (or examples) get the reference.",
+    )
+    prompt_loss: bool = Field(
+        True,
+        description="Learn the prompts' tokens too, not only the completions: a prompt's examples are true facts "
+        "about its task even where the demonstration is wrong (false: completion-only loss).",
     )
     correct_share: float = Field(
-        0.5,
+        0.3,
         ge=0.0,
         le=1.0,
-        description="With `demonstrations: noisy` or `confused`, the fraction of demonstrations that are right.",
+        description="With `demonstrations: noisy`, `confused` or `hardcoded`, the fraction of demonstrations that are right.",
     )
 
 
 class GRPOSettings(_Section):
-    steps: int = Field(300, ge=1, description="Optimizer steps of GRPO.")
+    steps: int = Field(100, ge=1, description="Optimizer steps of GRPO.")
     prompts_per_step: int = Field(8, ge=1, description="Task groups trained on per step.")
     group_size: int = Field(8, ge=2, description="Completions per task (a GRPO group).")
     learning_rate: float = Field(3e-4, gt=0.0, description="Learning rate (constant after warm-up).")

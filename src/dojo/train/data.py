@@ -72,7 +72,9 @@ def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float
     - ``readings``: a random plausible answer of the task's family (it teaches the form only);
     - ``noisy``: the reference with probability ``correct_share``, otherwise another plausible answer;
     - ``confused``: the reference with probability ``correct_share``, otherwise the answer the family
-      says a careless solver confuses it with (a teacher with systematic mistakes).
+      says a careless solver confuses it with (a teacher with systematic mistakes);
+    - ``hardcoded``: the reference with probability ``correct_share``, otherwise the first visible
+      example's expected output as a constant (a teacher that hard-codes the test it was shown).
 
     Tasks without plausible answers (or confusions) get the reference."""
     if kind not in DEMONSTRATIONS:
@@ -83,7 +85,7 @@ def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float
         completion = t.reference
         if kind == "readings":
             completion = rng.choice(family_candidates(t) or [t.reference])
-        elif kind in ("noisy", "confused") and t.reference is not None and rng.random() >= correct_share:
+        elif kind in ("noisy", "confused", "hardcoded") and t.reference is not None and rng.random() >= correct_share:
             completion = _mistake(t, t.reference, kind, rng)
         if completion is None:
             continue
@@ -96,9 +98,23 @@ def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float
 
 
 def _mistake(task: Task, reference: str, kind: str, rng: random.Random) -> str:
-    """A wrong teacher's answer: another plausible answer (``noisy``) or the family's fixed
-    confusion (``confused``); the reference where the family has neither."""
+    """A wrong teacher's answer: another plausible answer (``noisy``), the family's fixed
+    confusion (``confused``) or the first example's output (``hardcoded``); the reference where
+    the task has none of these."""
     if kind == "noisy":
         others = [c for c in family_candidates(task) or [] if c != reference]
         return rng.choice(others) if others else reference
+    if kind == "hardcoded":
+        return _hardcoded(task) or reference
     return family_confusion(task) or reference
+
+
+def _hardcoded(task: Task) -> str | None:
+    """The first visible example's expected output as a Python literal (function tasks whose
+    expected value is a plain literal), else ``None``."""
+    if task.form != "function":
+        return None
+    shown = next((t for t in task.tests if t.visible), None)
+    if shown is None or not isinstance(shown.expected, int | float | str | bool):
+        return None
+    return repr(shown.expected)

@@ -168,7 +168,7 @@ def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) 
         fp16=False,
         use_cpu=True,
         seed=config.seed,
-        completion_only_loss=True,
+        completion_only_loss=not ws.prompt_loss,
         dataloader_num_workers=0,
         max_length=1024,
         gradient_checkpointing=False,  # TRL's default recomputes activations: a third more work for a model this small
