@@ -122,3 +122,20 @@ async def test_each_run_sees_exactly_its_own_environment(sandbox: AsyncSandbox) 
     assert second.stdout == "None None [] /box\n", second  # nothing of the first run's environment is left
     assert third.stdout == "3 None ['A', 'C'] /box\n", third
     assert shell.stdout == "4 unset\n", shell
+
+
+async def test_threads_work_and_are_waited_for_like_in_a_fresh_interpreter(sandbox: AsyncSandbox) -> None:
+    # The fast path forks its runs without CPython's after-fork hooks; threading must not notice.
+    src = (
+        "import threading, time, concurrent.futures as cf\n"
+        "out = []\n"
+        "ts = [threading.Thread(target=out.append, args=(i,)) for i in range(4)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "with cf.ThreadPoolExecutor(2) as ex:\n"
+        "    s = sum(ex.map(lambda x: x * x, range(10)))\n"
+        "print(sorted(out), s, threading.current_thread() is threading.main_thread(), threading.active_count())\n"
+        "threading.Thread(target=lambda: (time.sleep(0.2), print('late'))).start()\n"  # not a daemon
+    )
+    r = await sandbox.run(Program(language="python", source=src))
+    assert r.verdict is Verdict.ACCEPTED, r
+    assert r.stdout == "[0, 1, 2, 3] 285 True 1\nlate\n"

@@ -92,7 +92,7 @@ class WarmStartSettings(_Section):
         0.3,
         ge=0.0,
         le=1.0,
-        description="With `demonstrations: noisy`, `confused` or `hardcoded`, the fraction of demonstrations that are right.",
+        description="With `demonstrations: noisy`, `confused` or `hardcoded`: the share of right demonstrations.",
     )
 
 
