@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dojo.tasks.families import IDENTIFY_CONFUSIONS, IDENTIFY_FUNCTIONS
@@ -78,3 +80,13 @@ def test_sources_without_plausible_answers_get_the_reference_and_bad_kinds_are_r
     assert [r["completion"] for r in demonstrations(tasks, "hardcoded", 0, 0.0)] == [t.reference for t in tasks]
     with pytest.raises(ValueError, match="use one of reference, readings, noisy, confused, hardcoded"):
         demonstrations(tasks, "random", seed=0)
+
+
+def test_the_warm_start_learns_the_prompt_unless_told_not_to(tmp_path: Path) -> None:
+    from dojo.train.config import TrainConfig
+    from dojo.train.run import sft_arguments
+
+    assert sft_arguments(TrainConfig(), tmp_path).completion_only_loss is False  # the default: prompt in the loss
+    off = TrainConfig.model_validate({"warm_start": {"prompt_loss": False}})
+    args = sft_arguments(off, tmp_path)
+    assert args.completion_only_loss is True and args.max_steps == off.warm_start.steps and not args.bf16

@@ -63,6 +63,7 @@ def split_tasks(settings: TaskSettings, seed: int) -> tuple[list[Task], list[Tas
 
 
 DEMONSTRATIONS: tuple[str, ...] = get_args(DemonstrationKind)
+TEACHERS_WITH_MISTAKES = ("noisy", "confused", "hardcoded")  # wrong (1 - correct_share) of the time
 
 
 def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float = 1.0) -> list[dict[str, str]]:
@@ -85,7 +86,7 @@ def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float
         completion = t.reference
         if kind == "readings":
             completion = rng.choice(family_candidates(t) or [t.reference])
-        elif kind in ("noisy", "confused", "hardcoded") and t.reference is not None and rng.random() >= correct_share:
+        elif kind in TEACHERS_WITH_MISTAKES and t.reference is not None and rng.random() >= correct_share:
             completion = _mistake(t, t.reference, kind, rng)
         if completion is None:
             continue

@@ -139,22 +139,14 @@ def split_for_warm_start(train_tasks: list[Task], config: TrainConfig) -> tuple[
     return train_tasks[:cut], train_tasks[cut:]
 
 
-def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) -> Path:
-    done = out / "warm-start"
-    if config.warm_start.steps == 0:
-        return start
-    if (done / "config.json").is_file():
-        return done
-    from datasets import Dataset
-    from transformers import PrinterCallback
+def sft_arguments(config: TrainConfig, work_dir: Path) -> Any:
+    """TRL's ``SFTConfig`` for the warm start: CPU, float32, cosine schedule, no checkpoints;
+    the loss covers the prompt too unless ``warm_start.prompt_loss`` is off."""
     from trl.trainer.sft_config import SFTConfig
-    from trl.trainer.sft_trainer import SFTTrainer
 
     ws = config.warm_start
-    model, tokenizer = _load(start)
-    rows = demonstrations(train, ws.demonstrations, config.seed, ws.correct_share)
-    args = SFTConfig(
-        output_dir=str(out / "warm-start-work"),
+    return SFTConfig(
+        output_dir=str(work_dir),
         max_steps=ws.steps,
         per_device_train_batch_size=ws.batch_size,
         learning_rate=ws.learning_rate,
@@ -173,6 +165,22 @@ def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) 
         max_length=1024,
         gradient_checkpointing=False,  # TRL's default recomputes activations: a third more work for a model this small
     )
+
+
+def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) -> Path:
+    done = out / "warm-start"
+    if config.warm_start.steps == 0:
+        return start
+    if (done / "config.json").is_file():
+        return done
+    from datasets import Dataset
+    from transformers import PrinterCallback
+    from trl.trainer.sft_trainer import SFTTrainer
+
+    ws = config.warm_start
+    model, tokenizer = _load(start)
+    rows = demonstrations(train, ws.demonstrations, config.seed, ws.correct_share)
+    args = sft_arguments(config, out / "warm-start-work")
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
     trainer.remove_callback(PrinterCallback)
     trainer.train()
