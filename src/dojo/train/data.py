@@ -87,7 +87,7 @@ def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float
         if kind == "readings":
             completion = rng.choice(family_candidates(t) or [t.reference])
         elif kind in TEACHERS_WITH_MISTAKES and t.reference is not None and rng.random() >= correct_share:
-            completion = _mistake(t, t.reference, kind, rng)
+            completion = _mistake(t, kind, rng) or t.reference
         if completion is None:
             continue
         rows.append({"prompt": t.prompt_text(), "completion": completion})
@@ -98,16 +98,16 @@ def demonstrations(tasks: list[Task], kind: str, seed: int, correct_share: float
     return rows
 
 
-def _mistake(task: Task, reference: str, kind: str, rng: random.Random) -> str:
+def _mistake(task: Task, kind: str, rng: random.Random) -> str | None:
     """A wrong teacher's answer: another plausible answer (``noisy``), the family's fixed
-    confusion (``confused``) or the first example's output (``hardcoded``); the reference where
-    the task has none of these."""
+    confusion (``confused``) or the first example's output (``hardcoded``); ``None`` where the
+    task has none of these."""
     if kind == "noisy":
-        others = [c for c in family_candidates(task) or [] if c != reference]
-        return rng.choice(others) if others else reference
+        others = [c for c in family_candidates(task) or [] if c != task.reference]
+        return rng.choice(others) if others else None
     if kind == "hardcoded":
-        return _hardcoded(task) or reference
-    return family_confusion(task) or reference
+        return _hardcoded(task)
+    return family_confusion(task)
 
 
 def _hardcoded(task: Task) -> str | None:
@@ -116,6 +116,6 @@ def _hardcoded(task: Task) -> str | None:
     if task.form != "function":
         return None
     shown = next((t for t in task.tests if t.visible), None)
-    if shown is None or not isinstance(shown.expected, int | float | str | bool):
+    if shown is None or not isinstance(shown.expected, int | float | str):  # bool is an int
         return None
     return repr(shown.expected)
