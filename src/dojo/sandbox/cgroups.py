@@ -115,6 +115,14 @@ class SlotCgroups:
                 f"cannot create cgroups under {e.filename}: run as root, or give dojo a delegated "
                 "cgroup (systemd-run --scope -p Delegate=yes) and point DOJO_CGROUP_PARENT at it"
             ) from e
+        except OSError as e:
+            if e.errno != errno.EROFS:
+                raise
+            raise IsolationUnavailable(
+                f"cannot create cgroups under {e.filename}: the cgroup filesystem is mounted read-only, as "
+                "in a container started without write access to it; start the container with a writable "
+                "cgroup (docker run --privileged, or --cgroupns=private with /sys/fs/cgroup mounted rw)"
+            ) from e
 
     @staticmethod
     def _enable_v2_controllers(pool_dir: Path) -> None:
