@@ -44,9 +44,19 @@ class CurriculumSettings(_Section):
     start_level: float = Field(0.5, ge=0.0, le=1.0, description="Difficulty level the curriculum starts at.")
     promote_at: float = Field(0.6, gt=0.0, le=1.0, description="Move the level up when the recent pass rate is above.")
     demote_at: float = Field(
-        0.15, ge=0.0, lt=1.0, description="Move the level down when the recent pass rate is below."
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="Move the level down when the recent pass rate is below (0: never). A warm start that "
+        "hard-codes starts below any such threshold because it games the tests, not because the tasks are too "
+        "hard; demoting it then trains on the easy levels only and the others are forgotten.",
     )
-    width: float = Field(0.6, gt=0.0, description="How far from the level tasks are still drawn (a Gaussian width).")
+    width: float = Field(
+        1.5,
+        gt=0.0,
+        description="How far from the level tasks are still drawn (a Gaussian width): wide keeps every level "
+        "in training, so that none is forgotten, and leans towards the level.",
+    )
 
 
 class PolicySettings(_Section):
@@ -97,10 +107,10 @@ class WarmStartSettings(_Section):
 
 
 class GRPOSettings(_Section):
-    steps: int = Field(100, ge=1, description="Optimizer steps of GRPO.")
+    steps: int = Field(200, ge=1, description="Optimizer steps of GRPO.")
     prompts_per_step: int = Field(8, ge=1, description="Task groups trained on per step.")
     group_size: int = Field(8, ge=2, description="Completions per task (a GRPO group).")
-    learning_rate: float = Field(3e-4, gt=0.0, description="Learning rate (constant after warm-up).")
+    learning_rate: float = Field(1e-4, gt=0.0, description="Learning rate (constant after warm-up).")
     warmup_steps: int = Field(30, ge=0, description="Linear warm-up steps.")
     temperature: float = Field(1.0, gt=0.0, description="Sampling temperature of training completions.")
     max_completion_tokens: int = Field(24, ge=1, description="Longest completion, in tokens.")

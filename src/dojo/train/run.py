@@ -117,7 +117,8 @@ def _start_model(config: TrainConfig, out: Path) -> Path:
     return path
 
 
-def _load(path: Path) -> tuple[Any, Any]:
+def load_policy(path: Path) -> tuple[Any, Any]:
+    """A saved model and its tokenizer (left padding, for generation), from local files only."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -178,7 +179,7 @@ def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) 
     from trl.trainer.sft_trainer import SFTTrainer
 
     ws = config.warm_start
-    model, tokenizer = _load(start)
+    model, tokenizer = load_policy(start)
     rows = demonstrations(train, ws.demonstrations, config.seed, ws.correct_share)
     args = sft_arguments(config, out / "warm-start-work")
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
@@ -193,7 +194,7 @@ def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) 
 def _eval(config: TrainConfig, path: Path, held: list[Task], reward: DojoReward, file: Path) -> EvalResult:
     if file.is_file():
         return EvalResult.model_validate_json(file.read_text())
-    model, tokenizer = _load(path)
+    model, tokenizer = load_policy(path)
     result = _eval_now(config, held, reward, model, tokenizer)
     file.write_text(result.model_dump_json(indent=2))
     return result
@@ -345,7 +346,7 @@ def _grpo(
         shuffle_dataset=False,
         gradient_checkpointing=False,
     )
-    model, tokenizer = _load(warm)
+    model, tokenizer = load_policy(warm)
     dataset = Dataset.from_list(task_rows(train_tasks))
     sampler = CurriculumBatches(curriculum, index_tasks(train_tasks), per_step, g.group_size)
     callback = DojoCallback(out, recorder, store, g.steps, quiet, periodic_eval=periodic, eval_every=config.eval.every)
