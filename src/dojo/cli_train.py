@@ -85,6 +85,6 @@ def train(
         raise typer.Exit(130)
     console.print(report_table(result.before, result.after))
     console.print(
-        f"{result.steps} GRPO steps in {result.wall_seconds / 60:.1f} min; report: {result.output_dir}/report.md, "
-        f"curve: {result.output_dir}/reward_curve.png"
+        f"done in {result.wall_seconds / 60:.1f} min ({result.steps} GRPO steps); "
+        f"report: {result.output_dir}/report.md, curve: {result.output_dir}/reward_curve.png"
     )
