@@ -32,7 +32,8 @@ def completion_logprobs(model: Any, tokenizer: Any, prompt: str, completions: li
     """log p(completion + end of text | prompt) for each completion."""
     prompt_len = len(tokenizer(prompt, add_special_tokens=False).input_ids)
     texts = [prompt + c + tokenizer.eos_token for c in completions]
-    enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    # right padding: each row's completion starts right after the prompt's tokens
+    enc = tokenizer(texts, return_tensors="pt", padding=True, padding_side="right", add_special_tokens=False)
     logits = model(**enc).logits[:, :-1].log_softmax(-1)
     targets = enc.input_ids[:, 1:]
     token_lp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
@@ -77,9 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'model':<48} {'right most likely':>17} {'p(right)':>9}  by level (most likely)")
     for path in args.models:
         model, tokenizer = load_policy(path)
-        tokenizer.padding_side = "right"  # the completion is what follows the prompt's tokens
-        model.eval()
-        r = probe(model, tokenizer, held_out)
+        r = probe(model.eval(), tokenizer, held_out)
         levels = "  ".join(f"{k:.2f}: {v:.2f}" for k, v in r["by_level"].items())
         print(f"{path!s:<48} {r['right_is_most_likely']:>17.3f} {r['p_right_among_functions']:>9.3f}  {levels}")
     return 0
