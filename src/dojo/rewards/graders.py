@@ -27,14 +27,13 @@ from typing import Any
 from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number
 from dojo.rewards.hacks import Example, scan_python, visible_examples
 from dojo.rewards.harness import (
-    HARNESS_SOURCE,
-    SOLUTION_FILE,
+    HarnessRun,
+    InvalidTask,
     assert_job,
+    check_context,
     function_job,
-    job_stdin,
-    new_nonce,
-    parse_reports,
     rewrite_asserts,
+    run_harness,
 )
 from dojo.rewards.mapping import RewardFunction, RewardMode, Shaping, correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
@@ -79,49 +78,24 @@ def _sandbox_failed(result: ExecutionResult) -> str | None:
     return None
 
 
-def _ended_how(result: ExecutionResult) -> str:
-    if result.limit is not None:
-        return f"the run hit its {result.limit.value} limit"
-    if result.signal is not None:
-        return f"the run was killed by signal {result.signal}"
-    return f"the run ended early (exit code {result.exit_code})"
-
-
-def _harness_program(code: str, stdin: str) -> Program:
-    return Program(
-        language="python",
-        source=HARNESS_SOURCE,
-        files=[InputFile(path=SOLUTION_FILE, content=code.encode())],
-        stdin=stdin,
-    )
-
-
-def _load_failure(reports: list[dict[str, Any]], out: TestResults) -> bool:
-    load = next((r for r in reports if "load" in r), None)
-    if load is None or load["load"] == "ok":
+def _loaded(run: HarnessRun, out: TestResults) -> bool:
+    """Whether the candidate loaded; otherwise ``out`` says why not (infrastructure, syntax, ...)."""
+    if (err := run.sandbox_error) is not None:
+        out.infrastructure_error = err
         return False
+    if run.malformed:
+        out.flags.append("suspicious:malformed_reply")
+    load = run.load
+    if load is None:
+        out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"the solution did not load: {run.ended_how()}"))
+        return False
+    if load["load"] == "ok":
+        return True
     if load["load"] == "syntax":
         out.compile_error = str(load.get("error", "syntax error"))
     else:
         out.cases.append(CaseOutcome(index=-1, passed=False, detail=str(load.get("traceback") or load.get("error"))))
-    return True
-
-
-async def _run_harness(
-    task: Task, code: str, job: dict[str, Any], sandbox: AsyncSandbox, limits: Limits | None, out: TestResults
-) -> tuple[list[dict[str, Any]], ExecutionResult] | None:
-    """Run the harness on ``code`` with ``job``; the reports and the run, or None when ``out``
-    already says everything (the sandbox failed, or the candidate did not load)."""
-    nonce = new_nonce()
-    program = _harness_program(code, job_stdin(nonce, job))
-    result = await sandbox.run(program, limits or task.limits or DEFAULT_GRADING_LIMITS, cache_compiled=True)
-    if (err := _sandbox_failed(result)) is not None:
-        out.infrastructure_error = err
-        return None
-    reports = parse_reports(result.stdout, nonce)
-    if _load_failure(reports, out):
-        return None
-    return reports, result
+    return False
 
 
 async def grade_function_task(
@@ -142,14 +116,12 @@ async def grade_function_task(
     calls = [(i, tests[i].args, tests[i].kwargs) for i in first + second]
     out = TestResults(total=len(tests))
     job = function_job(task.entry_point, calls, task.float_tolerance)
-    if (ran := await _run_harness(task, code, job, sandbox, limits, out)) is None:
+    run = await run_harness(sandbox, code, job, limits or task.limits or DEFAULT_GRADING_LIMITS)
+    if not _loaded(run, out):
         return out
-    reports, result = ran
     by_case: dict[int, dict[str, Any]] = {}
-    for report in reports:
-        i = report.get("case")
-        if not isinstance(i, int):
-            continue
+    for report in run.cases:
+        i = report["case"]
         if i in by_case and _answer_of(by_case[i]) != _answer_of(report):
             out.hack = f"test {i} gave two different answers to the same call: state carried between calls"
             out.flags.append("hack:state_between_calls")
@@ -158,7 +130,7 @@ async def grade_function_task(
     for i, t in enumerate(tests):
         r = by_case.get(i)
         if r is None:
-            out.cases.append(CaseOutcome(index=i, passed=False, detail=f"no result: {_ended_how(result)}"))
+            out.cases.append(CaseOutcome(index=i, passed=False, detail=f"no result: {run.ended_how()}"))
             continue
         if "error" in r:
             out.cases.append(CaseOutcome(index=i, passed=False, detail=f"raised {r['error']}"))
@@ -178,29 +150,40 @@ def rewrite_asserts_cached(code: str) -> tuple[str, int]:
     return rewrite_asserts(code)
 
 
+def check_program(task: Task) -> tuple[list[tuple[str, int]], str]:
+    """An assert task's rewritten checks (with their assert counts) and the code they run with;
+    ``InvalidTask`` naming the task when its check code or its helpers do not compile."""
+    rewritten: list[tuple[str, int]] = []
+    for i, t in enumerate(task.tests):
+        try:
+            rewritten.append(rewrite_asserts_cached(t.code or ""))
+        except (SyntaxError, ValueError) as e:
+            raise InvalidTask(f"task {task.id}: the check code of test {i} does not compile: {e}") from e
+    return rewritten, check_context(task.prompt)
+
+
 def _answer_of(report: dict[str, Any]) -> str:
     return json.dumps(report.get("value"), sort_keys=True) if "error" not in report else "error"
 
 
 async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None) -> TestResults:
-    """Run each test's ``check(candidate)`` with its asserts tallied; every assert is one test."""
+    """Run each test's ``check(candidate)`` with its asserts tallied, in the harness's trusted
+    process; every assert is one test."""
     assert task.entry_point
-    rewritten: list[tuple[str, int]] = []
-    for t in task.tests:
-        assert t.code is not None
-        rewritten.append(rewrite_asserts_cached(t.code))
-    job = assert_job(task.entry_point, [src for src, _ in rewritten], task.float_tolerance)
+    rewritten, context = check_program(task)
+    job = assert_job(task.entry_point, [src for src, _ in rewritten], task.float_tolerance, context)
     out = TestResults(total=sum(max(1, n) for _, n in rewritten))  # until the reports say how many ran
-    if (ran := await _run_harness(task, code, job, sandbox, limits, out)) is None:
+    run = await run_harness(sandbox, code, job, limits or task.limits or DEFAULT_GRADING_LIMITS)
+    if run.task_error is not None and run.sandbox_error is None:
+        raise InvalidTask(f"task {task.id}: {run.task_error}")
+    if not _loaded(run, out):
         return out
-    reports, result = ran
     out.total = 0
-    by_test = {r["test"]: r for r in reports if isinstance(r.get("test"), int)}
     for i, (_, n_asserts) in enumerate(rewritten):
-        r = by_test.get(i)
+        r = run.tests.get(i)
         if r is None:
             out.total += max(1, n_asserts)
-            out.cases.append(CaseOutcome(index=i, passed=False, detail=f"check did not finish: {_ended_how(result)}"))
+            out.cases.append(CaseOutcome(index=i, passed=False, detail=f"check did not finish: {run.ended_how()}"))
             continue
         passed, failed = int(r.get("passed", 0)), int(r.get("failed", 0))
         if not r.get("completed"):

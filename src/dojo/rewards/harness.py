@@ -1,19 +1,37 @@
-"""The program a grader runs in the sandbox for function- and assert-form tasks.
+"""The one harness that calls a candidate's function in the sandbox: every path that grades a
+function or a HumanEval ``check(candidate)`` (``Grader``, the TRL and verl bridges, ``dojo tasks
+audit``, the HTTP API's function-call cases) runs this program.
 
-Layout of a grading run: the candidate's code is ``/box/solution.py``; ``/box/main.py`` is this
-harness. The harness reads a per-run nonce and its job (calls, or check code) from stdin *before*
-the candidate's code runs, so neither is on disk for the candidate to read. It snapshots the
-builtins, runs the candidate in a namespace of its own (defining ``check`` or ``_dojo_*`` there
-changes nothing), restores the builtins after the candidate's code and after every call, and
-reports each result as a line ``<nonce> <json>`` on stdout. The grader trusts only lines with the
-nonce; a run that ends without the final ``{"done": true}`` line (``sys.exit``, ``os._exit``, a
-crash) fails every case it did not report.
+Two processes inside one sandbox run, and only data crosses between them:
 
-Function form: return values are encoded with exact-type checks (``dojo.rewards.values``) and
-compared by the grader; expected values never enter the sandbox. Assert form: the grader rewrites
-each ``assert`` of the check code (``rewrite_asserts``) so that it is tallied instead of raised,
-``==`` compares as data, and a truth value must be builtin data; the tally goes home on the same
-nonce channel.
+- the **trusted process** (the run's main process) holds the job (the calls, or the task's check
+  code and its helpers), the per-run nonce, the tally and the report channel (fd 1, read by the
+  grader). It makes itself non-dumpable before anything else, so a process of the same uid can
+  neither read nor write its memory (``/proc/<pid>/mem``, ``ptrace``, ``process_vm_readv``), and it
+  blocks every signal that can be blocked (what is left, SIGKILL and SIGSTOP, ends or stalls it:
+  cases it did not report fail);
+- the **candidate's process** is forked from it *before* it reads its job: the job reaches the
+  run on a private stdin that never entered the zygote's memory (``AsyncSandbox.run(...,
+  private_stdin=True)``), so the candidate's address space holds neither the job, nor the nonce,
+  nor an earlier run's data. It keeps only fd 0 (``/dev/null``), fds 1 and 2 (the run's stderr:
+  its prints never reach the report channel) and its two pipe ends; then it loads
+  ``/box/solution.py`` and answers calls.
+
+The channel: length-prefixed JSON messages. Trusted -> candidate: ``{"entry_point": name}``, then
+``{"args": ..., "kwargs": ...}`` per call. Candidate -> trusted: ``{"load": "ok"|"syntax"|"error"|
+"missing", ...}``, then ``{"value": ...}`` or ``{"error": "Type: message"}`` per call. Values are
+encoded with exact builtin types (``dojo.rewards.values``); the trusted side decodes every message
+strictly and treats anything malformed as a failed case (reported as ``malformed``). Nothing of
+the candidate's process is ever called by the trusted one: its values arrive as plain data.
+
+Function form: return values are re-encoded and reported; the grader compares them with the
+expected values, which never enter the sandbox. Assert form: the check code runs in the trusted
+process, in a namespace built from the task's own text (the prompt's helpers, such as HumanEval's
+``poly`` or ``encode_cyclic``: never the candidate's), with ``candidate`` a proxy that calls into
+the candidate's process; each ``assert`` is tallied (``rewrite_asserts``).
+
+A candidate that exits, crashes, hangs, floods its output, forks, or kills the trusted process
+fails every case it did not answer.
 """
 
 from __future__ import annotations
@@ -22,11 +40,15 @@ import ast
 import inspect
 import json
 import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from dojo.rewards import values
+from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Limits, Program, Verdict
 
 SOLUTION_FILE = "solution.py"
+MAX_MESSAGE = 16 << 20  # bytes of one channel message; a longer reply is malformed
 
 _PRELUDE = f"""from __future__ import annotations
 import builtins as _builtins
@@ -44,6 +66,7 @@ class _LazyBase64:  # only bytes values need base64: keep its import out of ever
 
 
 base64 = _LazyBase64()
+MAX_MESSAGE = {MAX_MESSAGE}
 
 {inspect.getsource(values.encode_value)}
 {inspect.getsource(values.decode_value)}
@@ -51,103 +74,343 @@ base64 = _LazyBase64()
 {inspect.getsource(values.values_equal)}
 """
 
-_MAIN = r"""
+_MAIN = r'''
 
-def _dojo_main():
-    nonce = _sys.stdin.readline().strip()
-    job = _json.loads(_sys.stdin.read())
-    saved = dict(_builtins.__dict__)
-    write, dumps, exact, tol = _os.write, _json.dumps, type, job.get("tolerance", 1e-6)
+PR_SET_DUMPABLE = 4
+CALL_FD, REPLY_FD = 3, 4  # the channel's ends, in the candidate's process
 
-    def restore():
-        _builtins.__dict__.clear()
-        _builtins.__dict__.update(saved)
 
-    def emit(obj):
-        try:
-            _sys.stdout.flush()
-        except BaseException:
-            pass
-        data = (nonce + " " + dumps(obj) + "\n").encode()
-        while data:
-            data = data[write(1, data):]
+class Malformed(Exception):
+    """A message from the candidate's process that is not valid encoded data."""
 
-    def describe(e):
-        return (exact(e).__name__ + ": " + str(e))[:500]
 
+class CandidateGone(BaseException):
+    """The candidate's process ended (or broke the channel): no later call can be answered.
+    A BaseException, so that no ``except Exception`` in check code can swallow it."""
+
+
+class CandidateError(Exception):
+    """The candidate's function raised an exception that is not a builtin one."""
+
+
+def send(fd, obj):
+    data = _json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
+    data = len(data).to_bytes(4, "big") + data
+    while data:
+        data = data[_os.write(fd, data):]
+
+
+def read_n(fd, n):
+    chunks = []
+    while n:
+        chunk = _os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(fd):
+    """One message as raw bytes; None at the end of the channel; Malformed when too long."""
+    head = read_n(fd, 4)
+    if head is None:
+        return None
+    n = int.from_bytes(head, "big")
+    if n > MAX_MESSAGE:
+        raise Malformed("message of " + str(n) + " bytes")
+    return read_n(fd, n)
+
+
+def describe(e):
+    try:
+        return (type(e).__name__ + ": " + str(e))[:500]
+    except BaseException:
+        return "an exception that cannot be described"
+
+
+# ------------------------------------------------------------------------------------------------
+# The candidate's process. Everything from here on is untrusted: the trusted process believes
+# nothing it says without checking it.
+# ------------------------------------------------------------------------------------------------
+
+def candidate_process(call_r, reply_w):
+    import fcntl
+    import signal
+    try:
+        call = fcntl.fcntl(call_r, fcntl.F_DUPFD, 16)
+        reply = fcntl.fcntl(reply_w, fcntl.F_DUPFD, 16)
+        null = _os.open("/dev/null", _os.O_RDONLY)
+        _os.dup2(null, 0)
+        _os.dup2(2, 1)  # the report channel is the trusted process's fd 1: never the candidate's
+        _os.dup2(call, CALL_FD)
+        _os.dup2(reply, REPLY_FD)
+        _os.closerange(REPLY_FD + 1, 1 << 16)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    except BaseException:
+        _os._exit(125)
+    try:
+        serve_calls()
+    except BaseException:
+        pass
+    _os._exit(0)
+
+
+def serve_calls():
+    first = receive(CALL_FD)
+    if first is None:
+        return
+    entry_point = _json.loads(first)["entry_point"]
     with open("/box/solution.py", "rb") as f:
         source = f.read()
     ns = {"__name__": "solution", "__file__": "/box/solution.py", "__builtins__": _builtins}
     try:
         code = compile(source, "/box/solution.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:
-        emit({"load": "syntax", "error": describe(e)})
+        send(REPLY_FD, {"load": "syntax", "error": describe(e)})
         return
     try:
         exec(code, ns)
     except BaseException as e:
-        restore()
         import traceback
-        tb = "".join(traceback.format_exception(exact(e), e, e.__traceback__.tb_next))[-2000:]
-        emit({"load": "error", "error": describe(e), "traceback": tb})
+        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next))[-2000:]
+        send(REPLY_FD, {"load": "error", "error": describe(e), "traceback": tb})
         return
-    restore()
-    fn = ns.get(job["entry_point"])
+    fn = ns.get(entry_point)
     if not callable(fn):
-        emit({"load": "missing", "error": "no function named " + job["entry_point"]})
+        send(REPLY_FD, {"load": "missing", "error": "no function named " + entry_point})
         return
-    emit({"load": "ok"})
+    send(REPLY_FD, {"load": "ok"})
+    while True:
+        raw = receive(CALL_FD)
+        if raw is None:
+            return
+        message = _json.loads(raw)
+        try:
+            args = decode_value(message["args"])
+            kwargs = decode_value(message["kwargs"])
+            answer = {"value": encode_value(fn(*args, **kwargs))}
+        except BaseException as e:
+            answer = {"error": describe(e)}
+        for stream in (_sys.stdout, _sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        send(REPLY_FD, answer)
+
+
+# ------------------------------------------------------------------------------------------------
+# The trusted process.
+# ------------------------------------------------------------------------------------------------
+
+def reject_constant(name):
+    raise ValueError("bare " + name + " is not encoded data")
+
+
+def parse_message(raw):
+    """A message from the candidate's process as one (key, value) pair; Malformed otherwise."""
+    try:
+        obj = _json.loads(raw.decode("utf-8"), parse_constant=reject_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise Malformed("not JSON: " + describe(e))
+    if type(obj) is not dict or not obj:
+        raise Malformed("not a message object")
+    return obj
+
+
+class Candidate:
+    """The trusted side of the channel: calls go out as data, answers come back checked."""
+
+    def __init__(self, pid, call_w, reply_r):
+        self.pid, self.call_w, self.reply_r = pid, call_w, reply_r
+        self.gone = None  # why no more calls can be answered
+        self.malformed = 0
+
+    def ended(self, why):
+        if self.gone is None:
+            self.gone = why
+            try:
+                _os.kill(self.pid, 9)
+            except OSError:
+                pass
+            try:
+                _, status = _os.waitpid(self.pid, 0)
+                if _os.WIFSIGNALED(status):
+                    sig = _os.WTERMSIG(status)
+                    named = {24: "its cpu limit", 25: "its file_size limit"}.get(sig)
+                    self.gone = why + (" (it hit " + named + ")" if named else " (killed by signal " + str(sig) + ")")
+                elif _os.WIFEXITED(status) and why.startswith("the candidate's process ended"):
+                    self.gone = why + " (exit code " + str(_os.WEXITSTATUS(status)) + ")"
+            except OSError:
+                pass
+        raise CandidateGone(self.gone)
+
+    def request(self, obj):
+        if self.gone is not None:
+            raise CandidateGone(self.gone)
+        try:
+            send(self.call_w, obj)
+        except OSError:
+            self.ended("the candidate's process ended")
+        try:
+            raw = receive(self.reply_r)
+        except Malformed as e:
+            self.malformed += 1
+            self.ended("malformed reply: " + str(e))
+        if raw is None:
+            self.ended("the candidate's process ended")
+        try:
+            return parse_message(raw)
+        except Malformed as e:
+            self.malformed += 1
+            self.ended("malformed reply: " + str(e))
+
+    def load(self, entry_point):
+        reply = self.request({"entry_point": entry_point})
+        status = reply.get("load")
+        if status not in ("ok", "syntax", "error", "missing") or set(reply) - {"load", "error", "traceback"}:
+            self.malformed += 1
+            self.ended("malformed reply to loading the solution")
+        out = {"load": status}
+        for key in ("error", "traceback"):
+            if key in reply:
+                out[key] = str(reply[key])[:2000]
+        return out
+
+    def call(self, args, kwargs):
+        """The candidate's return value, decoded; raises what it raised (as data: a builtin
+        exception type of that name, else CandidateError), or CandidateGone."""
+        reply = self.request({"args": args, "kwargs": kwargs})
+        if len(reply) == 1 and "value" in reply:
+            try:
+                return decode_value(reply["value"])
+            except (ValueError, TypeError, RecursionError) as e:
+                self.malformed += 1
+                self.ended("malformed value: " + describe(e))
+        if len(reply) == 1 and type(reply.get("error")) is str:
+            raise exception_from(reply["error"])
+        self.malformed += 1
+        self.ended("malformed reply to a call")
+
+
+def exception_from(text):
+    name, _, message = text.partition(": ")
+    kind = getattr(_builtins, name, None)
+    if type(kind) is type and issubclass(kind, Exception):
+        try:
+            return kind(message)
+        except BaseException:
+            pass
+    return CandidateError(text)
+
+
+def dojo_main():
+    import ctypes
+    import signal
+
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        _os.write(1, b"dojo harness: cannot make the trusted process non-dumpable\n")
+        _os._exit(70)
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    call_r, call_w = _os.pipe()
+    reply_r, reply_w = _os.pipe()
+    pid = _os.fork()
+    if pid == 0:
+        candidate_process(call_r, reply_w)
+        _os._exit(0)
+    _os.close(call_r)
+    _os.close(reply_w)
+    # Only now does anything secret enter this process.
+    nonce = _sys.stdin.readline().strip()
+    job = _json.loads(_sys.stdin.read())
+    _os.close(0)
+    report_fd = _os.dup(1)
+    _os.dup2(2, 1)  # whatever the check code prints goes to stderr, not to the report channel
+
+    def emit(obj):
+        data = (nonce + " " + _json.dumps(obj) + "\n").encode()
+        while data:
+            data = data[_os.write(report_fd, data):]
+
+    candidate = Candidate(pid, call_w, reply_r)
+    try:
+        run_job(job, candidate, emit)
+    except CandidateGone:
+        pass
+    if candidate.gone is not None:
+        emit({"gone": candidate.gone, "malformed": candidate.malformed})
+    emit({"done": True})
+    try:
+        _os.kill(pid, 9)
+    except OSError:
+        pass
+
+
+def run_job(job, candidate, emit):
+    loaded = candidate.load(job["entry_point"])
+    emit(loaded)
+    if loaded["load"] != "ok":
+        return
     if job["form"] == "function":
         for index, args, kwargs in job["calls"]:
             try:
-                value = fn(*decode_value(args), **decode_value(kwargs))
-                restore()
+                value = candidate.call(args, kwargs)
                 emit({"case": index, "value": encode_value(value)})
+            except CandidateGone:
+                raise
             except BaseException as e:
-                restore()
                 emit({"case": index, "error": describe(e)})
-    else:
-        tally = [0, 0]
+        return
+    tol = job.get("tolerance", 1e-6)
+    tally = [0, 0]
 
-        def _dojo_tally(ok):
-            tally[0 if ok is True else 1] += 1
+    def _dojo_tally(ok):
+        tally[0 if ok is True else 1] += 1
 
-        def _dojo_eq(a, b):
-            encode_value(a)
-            encode_value(b)
-            return values_equal(a, b, tol)
+    def _dojo_eq(a, b):
+        encode_value(a)
+        encode_value(b)
+        return values_equal(a, b, tol)
 
-        def _dojo_truth(x):
-            encode_value(x)
-            return bool(x) is True
+    def _dojo_truth(x):
+        return type(x) is bool and x
 
-        def candidate(*args, **kwargs):  # builtins come back after every call the check makes
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                restore()
+    def _dojo_falsity(x):
+        return type(x) is bool and not x
 
-        for index, test in enumerate(job["tests"]):
-            tally[0] = tally[1] = 0
-            tns = dict(ns)
-            tns.update({"__name__": "dojo_check", "_dojo_tally": _dojo_tally, "_dojo_eq": _dojo_eq,
-                        "_dojo_truth": _dojo_truth})
-            try:
-                exec(compile(test, "<check>", "exec", dont_inherit=True), tns)
-                tns["check"](candidate)
-                restore()
-                emit({"test": index, "passed": tally[0], "failed": tally[1], "completed": True})
-            except BaseException as e:
-                restore()
-                emit({"test": index, "passed": tally[0], "failed": tally[1], "completed": False,
-                      "error": describe(e)})
-    emit({"done": True})
+    def proxy(*args, **kwargs):
+        return candidate.call(encode_value(list(args)), encode_value(kwargs))
+
+    base = {"__name__": "dojo_check", "__builtins__": _builtins}
+    try:
+        exec(compile(job.get("context") or "", "<task>", "exec", dont_inherit=True), base)
+    except BaseException as e:
+        emit({"task_error": "the task's own code failed: " + describe(e)})
+        return
+    base.update({"_dojo_tally": _dojo_tally, "_dojo_eq": _dojo_eq, "_dojo_truth": _dojo_truth,
+                 "_dojo_falsity": _dojo_falsity, job["entry_point"]: proxy})
+    for index, test in enumerate(job["tests"]):
+        tally[0] = tally[1] = 0
+        tns = dict(base)
+        try:
+            exec(compile(test, "<check>", "exec", dont_inherit=True), tns)
+            tns["check"](proxy)
+            emit({"test": index, "passed": tally[0], "failed": tally[1], "completed": True})
+        except BaseException as e:
+            emit({"test": index, "passed": tally[0], "failed": tally[1], "completed": False,
+                  "error": describe(e)})
 
 
-_dojo_main()
-"""
+dojo_main()
+'''
 
 HARNESS_SOURCE = _PRELUDE + _MAIN
+
+
+class InvalidTask(ValueError):
+    """A task whose own code (check code, or the prompt's helpers) cannot be compiled: an error in
+    the task set, never a reward."""
 
 
 def new_nonce() -> str:
@@ -155,7 +418,8 @@ def new_nonce() -> str:
 
 
 class _AssertRewriter(ast.NodeTransformer):
-    """``assert T`` -> tally whether T is true as builtin data; ``a == b`` -> compare as data."""
+    """``assert T`` -> tally whether T is True (a bool: ``assert candidate(x)`` wants ``True``,
+    not a truthy object); ``assert not T`` -> whether T is False; ``a == b`` -> compare as data."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -164,11 +428,15 @@ class _AssertRewriter(ast.NodeTransformer):
         if isinstance(node.test, ast.Constant):  # HumanEval's `assert True, "..."`: checks nothing
             return ast.copy_location(ast.Pass(), node)
         self.count += 1
-        test = _CompareRewriter().visit(node.test)
+        test = node.test
+        judge = "_dojo_truth"
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, judge = test.operand, "_dojo_falsity"
+        test = _CompareRewriter().visit(test)
         tally_ok = ast.Expr(
             ast.Call(
                 ast.Name("_dojo_tally", ast.Load()),
-                [ast.Call(ast.Name("_dojo_truth", ast.Load()), [test], [])],
+                [ast.Call(ast.Name(judge, ast.Load()), [test], [])],
                 [],
             )
         )
@@ -189,7 +457,8 @@ class _CompareRewriter(ast.NodeTransformer):
 
 
 def rewrite_asserts(test_code: str) -> tuple[str, int]:
-    """The check code with every assert tallied (see module doc); also how many asserts it has."""
+    """The check code with every assert tallied (see module doc); also how many asserts it has.
+    SyntaxError when the check code does not parse."""
     tree = ast.parse(test_code)
     rewriter = _AssertRewriter()
     tree = rewriter.visit(tree)
@@ -197,12 +466,24 @@ def rewrite_asserts(test_code: str) -> tuple[str, int]:
     return ast.unparse(tree), rewriter.count
 
 
-def function_job(entry_point: str, calls: list[tuple[int, Any, Any]], tolerance: float) -> dict[str, Any]:
-    return {"form": "function", "entry_point": entry_point, "calls": calls, "tolerance": tolerance}
+def check_context(prompt: object) -> str:
+    """The task's own code that its check runs with: the prompt, when the prompt is Python (a
+    HumanEval prompt defines the helpers its check uses, e.g. ``poly``); else nothing."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        return ""
+    try:
+        ast.parse(prompt)
+    except (SyntaxError, ValueError):
+        return ""
+    return prompt
 
 
-def assert_job(entry_point: str, tests: list[str], tolerance: float) -> dict[str, Any]:
-    return {"form": "assert", "entry_point": entry_point, "tests": tests, "tolerance": tolerance}
+def function_job(entry_point: str, calls: Sequence[tuple[int, Any, Any]], tolerance: float) -> dict[str, Any]:
+    return {"form": "function", "entry_point": entry_point, "calls": list(calls), "tolerance": tolerance}
+
+
+def assert_job(entry_point: str, tests: list[str], tolerance: float, context: str = "") -> dict[str, Any]:
+    return {"form": "assert", "entry_point": entry_point, "tests": tests, "tolerance": tolerance, "context": context}
 
 
 def job_stdin(nonce: str, job: dict[str, Any]) -> str:
@@ -222,3 +503,66 @@ def parse_reports(stdout: str, nonce: str) -> list[dict[str, Any]]:
             if isinstance(obj, dict):
                 reports.append(obj)
     return reports
+
+
+@dataclass
+class HarnessRun:
+    """What one harness run said: its reports by kind, and the sandbox's result of the run."""
+
+    result: ExecutionResult
+    load: dict[str, Any] | None = None
+    cases: list[dict[str, Any]] = field(default_factory=list)  # function form, in call order
+    tests: dict[int, dict[str, Any]] = field(default_factory=dict)  # assert form, by test index
+    gone: str | None = None  # why the candidate's process stopped answering, if it did
+    malformed: int = 0  # replies that were not valid encoded data
+    task_error: str | None = None
+    done: bool = False
+
+    @property
+    def sandbox_error(self) -> str | None:
+        if self.result.verdict is Verdict.SANDBOX_ERROR:
+            return self.result.sandbox_error or "sandbox error"
+        if self.load is None and self.result.exit_code == 70:
+            return "the grading harness could not protect itself: " + self.result.stdout[-300:]
+        return None
+
+    def ended_how(self) -> str:
+        """Why a case has no answer: what ended the candidate's process, or the whole run."""
+        if self.gone is not None:
+            return self.gone
+        r = self.result
+        if r.limit is not None:
+            return f"the run hit its {r.limit.value} limit"
+        if r.signal is not None:
+            return f"the run was killed by signal {r.signal}"
+        return f"the run ended early (exit code {r.exit_code})"
+
+
+async def run_harness(
+    sandbox: AsyncSandbox, code: str, job: dict[str, Any], limits: Limits, files: Sequence[InputFile] = ()
+) -> HarnessRun:
+    """Run the harness on the candidate ``code`` with ``job``; its reports, sorted by kind."""
+    nonce = new_nonce()
+    program = Program(
+        language="python",
+        source=HARNESS_SOURCE,
+        files=[InputFile(path=SOLUTION_FILE, content=code.encode()), *files],
+        stdin=job_stdin(nonce, job),
+    )
+    result = await sandbox.run(program, limits, cache_compiled=True, private_stdin=True)
+    run = HarnessRun(result=result)
+    for report in parse_reports(result.stdout, nonce):
+        if "load" in report and run.load is None:
+            run.load = report
+        elif isinstance(report.get("case"), int):
+            run.cases.append(report)
+        elif isinstance(report.get("test"), int):
+            run.tests.setdefault(report["test"], report)
+        elif "gone" in report:
+            run.gone = str(report["gone"])
+            run.malformed = int(report.get("malformed") or 0)
+        elif "task_error" in report:
+            run.task_error = str(report["task_error"])
+        elif report.get("done") is True:
+            run.done = True
+    return run

@@ -185,12 +185,18 @@ class AsyncSandbox:
         compile_limits: Limits | None = None,
         isolation: Isolation | None = None,
         cache_compiled: bool = False,
+        private_stdin: bool = False,
     ) -> ExecutionResult:
         """Run one program. User failures are verdicts; a sandbox failure is verdict SandboxError.
 
         ``cache_compiled``: the Python source is trusted and sent verbatim many times (a grading
         harness); each slot compiles it once and reuses the code object. Never set it for
         model-written source: its compilation would then happen outside the run's limits.
+
+        ``private_stdin``: stdin reaches the run's process without ever entering the slot's zygote
+        (the kernel moves it into a memfd that becomes fd 0), so no process forked from the zygote,
+        now or later, holds it in memory. For a trusted harness whose job on stdin must stay out of
+        the processes it forks for untrusted code (``dojo.rewards.harness``).
 
         Raises ``UnknownLanguage`` / ``LanguageUnavailable`` (a ``ValueError``) for a language that
         cannot run here: that is the caller's input, not a property of the program's code.
@@ -206,6 +212,8 @@ class AsyncSandbox:
         )
         if cache_compiled and lang.inline_python:
             header["steps"][-1]["cache_code"] = True
+        if private_stdin:
+            header["stdin_private"] = True
         try:
             if strict:
                 resp, out = await self.pool.execute_fresh(header, blobs, timeout)

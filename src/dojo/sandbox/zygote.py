@@ -82,7 +82,15 @@ def _read_frame(fd: int) -> tuple[dict[str, Any], list[bytes]]:
     return decode_frame_body(_read_exact(fd, hlen), _read_exact(fd, blen))
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _read_into(fd: int, view: memoryview) -> None:
+    while view:
+        n = os.readv(fd, [view[: 1 << 20]])
+        if not n:
+            raise EOFError
+        view = view[n:]
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         n = os.write(fd, view)
@@ -189,6 +197,8 @@ class Zygote:
         self.ipc_fds: list[int] = []
         self.environment: dict[str, str] | None = None
         self.cached_code: Any = None
+        self.request_body: bytearray | None = None
+        self.private_stdin: int | None = None
 
     # -- syscalls ------------------------------------------------------------------------------
 
@@ -487,6 +497,63 @@ class Zygote:
 
     # -- one request ---------------------------------------------------------------------------
 
+    def read_request(self, fd: int) -> tuple[dict[str, Any], list[Any]]:
+        """Read one request frame so that no run's data outlives its request in this process.
+
+        Every run's process is a fork of this one and can read its whole address space, so:
+        the blobs are read into one buffer that ``scrub`` zeroes after the request (a later run
+        finds no earlier run's files or stdin in freed memory); and a private stdin
+        (``stdin_private``: a grading harness's job) is spliced from the request pipe into a
+        memfd by the kernel, never entering this process at all, and becomes the run's fd 0.
+        """
+        hlen, blen = FRAME_PREFIX.unpack(_read_exact(fd, FRAME_PREFIX.size))
+        if hlen > MAX_HEADER:
+            raise ValueError("header too large")
+        header = json.loads(_read_exact(fd, hlen))
+        lengths = header.get("blobs", [])
+        if sum(lengths) != blen:
+            raise ValueError("frame body length does not match its blob table")
+        private = header.get("stdin_blob") if header.get("stdin_private") else None
+        body = bytearray(blen - (lengths[private] if private is not None else 0))
+        view = memoryview(body)
+        blobs: list[Any] = []
+        offset = 0
+        for i, n in enumerate(lengths):
+            if i == private:
+                self.private_stdin = self.splice_to_memfd(fd, n)
+                blobs.append(b"")
+                continue
+            _read_into(fd, view[offset : offset + n])
+            blobs.append(view[offset : offset + n])
+            offset += n
+        self.request_body = body
+        return header, blobs
+
+    def splice_to_memfd(self, fd: int, n: int) -> int:
+        """Move ``n`` bytes from the pipe ``fd`` into a new memfd without copying them through
+        this process's memory; the memfd, positioned at 0."""
+        memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+        try:
+            while n:
+                moved = os.splice(fd, memfd, n)
+                if not moved:
+                    raise EOFError
+                n -= moved
+            os.lseek(memfd, 0, os.SEEK_SET)
+        except BaseException:
+            os.close(memfd)
+            raise
+        return memfd
+
+    def scrub(self) -> None:
+        """Zero the last request's blobs and drop its private stdin (see ``read_request``)."""
+        body, self.request_body = self.request_body, None
+        if body:
+            body[:] = bytes(len(body))
+        if self.private_stdin is not None:
+            os.close(self.private_stdin)
+            self.private_stdin = None
+
     def use_environment(self, env: dict[str, str]) -> None:
         """Make the zygote's environment exactly ``env``, so an in-process Python run inherits it as
         it is. Requests rarely change it; setting it here rather than in each child saves every run
@@ -549,6 +616,11 @@ class Zygote:
         self.reset_peak()
 
         in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        private = self.private_stdin if step.get("stdin") else None
+        if private is not None:  # the run reads a memfd this process never read (read_request)
+            os.close(in_r)
+            in_r, stdin = private, b""
+            self.private_stdin = None
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
@@ -1178,7 +1250,7 @@ class Zygote:
         entry = next((f for f in header.get("files", []) if f["path"] == name), None)
         if entry is None:
             return
-        source = blobs[entry["blob"]]
+        source = bytes(blobs[entry["blob"]])
         import hashlib
 
         key = hashlib.sha256(source).hexdigest()
@@ -1249,7 +1321,7 @@ class Zygote:
     def serve(self, rfd: int, wfd: int) -> None:
         while True:
             try:
-                header, blobs = _read_frame(rfd)
+                header, blobs = self.read_request(rfd)
             except EOFError:
                 return
             try:
@@ -1257,6 +1329,9 @@ class Zygote:
             except Exception as e:
                 self.reap_all()
                 resp, out_blobs = {"error": f"{type(e).__name__}: {e}"}, []
+            finally:
+                del blobs
+                self.scrub()
             resp["id"] = header.get("id")
             _write_all(wfd, encode_frame(resp, out_blobs))
             if header.get("last"):
