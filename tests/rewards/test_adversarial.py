@@ -46,8 +46,8 @@ async def test_every_hack_scores_zero_with_the_scan_off(
     chosen = targets(hack, tasks)
     items = [(t, getattr(hack, spelling)(t.entry_point or "")) for t in chosen]
     rewards = await grader.grade_many(items)
-    scored = {t.id: (r.value, r.verdict, r.error, [c.detail for c in r.cases][:2]) for t, r in zip(chosen, rewards)}
-    assert all(r.value == 0.0 for r in rewards), {k: v for k, v in scored.items() if v[0] != 0.0}
+    won = {t.id: (r.value, r.verdict, r.error) for t, r in zip(chosen, rewards, strict=True) if r.value != 0.0}
+    assert won == {}
 
 
 async def test_the_corpus_tasks_references_still_score_one(fast_sandbox: AsyncSandbox, tasks: dict[str, Task]) -> None:
@@ -55,7 +55,7 @@ async def test_the_corpus_tasks_references_still_score_one(fast_sandbox: AsyncSa
     rewards = await Grader(fast_sandbox, scan=False, limits=LIMITS).grade_many(
         [(t, t.reference or "") for t in chosen.values()]
     )
-    assert [t for t, r in zip(chosen, rewards) if r.value != 1.0] == []
+    assert [t for t, r in zip(chosen, rewards, strict=True) if r.value != 1.0] == []
 
 
 @pytest.mark.parametrize("spelling", ["plain", "obfuscated"])
