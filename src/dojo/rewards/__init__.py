@@ -16,6 +16,7 @@ from dojo.rewards.graders import (
     grade_stdio_task,
 )
 from dojo.rewards.hacks import Finding, scan_python
+from dojo.rewards.harness import InvalidTask
 from dojo.rewards.mapping import FormatBonus, LengthPenalty, RewardMode, correctness
 from dojo.rewards.outcome import CaseOutcome, Reward, RewardStats
 from dojo.rewards.values import decode_value, encode_value, values_equal
@@ -26,6 +27,7 @@ __all__ = [
     "Finding",
     "FormatBonus",
     "Grader",
+    "InvalidTask",
     "LengthPenalty",
     "Reward",
     "RewardMode",

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dojo.rewards import values
-from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Limits, Program, Verdict
+from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, LimitKind, Limits, Program, Verdict
 
 SOLUTION_FILE = "solution.py"
 MAX_MESSAGE = 16 << 20  # bytes of one channel message; a longer reply is malformed
@@ -225,6 +225,7 @@ class Candidate:
     def __init__(self, pid, call_w, reply_r):
         self.pid, self.call_w, self.reply_r = pid, call_w, reply_r
         self.gone = None  # why no more calls can be answered
+        self.signal = None  # the signal that ended the candidate's process, if one did
         self.malformed = 0
 
     def ended(self, why):
@@ -237,7 +238,7 @@ class Candidate:
             try:
                 _, status = _os.waitpid(self.pid, 0)
                 if _os.WIFSIGNALED(status):
-                    sig = _os.WTERMSIG(status)
+                    sig = self.signal = _os.WTERMSIG(status)
                     named = {24: "its cpu limit", 25: "its file_size limit"}.get(sig)
                     self.gone = why + (" (it hit " + named + ")" if named else " (killed by signal " + str(sig) + ")")
                 elif _os.WIFEXITED(status) and why.startswith("the candidate's process ended"):
@@ -339,7 +340,7 @@ def dojo_main():
     except CandidateGone:
         pass
     if candidate.gone is not None:
-        emit({"gone": candidate.gone, "malformed": candidate.malformed})
+        emit({"gone": candidate.gone, "signal": candidate.signal, "malformed": candidate.malformed})
     emit({"done": True})
     try:
         _os.kill(pid, 9)
@@ -514,6 +515,7 @@ class HarnessRun:
     cases: list[dict[str, Any]] = field(default_factory=list)  # function form, in call order
     tests: dict[int, dict[str, Any]] = field(default_factory=dict)  # assert form, by test index
     gone: str | None = None  # why the candidate's process stopped answering, if it did
+    gone_signal: int | None = None  # the signal that ended it
     malformed: int = 0  # replies that were not valid encoded data
     task_error: str | None = None
     done: bool = False
@@ -539,16 +541,17 @@ class HarnessRun:
 
 
 async def run_harness(
-    sandbox: AsyncSandbox, code: str, job: dict[str, Any], limits: Limits, files: Sequence[InputFile] = ()
+    sandbox: AsyncSandbox, code: str, job: dict[str, Any], limits: Limits, like: Program | None = None
 ) -> HarnessRun:
-    """Run the harness on the candidate ``code`` with ``job``; its reports, sorted by kind."""
+    """Run the harness on the candidate ``code`` with ``job``; its reports, sorted by kind.
+    ``like``: a program whose files, environment and fetch list the run keeps."""
     nonce = new_nonce()
-    program = Program(
-        language="python",
-        source=HARNESS_SOURCE,
-        files=[InputFile(path=SOLUTION_FILE, content=code.encode()), *files],
-        stdin=job_stdin(nonce, job),
-    )
+    files = [InputFile(path=SOLUTION_FILE, content=code.encode())]
+    extra: dict[str, Any] = {}
+    if like is not None:
+        files += [f for f in like.files if f.path != SOLUTION_FILE]
+        extra = {"env": like.env, "fetch": like.fetch}
+    program = Program(language="python", source=HARNESS_SOURCE, files=files, stdin=job_stdin(nonce, job), **extra)
     result = await sandbox.run(program, limits, cache_compiled=True, private_stdin=True)
     run = HarnessRun(result=result)
     for report in parse_reports(result.stdout, nonce):
@@ -560,9 +563,55 @@ async def run_harness(
             run.tests.setdefault(report["test"], report)
         elif "gone" in report:
             run.gone = str(report["gone"])
+            run.gone_signal = report["signal"] if isinstance(report.get("signal"), int) else None
             run.malformed = int(report.get("malformed") or 0)
         elif "task_error" in report:
             run.task_error = str(report["task_error"])
         elif report.get("done") is True:
             run.done = True
     return run
+
+
+@dataclass
+class CallOutcome:
+    """One function call through the harness, as a run: ``result`` says how it went (Accepted:
+    the call returned ``value``, in the wire encoding), ``value`` is None otherwise."""
+
+    result: ExecutionResult
+    value: Any = None
+    returned: bool = False
+
+
+async def call_function(
+    sandbox: AsyncSandbox,
+    program: Program,
+    function: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    limits: Limits,
+) -> CallOutcome:
+    """Call ``function`` of the Python ``program`` on wire-encoded ``args``/``kwargs`` in the
+    harness (the candidate's own process; nothing of it is trusted) and bring back its value."""
+    job = function_job(function, [(0, args, kwargs)], 0.0)
+    run = await run_harness(sandbox, program.source, job, limits, like=program)
+    r = run.result
+    if run.sandbox_error is not None:
+        failed = r if r.verdict is Verdict.SANDBOX_ERROR else ExecutionResult.from_sandbox_error(run.sandbox_error)
+        return CallOutcome(failed)
+    base: dict[str, Any] = {"stdout": "", "stdout_truncated": False}
+    if run.load is not None and run.load["load"] != "ok":
+        detail = str(run.load.get("traceback") or run.load.get("error") or "")
+        return CallOutcome(r.model_copy(update={**base, "verdict": Verdict.RUNTIME_ERROR, "stderr": r.stderr + detail}))
+    case = run.cases[0] if run.cases else None
+    if case is not None and "value" in case:
+        return CallOutcome(r.model_copy(update={**base, "verdict": Verdict.ACCEPTED}), case["value"], True)
+    if case is not None:
+        update = {**base, "verdict": Verdict.RUNTIME_ERROR, "stderr": r.stderr + str(case.get("error", ""))}
+        return CallOutcome(r.model_copy(update=update))
+    if r.verdict is not Verdict.ACCEPTED:
+        return CallOutcome(r.model_copy(update=base))
+    if run.gone_signal == 24:  # SIGXCPU: the candidate's process used up its CPU time
+        update = {**base, "verdict": Verdict.TIME_LIMIT_EXCEEDED, "limit": LimitKind.CPU_TIME}
+        return CallOutcome(r.model_copy(update=update))
+    update = {**base, "verdict": Verdict.RUNTIME_ERROR, "stderr": r.stderr + f"the call did not return: {run.ended_how()}"}
+    return CallOutcome(r.model_copy(update=update))

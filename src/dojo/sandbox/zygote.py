@@ -199,6 +199,7 @@ class Zygote:
         self.cached_code: Any = None
         self.request_body: bytearray | None = None
         self.private_stdin: int | None = None
+        self.splice_pipe: tuple[int, int] | None = None
 
     # -- syscalls ------------------------------------------------------------------------------
 
@@ -530,15 +531,22 @@ class Zygote:
         return header, blobs
 
     def splice_to_memfd(self, fd: int, n: int) -> int:
-        """Move ``n`` bytes from the pipe ``fd`` into a new memfd without copying them through
-        this process's memory; the memfd, positioned at 0."""
+        """Move ``n`` bytes from the request stream ``fd`` into a new memfd without copying them
+        through this process's memory; the memfd, positioned at 0. The stream may be a pipe or a
+        socket (uvloop hands subprocesses socketpairs), so the bytes go through a pipe of ours:
+        the kernel splices a socket into a pipe and a pipe into a file, not a socket into a file."""
+        if self.splice_pipe is None:
+            self.splice_pipe = os.pipe2(os.O_CLOEXEC)
+        pipe_r, pipe_w = self.splice_pipe
         memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
         try:
             while n:
-                moved = os.splice(fd, memfd, n)
+                moved = os.splice(fd, pipe_w, min(n, 1 << 16))
                 if not moved:
                     raise EOFError
                 n -= moved
+                while moved:
+                    moved -= os.splice(pipe_r, memfd, moved)
             os.lseek(memfd, 0, os.SEEK_SET)
         except BaseException:
             os.close(memfd)

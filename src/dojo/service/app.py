@@ -21,11 +21,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, Verdict
-from dojo.service import calls, fusion
+from dojo.rewards.harness import call_function
+from dojo.rewards.values import decode_value, values_equal
+from dojo.service import fusion
 from dojo.service.admission import AdmissionQueue, Overloaded
 from dojo.service.logs import ACCESS_LOGGER
 from dojo.service.metrics import ServiceMetrics
-from dojo.service.schemas import BatchItem, BatchRequest, BatchResponse, RunRequest
+from dojo.service.schemas import BatchCase, BatchItem, BatchRequest, BatchResponse, RunRequest
 from dojo.service.sessions import SessionLimitReached, SessionManager, register_session_routes
 
 log = logging.getLogger(ACCESS_LOGGER)
@@ -211,6 +213,24 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
         metrics.runs.labels(verdict=str(result.verdict), language=result.language or program.language).inc()
         return result
 
+    async def call_one(program: Program, limits: Limits, case: BatchCase) -> tuple[ExecutionResult, Any]:
+        """A function-call case, through the grading harness: the candidate's process returns its
+        value as exact-type data; the expected value (if any) is compared here, as data."""
+        assert case.call is not None
+        try:
+            decode_value(case.call.args)
+            decode_value(case.call.kwargs)
+            expected = decode_value(case.expected_return)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"a call's args, kwargs and expected_return must be dojo wire values: {e}") from e
+        outcome = await call_function(sb, program, case.call.function, case.call.args, case.call.kwargs, limits)
+        result = outcome.result
+        if outcome.returned and "expected_return" in case.model_fields_set:
+            if not values_equal(decode_value(outcome.value), expected, case.tolerance):
+                result = result.model_copy(update={"verdict": Verdict.WRONG_ANSWER})
+        metrics.runs.labels(verdict=str(result.verdict), language="python").inc()
+        return result, outcome.value
+
     @app.get("/healthz", tags=["service"])
     async def healthz() -> dict[str, Any]:
         """Liveness and load: slots, admitted requests, live sessions."""
@@ -244,17 +264,13 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
     async def batch(body: BatchRequest) -> Response:
         """One program against N cases, or N programs; results in order."""
         check_limits(body.limits, body.compile_limits, *(c.limits for c in body.cases))
-        jobs: list[tuple[Program, Limits, Any]] = []
+        jobs: list[tuple[Program, Limits, BatchCase | None]] = []
         if body.program is not None:
             for case in body.cases:
                 program = body.program.model_copy(
                     update={"stdin": case.stdin, "expected_stdout": case.expected_stdout, "args": case.args}
                 )
-                call = None
-                if case.call is not None:
-                    program, path = calls.with_call(program, case.call.function, case.call.args, case.call.kwargs)
-                    call = (path, "expected_return" in case.model_fields_set, case.expected_return)
-                jobs.append((program, case.limits or body.limits, call))
+                jobs.append((program, case.limits or body.limits, case if case.call is not None else None))
         else:
             jobs = [(p, body.limits, None) for p in body.programs]
         results: list[BatchItem | None] = [None] * len(jobs)
@@ -271,14 +287,12 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
                 if body.stop_on_first_failure and failed.is_set():
                     results[i] = BatchItem(index=i, skipped=True)
                     continue
-                program, limits, call = jobs[i]
-                result = await run_one(program, limits, body.compile_limits)
+                program, limits, case = jobs[i]
                 value = None
-                if call is not None:
-                    path, has_expected, expected = call
-                    result, value = calls.read_return(result, path)
-                    if has_expected:
-                        result = calls.judge_return(result, value, expected)
+                if case is not None:
+                    result, value = await call_one(program, limits, case)
+                else:
+                    result = await run_one(program, limits, body.compile_limits)
                 results[i] = BatchItem(index=i, result=result, return_value=value)
                 if result.verdict is not Verdict.ACCEPTED:
                     failed.set()

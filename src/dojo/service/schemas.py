@@ -21,7 +21,9 @@ class RunRequest(BaseModel):
 
 
 class FunctionCall(BaseModel):
-    """Call a function the (Python) program defines, with JSON arguments."""
+    """Call a function the (Python) program defines. Arguments are dojo wire values: plain JSON,
+    plus tagged objects for what JSON cannot say (``{"$t": [...]}`` a tuple, ``{"$s": [...]}`` a
+    set, ``{"$d": [[k, v], ...]}`` a dict with non-string keys; see ``dojo.rewards.values``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -40,7 +42,12 @@ class BatchCase(BaseModel):
     expected_stdout: str | None = None
     args: list[str] = Field(default_factory=list)
     call: FunctionCall | None = None
-    expected_return: JsonValue = Field(None, description="With 'call': the JSON value the call must return.")
+    expected_return: JsonValue = Field(
+        None,
+        description="With 'call': the value the call must return (a dojo wire value), compared as data: "
+        "exact types (a tuple is not a list, True is not 1), floats within 'tolerance'.",
+    )
+    tolerance: float = Field(1e-6, ge=0.0, description="With 'call': relative/absolute float tolerance.")
     limits: Limits | None = Field(None, description="Limits of this case; the batch's limits otherwise.")
 
 
@@ -74,7 +81,7 @@ class BatchItem(BaseModel):
     index: int
     skipped: bool = False
     result: ExecutionResult | None = None
-    return_value: JsonValue = Field(None, description="With 'call': what the function returned (JSON).")
+    return_value: JsonValue = Field(None, description="With 'call': what the function returned (a dojo wire value).")
 
 
 class BatchResponse(BaseModel):

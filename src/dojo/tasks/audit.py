@@ -20,7 +20,8 @@ from typing import Any
 
 from datasketch import MinHash, MinHashLSH
 
-from dojo.rewards.graders import Grader
+from dojo.rewards.graders import Grader, check_program
+from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks.model import Task
@@ -154,12 +155,22 @@ async def audit_tasks(
         trivial = [*trivial_candidates(task), ("empty", "")]
         t0 = time.perf_counter()
         refs: list[Reward] = []
-        if task.reference is None:
-            a.problems.append("no_reference: the task has no reference solution to verify it with")
-        else:
-            refs = list(await asyncio.gather(*(grader.grade(task, task.reference) for _ in range(repeats))))
-        a.reference_ms = round((time.perf_counter() - t0) * 1000 / max(1, repeats), 2) if refs else None
-        others = await asyncio.gather(*(grader.grade(task, c) for _, c in trivial))
+        try:
+            if task.form == "assert":
+                check_program(task)  # the check code compiles, before anything runs
+            if task.reference is None:
+                a.problems.append("no_reference: the task has no reference solution to verify it with")
+            else:
+                refs = list(await asyncio.gather(*(grader.grade(task, task.reference) for _ in range(repeats))))
+            a.reference_ms = round((time.perf_counter() - t0) * 1000 / max(1, repeats), 2) if refs else None
+            others = await asyncio.gather(*(grader.grade(task, c) for _, c in trivial))
+        except InvalidTask as e:
+            a.problems.append(f"invalid_check: {e}")
+            a.status = "error"
+            done += 1
+            if progress:
+                progress(done)
+            return a
         a.reference_rewards = [r.value for r in refs]
         infra = [r for r in [*refs, *others] if r.verdict == "infrastructure_error"]
         if infra:

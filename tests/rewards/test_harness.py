@@ -1,0 +1,154 @@
+"""The trust boundary of the grading harness, observed from inside the candidate's process: what
+it can reach of the trusted process, of the job, and of the report channel."""
+
+from __future__ import annotations
+
+import pytest
+
+from dojo.rewards import Grader, InvalidTask
+from dojo.rewards.harness import call_function, check_context, rewrite_asserts
+from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
+from dojo.tasks import Task, TestCase
+from dojo.tasks.audit import audit_tasks
+
+# Run as the candidate: it reports what it could reach. The grader passes it only if it reached
+# nothing, so a reward of 1.0 is the boundary holding (and the detail says what leaked if not).
+PROBE = r'''
+import ctypes, os, re, sys
+
+
+def _can(fn):
+    try:
+        fn()
+        return True
+    except Exception:
+        return False
+
+
+def _memory_has(pattern):  # a pattern that does not match its own text
+    found = False
+    for line in open("/proc/self/maps"):
+        parts = line.split()
+        lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        if not parts[1].startswith("r") or (len(parts) > 5 and parts[5].startswith("[v")):
+            continue
+        try:
+            found = found or re.search(pattern, ctypes.string_at(lo, hi - lo)) is not None
+        except Exception:
+            pass
+    return found
+
+
+def probe():
+    ppid = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    local = (ctypes.c_char * 16)()
+    iov_local = (ctypes.c_void_p * 2)(ctypes.addressof(local), 16)
+    iov_remote = (ctypes.c_void_p * 2)(0x400000, 16)
+    fds = sorted(int(x) for x in os.listdir("/proc/self/fd"))
+    return {
+        "parent_memory": _can(lambda: open(f"/proc/{ppid}/mem", "rb").read(1)),
+        "parent_maps": _can(lambda: open(f"/proc/{ppid}/maps").read(1)),
+        "parent_fd_report": _can(lambda: open(f"/proc/{ppid}/fd/1", "w")),
+        "parent_fd_job": _can(lambda: open(f"/proc/{ppid}/fd/0", "rb")),
+        "parent_environ": _can(lambda: open(f"/proc/{ppid}/environ", "rb").read(1)),
+        "ptrace_parent": libc.ptrace(16, ppid, 0, 0) == 0,
+        "process_vm_readv": libc.process_vm_readv(ppid, iov_local, 1, iov_remote, 1, 0) >= 0,
+        "holds_report_channel": os.fstat(1).st_ino != os.fstat(2).st_ino,
+        "stray_fds": [fd for fd in fds if fd > 5],
+        "stdin": sys.stdin.read(),
+        "job_in_memory": _memory_has(rb"CHECK[-]SECRET[-]4711"),
+    }
+'''
+CLEAN = {
+    "parent_memory": False, "parent_maps": False, "parent_fd_report": False, "parent_fd_job": False,
+    "parent_environ": False, "ptrace_parent": False, "process_vm_readv": False,
+    "holds_report_channel": False, "stray_fds": [], "stdin": "", "job_in_memory": False,
+}  # fmt: skip
+
+
+def probe_task(form: str) -> Task:
+    if form == "function":
+        tests = [TestCase(args=["CHECK-SECRET-4711"], expected=CLEAN, visible=True)]
+        return Task(id="probe", form="function", prompt="", entry_point="probe", tests=tests)
+    check = f"def check(candidate):\n    # CHECK-SECRET-4711\n    assert candidate() == {CLEAN!r}\n"
+    return Task(id="probe", form="assert", prompt="", entry_point="probe", tests=[TestCase(code=check)])
+
+
+@pytest.mark.parametrize("form", ["function", "assert"])
+async def test_the_candidates_process_reaches_nothing_of_the_trusted_one(fast_sandbox: AsyncSandbox, form: str) -> None:
+    task = probe_task(form)
+    if form == "function":
+        task = task.model_copy(update={"tests": [TestCase(args=[], expected=CLEAN, visible=True)]})
+    r = await Grader(fast_sandbox, scan=False).grade(task, PROBE)
+    assert r.value == 1.0, r.cases
+
+
+async def test_an_earlier_runs_job_is_not_in_a_later_candidates_memory(fast_sandbox: AsyncSandbox) -> None:
+    grader = Grader(fast_sandbox, scan=False)
+    secret = probe_task("assert")
+    for _ in range(4):  # every slot of the pool has graded a check that holds the secret
+        await grader.grade(secret, "def probe():\n    return None\n")
+    look = Task(id="look", form="function", prompt="", entry_point="probe",
+                tests=[TestCase(args=[], expected=CLEAN, visible=True)])  # fmt: skip
+    rewards = await grader.grade_many([(look, PROBE)] * 4)
+    assert [r.value for r in rewards] == [1.0] * 4, rewards[0].cases
+
+
+async def test_helpers_come_from_the_task_never_from_the_candidate(fast_sandbox: AsyncSandbox) -> None:
+    prompt = "def helper(x):\n    return x + 1\n\n\ndef solve(x):\n    pass\n"
+    check = "def check(candidate):\n    assert candidate(helper(1)) == 4\n"
+    task = Task(id="h", form="assert", prompt=prompt, entry_point="solve", tests=[TestCase(code=check)])
+    grader = Grader(fast_sandbox, scan=False)
+    assert (await grader.grade(task, "def solve(x):\n    return x * 2\n")).value == 1.0
+    # redefining the helper changes nothing the check computes
+    cheat = "def helper(x):\n    return 7\n\ndef solve(x):\n    return 4 if x == 7 else 0\n"
+    assert (await grader.grade(task, cheat)).value == 0.0
+    assert check_context(prompt) == prompt and check_context("Write a function.") == ""
+
+
+async def test_a_malformed_reply_fails_the_case_and_is_flagged(fast_sandbox: AsyncSandbox) -> None:
+    task = Task(id="sq", form="function", prompt="", entry_point="sq",
+                tests=[TestCase(args=[2], expected=4), TestCase(args=[3], expected=9)])  # fmt: skip
+    cheat = "import json\njson.dumps = lambda *a, **k: '{\"value\": 4, \"value\": NaN'\ndef sq(x):\n    return x * x\n"
+    r = await Grader(fast_sandbox, scan=False).grade(task, cheat)
+    assert r.value == 0.0 and "suspicious:malformed_reply" in r.flags
+    assert "malformed" in r.cases[0].detail
+
+
+async def test_assert_truth_must_be_a_bool(fast_sandbox: AsyncSandbox) -> None:
+    check = "def check(candidate):\n    assert candidate(1)\n    assert not candidate(0)\n"
+    task = Task(id="b", form="assert", prompt="", entry_point="f", tests=[TestCase(code=check)])
+    grader = Grader(fast_sandbox, scan=False, mode="fraction")
+    assert (await grader.grade(task, "def f(x):\n    return x == 1\n")).value == 1.0
+    truthy = await grader.grade(task, "def f(x):\n    return 'yes' if x else []\n")
+    assert truthy.value == 0.0  # 'yes' is not True and [] is not False
+
+
+async def test_a_check_that_does_not_compile_is_a_task_error_not_a_reward(fast_sandbox: AsyncSandbox) -> None:
+    broken = Task(id="broken/7", form="assert", prompt="", entry_point="f",
+                  tests=[TestCase(code="def check(candidate):\n    assert candidate(1) ==\n")],
+                  reference="def f(x):\n    return x\n")  # fmt: skip
+    with pytest.raises(InvalidTask, match="broken/7"):
+        await Grader(fast_sandbox).grade(broken, "def f(x):\n    return x\n")
+    helpers_fail = broken.model_copy(update={"prompt": "import no_such_module_here\n",
+                                             "tests": [TestCase(code="def check(candidate):\n    assert True\n")]})  # fmt: skip
+    with pytest.raises(InvalidTask, match="broken/7.*no_such_module_here"):
+        await Grader(fast_sandbox).grade(helpers_fail, "def f(x):\n    return x\n")
+    report = await audit_tasks([broken], fast_sandbox, repeats=1)
+    [audit] = report.tasks
+    assert audit.status == "error" and audit.problems[0].startswith("invalid_check: task broken/7")
+    with pytest.raises(SyntaxError):
+        rewrite_asserts("assert (")
+
+
+async def test_call_function_is_the_harness_with_one_call(fast_sandbox: AsyncSandbox) -> None:
+    program = Program(language="python", source="import time\ndef f(x):\n    print('hi')\n    return (x, [x])\n"
+                      "def spin():\n    while True:\n        pass\n")  # fmt: skip
+    out = await call_function(fast_sandbox, program, "f", [{"$t": [1, 2]}], {}, Limits())
+    assert out.result.verdict is Verdict.ACCEPTED and out.value == {"$t": [{"$t": [1, 2]}, [{"$t": [1, 2]}]]}
+    assert "hi" in out.result.stderr and out.result.stdout == ""  # the report channel is not shown
+    spin = await call_function(fast_sandbox, program, "spin", [], {}, Limits(cpu_time=1, wall_time=5))
+    assert spin.result.verdict is Verdict.TIME_LIMIT_EXCEEDED and spin.value is None
+    missing = await call_function(fast_sandbox, program, "nope", [], {}, Limits())
+    assert missing.result.verdict is Verdict.RUNTIME_ERROR and "no function named nope" in missing.result.stderr
