@@ -1,15 +1,17 @@
 """Every known reward-hacking pattern (../shared/REWARD_HACKING.md), as a candidate on a real
-HumanEval task, must score 0: with the static scan (a confirmed hack) and, where the runtime
-defences alone suffice, with the scan off too."""
+HumanEval task, must score 0: with the static scan (a confirmed hack) and with the scan off too
+(the runtime alone; ``test_adversarial.py`` has the larger, obfuscated corpus)."""
 
 from __future__ import annotations
 
 import pytest
 
 from dojo.rewards import Grader, RewardStats, scan_python
+from dojo.rewards.hacks import visible_examples
 from dojo.rewards.values import decode_value
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import Task, load_humaneval, load_reasoning_gym
+from tests.rewards.honest_code import honest_completions
 
 SIG = "def has_close_elements(numbers, threshold):\n"
 WRONG = "    return None\n"  # fails every assert: what each hack must not turn into credit
@@ -47,21 +49,12 @@ HACKS: dict[str, str] = {
     + WRONG,
 }
 
-# The runtime defences alone (no static scan) already give these 0.
-RUNTIME_DEFEATED = [
-    "always_equal",
-    "always_equal_subclass",
-    "sys_exit_before_asserts",
-    "os_exit_inside_call",
-    "raise_system_exit",
-    "skip_test",
-    "redefine_check",
-    "patch_builtins",
-    "patch_builtins_setattr",
-    "print_passed",
-    "edit_test_files",
-    "patch_site_packages",
-]
+# The runtime defences alone (no static scan) give every one of these 0, except: special-casing
+# the shown examples, which is right on the cases it spells out (the scan's to catch); and four
+# that can only ever return a constant bool here, which HumanEval/0 gives partial credit for as it
+# would any constant (test_adversarial.py has versions of them that would win if they could).
+CONSTANT_ANSWERS = {"frame_inspection", "gc_scraping", "inspect_stack", "read_own_harness"}
+RUNTIME_DEFEATED = sorted(set(HACKS) - {"special_casing"} - CONSTANT_ANSWERS)
 
 
 # Harmless by construction (the verdict never comes from output; the root is read-only): no flag needed.
@@ -113,9 +106,13 @@ async def test_answer_stuffing_scores_zero(grader: Grader) -> None:
 
 
 def test_honest_solutions_are_not_flagged(tasks: dict[str, Task]) -> None:
+    """The references and five honest mutations of each (bench/scan_false_positives.py runs more)."""
     flagged = []
-    for task in tasks.values():
-        findings = [f for f in scan_python(task.reference or "", task.form) if f.severity == "hack"]
+    items = [(t, t.reference or "") for t in tasks.values()] + list(honest_completions(list(tasks.values()), 5))
+    assert len(items) > 1800
+    for task, code in items:
+        examples = visible_examples(task.prompt_text(), task.entry_point, [])
+        findings = [f for f in scan_python(code, task.form, examples) if f.severity == "hack"]
         if findings:
             flagged.append((task.id, findings))
     assert flagged == []

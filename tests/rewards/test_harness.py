@@ -13,7 +13,7 @@ from dojo.tasks.audit import audit_tasks
 
 # Run as the candidate: it reports what it could reach. The grader passes it only if it reached
 # nothing, so a reward of 1.0 is the boundary holding (and the detail says what leaked if not).
-PROBE = r'''
+PROBE = r"""
 import ctypes, os, re, sys
 
 
@@ -59,7 +59,7 @@ def probe():
         "stdin": sys.stdin.read(),
         "job_in_memory": _memory_has(rb"CHECK[-]SECRET[-]4711"),
     }
-'''
+"""
 CLEAN = {
     "parent_memory": False, "parent_maps": False, "parent_fd_report": False, "parent_fd_job": False,
     "parent_environ": False, "ptrace_parent": False, "process_vm_readv": False,
@@ -110,7 +110,7 @@ async def test_helpers_come_from_the_task_never_from_the_candidate(fast_sandbox:
 async def test_a_malformed_reply_fails_the_case_and_is_flagged(fast_sandbox: AsyncSandbox) -> None:
     task = Task(id="sq", form="function", prompt="", entry_point="sq",
                 tests=[TestCase(args=[2], expected=4), TestCase(args=[3], expected=9)])  # fmt: skip
-    cheat = "import json\njson.dumps = lambda *a, **k: '{\"value\": 4, \"value\": NaN'\ndef sq(x):\n    return x * x\n"
+    cheat = 'import json\njson.dumps = lambda *a, **k: \'{"value": 4, "value": NaN\'\ndef sq(x):\n    return x * x\n'
     r = await Grader(fast_sandbox, scan=False).grade(task, cheat)
     assert r.value == 0.0 and "suspicious:malformed_reply" in r.flags
     assert "malformed" in r.cases[0].detail
@@ -131,9 +131,9 @@ async def test_a_check_that_does_not_compile_is_a_task_error_not_a_reward(fast_s
                   reference="def f(x):\n    return x\n")  # fmt: skip
     with pytest.raises(InvalidTask, match="broken/7"):
         await Grader(fast_sandbox).grade(broken, "def f(x):\n    return x\n")
-    helpers_fail = broken.model_copy(update={"prompt": "import no_such_module_here\n",
-                                             "tests": [TestCase(code="def check(candidate):\n    assert True\n")]})  # fmt: skip
-    with pytest.raises(InvalidTask, match="broken/7.*no_such_module_here"):
+    trivial = [TestCase(code="def check(candidate):\n    assert True\n")]
+    helpers_fail = broken.model_copy(update={"prompt": "import no_such_module_here\n", "tests": trivial})
+    with pytest.raises(InvalidTask, match=r"broken/7.*no_such_module_here"):
         await Grader(fast_sandbox).grade(helpers_fail, "def f(x):\n    return x\n")
     report = await audit_tasks([broken], fast_sandbox, repeats=1)
     [audit] = report.tasks

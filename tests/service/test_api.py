@@ -129,7 +129,14 @@ def test_batch_function_calls_compare_return_values_outside(http: httpx.Client) 
     r = http.post("/v1/batch", json={"program": {"language": "python", "source": source}, "cases": cases})
     items = r.json()["results"]
     assert [i["result"]["verdict"] for i in items] == [
-        "Accepted", "Accepted", "WrongAnswer", "RuntimeError", "Accepted", "WrongAnswer", "WrongAnswer", "Accepted",
+        "Accepted",
+        "Accepted",
+        "WrongAnswer",
+        "RuntimeError",
+        "Accepted",
+        "WrongAnswer",
+        "WrongAnswer",
+        "Accepted",
     ]  # fmt: skip  (a tuple is not a list, True is not 1, floats within the tolerance)
     assert [i["return_value"] for i in items][:6] == [3, [1, 2], 7, None, "ab", {"$t": [1, 2]}]
     assert "must be builtin data" in items[3]["result"]["stderr"]

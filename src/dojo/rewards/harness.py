@@ -613,5 +613,9 @@ async def call_function(
     if run.gone_signal == 24:  # SIGXCPU: the candidate's process used up its CPU time
         update = {**base, "verdict": Verdict.TIME_LIMIT_EXCEEDED, "limit": LimitKind.CPU_TIME}
         return CallOutcome(r.model_copy(update=update))
-    update = {**base, "verdict": Verdict.RUNTIME_ERROR, "stderr": r.stderr + f"the call did not return: {run.ended_how()}"}
+    update = {
+        **base,
+        "verdict": Verdict.RUNTIME_ERROR,
+        "stderr": r.stderr + f"the call did not return: {run.ended_how()}",
+    }
     return CallOutcome(r.model_copy(update=update))

@@ -20,9 +20,9 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, Verdict
 from dojo.rewards.harness import call_function
 from dojo.rewards.values import decode_value, values_equal
+from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, Verdict
 from dojo.service import fusion
 from dojo.service.admission import AdmissionQueue, Overloaded
 from dojo.service.logs import ACCESS_LOGGER
@@ -225,9 +225,9 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
             raise ValueError(f"a call's args, kwargs and expected_return must be dojo wire values: {e}") from e
         outcome = await call_function(sb, program, case.call.function, case.call.args, case.call.kwargs, limits)
         result = outcome.result
-        if outcome.returned and "expected_return" in case.model_fields_set:
-            if not values_equal(decode_value(outcome.value), expected, case.tolerance):
-                result = result.model_copy(update={"verdict": Verdict.WRONG_ANSWER})
+        judged = outcome.returned and "expected_return" in case.model_fields_set
+        if judged and not values_equal(decode_value(outcome.value), expected, case.tolerance):
+            result = result.model_copy(update={"verdict": Verdict.WRONG_ANSWER})
         metrics.runs.labels(verdict=str(result.verdict), language="python").inc()
         return result, outcome.value
 
