@@ -1,7 +1,8 @@
 """Rootless mode: the whole sandbox suite again, as an unprivileged user, through user namespaces.
 
 Run as root (as CI does), this test drops to ``nobody`` with ``setpriv`` and runs every other test
-of this directory in that identity; tests of what only root offers are marked ``root_only``.
+of this directory (and the grading harness's trust-boundary tests) in that identity; tests of what
+only root offers are marked ``root_only``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def test_sandbox_suite_passes_without_root() -> None:
         pytest.skip(reason)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
     drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    pytest_args = ["-p", "no:cacheprovider", "-q", "-rs", "tests/sandbox", "--deselect", __file__]
+    # the sandbox's tests, and the grading harness's trust boundary (a second process per run)
+    pytest_args = ["-p", "no:cacheprovider", "-q", "-rs", "tests/sandbox", "tests/rewards/test_harness.py",
+                   "--deselect", __file__]  # fmt: skip
     proc = subprocess.run(
         [*drop, sys.executable, "-m", "pytest", *pytest_args],
         cwd=REPO,
