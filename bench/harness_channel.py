@@ -21,7 +21,7 @@ from dojo.sandbox import AsyncSandbox, Limits
 from dojo.tasks import Task, TestCase
 
 SOURCE = "def f(x):\n    return x\n"
-LIMITS = Limits(wall_time=60, cpu_time=60)
+LIMITS = Limits(wall_time=60, cpu_time=60, output=64 << 20)
 
 
 def task(n: int, value: object) -> Task:
@@ -34,7 +34,7 @@ async def run_wall(sandbox: AsyncSandbox, t: Task) -> float:
     assert t.entry_point
     calls = [(i, c.args, c.kwargs) for i, c in enumerate(t.tests)] * 2
     run = await run_harness(sandbox, SOURCE, function_job(t.entry_point, calls, 1e-6), LIMITS)
-    assert len(run.cases) == len(calls) and all("value" in c for c in run.cases), run
+    assert len(run.cases) == len(calls) and all("value" in c for c in run.cases), run.result.verdict
     return run.result.wall_time
 
 

@@ -185,7 +185,7 @@ class AsyncSandbox:
         compile_limits: Limits | None = None,
         isolation: Isolation | None = None,
         cache_compiled: bool = False,
-        private_stdin: bool = False,
+        harness: bool = False,
     ) -> ExecutionResult:
         """Run one program. User failures are verdicts; a sandbox failure is verdict SandboxError.
 
@@ -193,10 +193,11 @@ class AsyncSandbox:
         harness); each slot compiles it once and reuses the code object. Never set it for
         model-written source: its compilation would then happen outside the run's limits.
 
-        ``private_stdin``: stdin reaches the run's process without ever entering the slot's zygote
+        ``harness``: the program is a trusted harness that forks processes for untrusted code
+        (``dojo.rewards.harness``). Its stdin reaches it without ever entering the slot's zygote
         (the kernel moves it into a memfd that becomes fd 0), so no process forked from the zygote,
-        now or later, holds it in memory. For a trusted harness whose job on stdin must stay out of
-        the processes it forks for untrusted code (``dojo.rewards.harness``).
+        now or later, holds it in memory; and its main process starts non-dumpable (no process of
+        its uid can read or write its memory or open its fds) with every blockable signal blocked.
 
         Raises ``UnknownLanguage`` / ``LanguageUnavailable`` (a ``ValueError``) for a language that
         cannot run here: that is the caller's input, not a property of the program's code.
@@ -212,8 +213,9 @@ class AsyncSandbox:
         )
         if cache_compiled and lang.inline_python:
             header["steps"][-1]["cache_code"] = True
-        if private_stdin:
+        if harness:
             header["stdin_private"] = True
+            header["steps"][-1]["protect"] = True
         try:
             if strict:
                 resp, out = await self.pool.execute_fresh(header, blobs, timeout)

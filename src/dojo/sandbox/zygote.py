@@ -200,6 +200,9 @@ class Zygote:
         self.request_body: bytearray | None = None
         self.private_stdin: int | None = None
         self.splice_pipe: tuple[int, int] | None = None
+        import signal
+
+        self.blockable_signals = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
 
     # -- syscalls ------------------------------------------------------------------------------
 
@@ -1231,6 +1234,11 @@ class Zygote:
             limit_as = lim["memory_bytes"] + extra
             resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
         self.become_run_user()
+        if step.get("protect"):  # a trusted harness: safe from the processes it forks (see runtime)
+            self.prctl(PR_SET_DUMPABLE, 0)
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_BLOCK, self.blockable_signals)
         os.chdir(BOX)
         os.umask(0o022)
         if step.get("role") == "session":
