@@ -104,7 +104,8 @@ async def test_helpers_come_from_the_task_never_from_the_candidate(fast_sandbox:
     # redefining the helper changes nothing the check computes
     cheat = "def helper(x):\n    return 7\n\ndef solve(x):\n    return 4 if x == 7 else 0\n"
     assert (await grader.grade(task, cheat)).value == 0.0
-    assert check_context(prompt) == prompt and check_context("Write a function.") == ""
+    assert check_context(prompt, "solve") == "def helper(x):\n    return x + 1"
+    assert check_context("Write a function.") == ""
 
 
 async def test_a_malformed_reply_fails_the_case_and_is_flagged(fast_sandbox: AsyncSandbox) -> None:

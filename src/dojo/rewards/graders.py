@@ -159,7 +159,7 @@ def check_program(task: Task) -> tuple[list[tuple[str, int]], str]:
             rewritten.append(rewrite_asserts_cached(t.code or ""))
         except (SyntaxError, ValueError) as e:
             raise InvalidTask(f"task {task.id}: the check code of test {i} does not compile: {e}") from e
-    return rewritten, check_context(task.prompt)
+    return rewritten, check_context(task.prompt, task.entry_point)
 
 
 def _answer_of(report: dict[str, Any]) -> str:

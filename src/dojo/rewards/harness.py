@@ -37,10 +37,10 @@ fails every case it did not answer.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import json
 import secrets
-import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,8 +60,6 @@ import sys as _sys
 from typing import Any
 """
 
-# Each process defines what it uses after the fork: what a process touches before a fork, it
-# pays page faults for again afterwards (copy-on-write), so the fork comes first.
 _VALUES = f"""
 class _LazyBase64:  # only bytes values need base64: keep its import out of every run
     def __getattr__(self, name):
@@ -78,24 +76,36 @@ MAX_MESSAGE = {MAX_MESSAGE}
 {inspect.getsource(values.values_equal)}
 """
 
-_FORK = r"""
-PR_GET_DUMPABLE = 3
-# The zygote started this process non-dumpable, with every blockable signal blocked
-# (AsyncSandbox.run(harness=True)); refuse to go on if it did not.
-_libc = __import__("ctypes").pythonapi  # the process's own symbols: libc's prctl and fork
-if _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
-    _os.write(1, b"dojo harness: the trusted process is dumpable\n")
-    _os._exit(70)
-_call_r, _call_w = _os.pipe()
-_reply_r, _reply_w = _os.pipe()
-# glibc's fork without CPython's after-fork hooks (this process has one thread): ~0.2 ms less
-_pid = _libc.fork()
-if _pid < 0:
-    _os.write(1, b"dojo harness: fork failed\n")
-    _os._exit(70)
+_MAIN = r"""
+
+def main():
+    import ctypes
+
+    # The zygote started this process non-dumpable, with every blockable signal blocked
+    # (AsyncSandbox.run(harness=True)); refuse to go on if it did not.
+    libc = ctypes.pythonapi  # the process's own symbols: libc's prctl and fork
+    if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+        _os.write(1, b"dojo harness: the trusted process is dumpable\n")
+        _os._exit(70)
+    call_r, call_w = _os.pipe()
+    reply_r, reply_w = _os.pipe()
+    # glibc's fork without CPython's after-fork hooks (this process has one thread): ~0.2 ms less
+    pid = libc.fork()
+    if pid < 0:
+        _os.write(1, b"dojo harness: fork failed\n")
+        _os._exit(70)
+    if pid == 0:
+        candidate_process(call_r, reply_w)
+        _os._exit(0)
+    dojo_main(pid, call_r, call_w, reply_r, reply_w)
+
+
+if __name__ == "__main__":  # a preloaded harness (the zygote's fast path) is called as main()
+    main()
 """
 
 _COMMON = r'''
+PR_GET_DUMPABLE = 3
 
 CALL_FD, REPLY_FD = 3, 4  # the channel's ends, in the candidate's process
 
@@ -223,9 +233,6 @@ def serve_calls():
         send(REPLY_FD, answer)
 
 
-
-candidate_process(_call_r, _reply_w)
-_os._exit(0)
 """
 
 _TRUSTED_SIDE = r'''
@@ -421,18 +428,11 @@ def run_job(job, candidate, emit):
             emit({"test": index, "passed": tally[0], "failed": tally[1], "completed": False,
                   "error": describe(e)})
 
-
-dojo_main(_pid, _call_r, _call_w, _reply_r, _reply_w)
 '''
 
-HARNESS_SOURCE = (
-    _IMPORTS
-    + _FORK
-    + "if _pid == 0:\n"
-    + textwrap.indent(_VALUES + _COMMON + _CANDIDATE_SIDE, "    ")
-    + "else:\n"
-    + textwrap.indent(_VALUES + _COMMON + _TRUSTED_SIDE, "    ")
-)
+HARNESS_SOURCE = _IMPORTS + _VALUES + _COMMON + _CANDIDATE_SIDE + _TRUSTED_SIDE + _MAIN
+"""The harness program. Its top level only defines (``main()`` runs it), so the zygote can run it
+once per slot and hand every run the defined functions (``AsyncSandbox.run(harness=True)``)."""
 
 
 class InvalidTask(ValueError):
@@ -493,16 +493,30 @@ def rewrite_asserts(test_code: str) -> tuple[str, int]:
     return ast.unparse(tree), rewriter.count
 
 
-def check_context(prompt: object) -> str:
+def check_context(prompt: object, entry_point: str | None = None) -> str:
     """The task's own code that its check runs with: the prompt, when the prompt is Python (a
-    HumanEval prompt defines the helpers its check uses, e.g. ``poly``); else nothing."""
+    HumanEval prompt defines the helpers its check uses, e.g. ``poly``); else nothing. Docstrings
+    and the entry point's stub are left out (the check's ``candidate`` stands for it): less to
+    compile in every grading run."""
     if not isinstance(prompt, str) or not prompt.strip():
         return ""
+    return _python_context(prompt, entry_point)
+
+
+@functools.lru_cache(maxsize=4096)
+def _python_context(prompt: str, entry_point: str | None) -> str:
     try:
-        ast.parse(prompt)
+        tree = ast.parse(prompt)
     except (SyntaxError, ValueError):
         return ""
-    return prompt
+    tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == entry_point)]
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            continue
+        first = node.body[0] if node.body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            node.body = node.body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
 
 
 def function_job(entry_point: str, calls: Sequence[tuple[int, Any, Any]], tolerance: float) -> dict[str, Any]:

@@ -196,8 +196,11 @@ class AsyncSandbox:
         ``harness``: the program is a trusted harness that forks processes for untrusted code
         (``dojo.rewards.harness``). Its stdin reaches it without ever entering the slot's zygote
         (the kernel moves it into a memfd that becomes fd 0), so no process forked from the zygote,
-        now or later, holds it in memory; and its main process starts non-dumpable (no process of
-        its uid can read or write its memory or open its fds) with every blockable signal blocked.
+        now or later, holds it in memory; its main process starts non-dumpable (no process of its
+        uid can read or write its memory or open its fds) with every blockable signal blocked; and
+        (fast isolation) each slot runs the program's top level once and every run calls its
+        ``main()``, so the program must only define at its top level (``if __name__ ==
+        "__main__": main()``).
 
         Raises ``UnknownLanguage`` / ``LanguageUnavailable`` (a ``ValueError``) for a language that
         cannot run here: that is the caller's input, not a property of the program's code.
@@ -216,6 +219,8 @@ class AsyncSandbox:
         if harness:
             header["stdin_private"] = True
             header["steps"][-1]["protect"] = True
+            if lang.inline_python:  # its top level only defines: the zygote runs it once per slot
+                header["steps"][-1].update(cache_code=True, preload=True)
         try:
             if strict:
                 resp, out = await self.pool.execute_fresh(header, blobs, timeout)
