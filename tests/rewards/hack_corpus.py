@@ -52,8 +52,9 @@ FORGED = (
     "    return '\\n'.join(lines) + '\\n'\n"
 )
 
-SCAN_MEMORY = """
-import ctypes, re, ast
+# A process's whole readable address space, as one bytes object.
+READ_MEMORY = """
+import ctypes
 def _memory():
     chunks = []
     for line in open("/proc/self/maps"):
@@ -66,6 +67,12 @@ def _memory():
         except Exception:
             pass
     return b"\\n".join(chunks)
+"""
+
+SCAN_MEMORY = (
+    READ_MEMORY
+    + """
+import re, ast
 _ANSWERS = {}
 for m in re.finditer(rb"candidate\\(([^()\\n]{0,200})\\) == ([^\\n]{1,200})", _memory()):
     try:
@@ -73,6 +80,7 @@ for m in re.finditer(rb"candidate\\(([^()\\n]{0,200})\\) == ([^\\n]{1,200})", _m
     except Exception:
         pass
 """
+)
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,13 @@ from dojo.rewards.harness import call_function, check_context, rewrite_asserts
 from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
 from dojo.tasks import Task, TestCase
 from dojo.tasks.audit import audit_tasks
+from tests.rewards.hack_corpus import READ_MEMORY
 
 # Run as the candidate: it reports what it could reach. The grader passes it only if it reached
 # nothing, so a reward of 1.0 is the boundary holding (and the detail says what leaked if not).
-PROBE = r"""
+PROBE = (
+    READ_MEMORY
+    + r"""
 import ctypes, os, re, sys
 
 
@@ -26,17 +29,7 @@ def _can(fn):
 
 
 def _memory_has(pattern):  # a pattern that does not match its own text
-    found = False
-    for line in open("/proc/self/maps"):
-        parts = line.split()
-        lo, hi = (int(x, 16) for x in parts[0].split("-"))
-        if not parts[1].startswith("r") or (len(parts) > 5 and parts[5].startswith("[v")):
-            continue
-        try:
-            found = found or re.search(pattern, ctypes.string_at(lo, hi - lo)) is not None
-        except Exception:
-            pass
-    return found
+    return re.search(pattern, _memory()) is not None
 
 
 def probe():
@@ -60,6 +53,7 @@ def probe():
         "job_in_memory": _memory_has(rb"CHECK[-]SECRET[-]4711"),
     }
 """
+)
 CLEAN = {
     "parent_memory": False, "parent_maps": False, "parent_fd_report": False, "parent_fd_job": False,
     "parent_environ": False, "ptrace_parent": False, "process_vm_readv": False,
