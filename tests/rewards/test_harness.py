@@ -8,7 +8,7 @@ import pytest
 from dojo.rewards import Grader, InvalidTask
 from dojo.rewards.harness import call_function, check_context, rewrite_asserts
 from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
-from dojo.tasks import Task, TestCase
+from dojo.tasks import Task, TestCase, load_humaneval
 from dojo.tasks.audit import audit_tasks
 from tests.rewards.hack_corpus import READ_MEMORY
 
@@ -147,3 +147,17 @@ async def test_call_function_is_the_harness_with_one_call(fast_sandbox: AsyncSan
     assert spin.result.verdict is Verdict.TIME_LIMIT_EXCEEDED and spin.value is None
     missing = await call_function(fast_sandbox, program, "nope", [], {}, Limits())
     assert missing.result.verdict is Verdict.RUNTIME_ERROR and "no function named nope" in missing.result.stderr
+
+
+async def test_strict_isolation_runs_the_same_harness_with_the_same_boundary() -> None:
+    """A fresh interpreter per run (execve makes a process dumpable again: the harness undoes it)."""
+    from tests.sandbox.conftest import SKIP_REASON
+
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    async with AsyncSandbox(pool_size=1, isolation="strict") as sandbox:
+        grader = Grader(sandbox, scan=False)
+        [task] = [t for t in load_humaneval("assert") if t.id == "HumanEval/0"]
+        look = probe_task("function").model_copy(update={"tests": [TestCase(args=[], expected=CLEAN, visible=True)]})
+        rewards = await grader.grade_many([(task, task.reference or ""), (look, PROBE)])
+        assert [r.value for r in rewards] == [1.0, 1.0], rewards[1].cases

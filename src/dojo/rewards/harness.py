@@ -82,8 +82,11 @@ def main():
     import ctypes
 
     # The zygote started this process non-dumpable, with every blockable signal blocked
-    # (AsyncSandbox.run(harness=True)); refuse to go on if it did not.
+    # (AsyncSandbox.run(harness=True)). After an execve (strict isolation: a fresh interpreter)
+    # the kernel has made it dumpable again: undo that, and refuse to go on if it cannot be undone.
     libc = ctypes.pythonapi  # the process's own symbols: libc's prctl and fork
+    if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
         _os.write(1, b"dojo harness: the trusted process is dumpable\n")
         _os._exit(70)
@@ -105,7 +108,7 @@ if __name__ == "__main__":  # a preloaded harness (the zygote's fast path) is ca
 """
 
 _COMMON = r'''
-PR_GET_DUMPABLE = 3
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 
 CALL_FD, REPLY_FD = 3, 4  # the channel's ends, in the candidate's process
 
