@@ -145,6 +145,9 @@ async def test_call_function_is_the_harness_with_one_call(fast_sandbox: AsyncSan
     assert "hi" in out.result.stderr and out.result.stdout == ""  # the report channel is not shown
     spin = await call_function(fast_sandbox, program, "spin", [], {}, Limits(cpu_time=1, wall_time=5))
     assert spin.result.verdict is Verdict.TIME_LIMIT_EXCEEDED and spin.value is None
+    summing = Program(language="python", source="def f():\n    return sum(range(10**7))\n")
+    busy = await call_function(fast_sandbox, summing, "f", [], {}, Limits())
+    assert busy.value == sum(range(10**7)) and busy.result.cpu_time > 0.05  # the candidate's CPU is counted
     missing = await call_function(fast_sandbox, program, "nope", [], {}, Limits())
     assert missing.result.verdict is Verdict.RUNTIME_ERROR and "no function named nope" in missing.result.stderr
 
@@ -161,3 +164,9 @@ async def test_strict_isolation_runs_the_same_harness_with_the_same_boundary() -
         look = probe_task("function").model_copy(update={"tests": [TestCase(args=[], expected=CLEAN, visible=True)]})
         rewards = await grader.grade_many([(task, task.reference or ""), (look, PROBE)])
         assert [r.value for r in rewards] == [1.0, 1.0], rewards[1].cases
+
+
+async def test_too_few_processes_to_grade_is_a_clear_error(fast_sandbox: AsyncSandbox) -> None:
+    [task] = [t for t in load_humaneval("assert") if t.id == "HumanEval/0"]
+    with pytest.raises(ValueError, match="processes=2 or more"):
+        await Grader(fast_sandbox, limits=Limits(processes=1)).grade(task, task.reference or "")

@@ -371,10 +371,12 @@ def dojo_main(pid, call_r, call_w, reply_r, reply_w):
     if candidate.gone is not None:
         emit({"gone": candidate.gone, "signal": candidate.signal, "malformed": candidate.malformed})
     emit({"done": True})
-    try:
-        _os.kill(pid, 9)
-    except OSError:
-        pass
+    if candidate.gone is None:  # reap it, so that the run's CPU time includes the candidate's
+        try:
+            _os.kill(pid, 9)
+            _os.waitpid(pid, 0)
+        except OSError:
+            pass
 
 
 def run_job(job, candidate, emit):
@@ -568,7 +570,7 @@ class HarnessRun:
         if self.result.verdict is Verdict.SANDBOX_ERROR:
             return self.result.sandbox_error or "sandbox error"
         if self.load is None and self.result.exit_code == 70:
-            return "the grading harness could not protect itself: " + self.result.stdout[-300:]
+            return "the grading harness could not start: " + self.result.stdout[-300:].strip()
         return None
 
     def ended_how(self) -> str:
@@ -588,6 +590,11 @@ async def run_harness(
 ) -> HarnessRun:
     """Run the harness on the candidate ``code`` with ``job``; its reports, sorted by kind.
     ``like``: a program whose files, environment and fetch list the run keeps."""
+    if limits.processes < 2:
+        raise ValueError(
+            f"Limits(processes={limits.processes}) is too few to grade: the harness runs the candidate in a "
+            "second process; give processes=2 or more"
+        )
     nonce = new_nonce()
     files = [InputFile(path=SOLUTION_FILE, content=code.encode())]
     extra: dict[str, Any] = {}
