@@ -19,9 +19,9 @@ import time
 from typing import Any
 
 from dojo.rewards import Grader
+from dojo.rewards.audit import audit_tasks
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import Task, load_humaneval
-from dojo.tasks.audit import audit_tasks
 
 
 async def timed_grading(grader: Grader, items: list[tuple[Task, str]], want: float) -> tuple[float, int]:

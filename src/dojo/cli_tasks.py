@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dojo.rewards.audit import AuditReport, audit_tasks
 from dojo.sandbox import AsyncSandbox, SandboxError
-from dojo.tasks.audit import AuditReport, audit_tasks
 from dojo.tasks.files import TaskFileError, save_tasks
 from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from dojo.rewards import FormatBonus, Grader, LengthPenalty, RewardStats
-from dojo.rewards.values import encode_value
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits
 from dojo.tasks import Task, TestCase, load_humaneval, load_reasoning_gym
+from dojo.tasks.values import encode_value
 
 
 @pytest.fixture(scope="module")

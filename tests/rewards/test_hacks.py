@@ -8,9 +8,9 @@ import pytest
 
 from dojo.rewards import Grader, RewardStats, scan_python
 from dojo.rewards.hacks import visible_examples
-from dojo.rewards.values import decode_value
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import Task, load_humaneval, load_reasoning_gym
+from dojo.tasks.values import decode_value
 from tests.rewards.honest_code import honest_completions
 
 SIG = "def has_close_elements(numbers, threshold):\n"

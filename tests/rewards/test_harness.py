@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from dojo.rewards import Grader, InvalidTask
+from dojo.rewards.audit import audit_tasks
 from dojo.rewards.harness import call_function, check_context, rewrite_asserts
 from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
 from dojo.tasks import Task, TestCase, load_humaneval
-from dojo.tasks.audit import audit_tasks
 from tests.rewards.hack_corpus import READ_MEMORY
 
 # Run as the candidate: it reports what it could reach. The grader passes it only if it reached

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from dojo.rewards.values import decode_value, encode_value, values_equal
+from dojo.tasks.values import decode_value, encode_value, values_equal
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import statistics
 
-from dojo.rewards.values import decode_value
 from dojo.tasks import generate_tasks, load_humaneval, load_reasoning_gym
 from dojo.tasks.humaneval import convert_check
 from dojo.tasks.reasoning_gym import FAMILIES
+from dojo.tasks.values import decode_value
 
 
 def test_humaneval_ships_164_tasks_offline() -> None:

@@ -8,7 +8,7 @@
   with ``env_mask`` on the feedback tokens; see ``dojo.integrations.trl_rollout``.
 - ``task_rows``: dataset rows (``prompt``, ``task``, ``task_id``) for ``GRPOTrainer``.
 - ``DojoGRPOTrainer``: ``GRPOTrainer`` with dojo's curriculum, dynamic sampling and failure
-  masking, as ``dojo train`` uses it (``dojo.train.grpo``).
+  masking, as ``dojo train`` uses it (``dojo.integrations.trl_trainer``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dojo.integrations.trl_env import DojoToolEnv
 from dojo.integrations.trl_rewards import AsyncDojoReward, DojoReward, completion_text, task_rows
 from dojo.integrations.trl_rollout import DojoRollout, episode_reward
-from dojo.train.grpo import CurriculumBatches, DojoGRPOTrainer
+from dojo.integrations.trl_trainer import CurriculumBatches, DojoGRPOTrainer
 
 __all__ = [
     "AsyncDojoReward", "CurriculumBatches", "DojoGRPOTrainer", "DojoReward", "DojoRollout", "DojoToolEnv",

@@ -19,8 +19,8 @@ from dojo.rewards.hacks import Finding, scan_python
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.mapping import FormatBonus, LengthPenalty, RewardMode, correctness
 from dojo.rewards.outcome import CaseOutcome, Reward, RewardStats
-from dojo.rewards.values import decode_value, encode_value, values_equal
 from dojo.sandbox.compare import stdout_matches
+from dojo.tasks.values import decode_value, encode_value, values_equal
 
 __all__ = [
     "CaseOutcome",

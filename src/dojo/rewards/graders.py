@@ -37,10 +37,10 @@ from dojo.rewards.harness import (
 )
 from dojo.rewards.mapping import RewardFunction, RewardMode, Shaping, correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
-from dojo.rewards.values import decode_value, values_equal
 from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Limits, Program, Verdict
 from dojo.sandbox.compare import stdout_matches
 from dojo.tasks.model import Task
+from dojo.tasks.values import decode_value, values_equal
 
 DEFAULT_GRADING_LIMITS = Limits(wall_time=10.0, cpu_time=6.0, memory=512 << 20)
 

@@ -20,7 +20,7 @@ Two processes inside one sandbox run, and only data crosses between them:
 The channel: length-prefixed JSON messages. Trusted -> candidate: ``{"entry_point": name}``, then
 ``{"args": ..., "kwargs": ...}`` per call. Candidate -> trusted: ``{"load": "ok"|"syntax"|"error"|
 "missing", ...}``, then ``{"value": ...}`` or ``{"error": "Type: message"}`` per call. Values are
-encoded with exact builtin types (``dojo.rewards.values``); the trusted side decodes every message
+encoded with exact builtin types (``dojo.tasks.values``); the trusted side decodes every message
 strictly and treats anything malformed as a failed case (reported as ``malformed``). Nothing of
 the candidate's process is ever called by the trusted one: its values arrive as plain data.
 
@@ -45,8 +45,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dojo.rewards import values
 from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, LimitKind, Limits, Program, Verdict
+from dojo.tasks import values
 
 SOLUTION_FILE = "solution.py"
 MAX_MESSAGE = 16 << 20  # bytes of one channel message; a longer reply is malformed

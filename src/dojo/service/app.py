@@ -21,7 +21,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dojo.rewards.harness import call_function
-from dojo.rewards.values import decode_value, values_equal
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, Verdict
 from dojo.service import fusion
 from dojo.service.admission import AdmissionQueue, Overloaded
@@ -29,6 +28,7 @@ from dojo.service.logs import ACCESS_LOGGER
 from dojo.service.metrics import ServiceMetrics
 from dojo.service.schemas import BatchCase, BatchItem, BatchRequest, BatchResponse, RunRequest
 from dojo.service.sessions import SessionLimitReached, SessionManager, register_session_routes
+from dojo.tasks.values import decode_value, values_equal
 
 log = logging.getLogger(ACCESS_LOGGER)
 REQUEST_ID_HEADER = "X-Request-ID"

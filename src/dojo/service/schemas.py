@@ -23,7 +23,7 @@ class RunRequest(BaseModel):
 class FunctionCall(BaseModel):
     """Call a function the (Python) program defines. Arguments are dojo wire values: plain JSON,
     plus tagged objects for what JSON cannot say (``{"$t": [...]}`` a tuple, ``{"$s": [...]}`` a
-    set, ``{"$d": [[k, v], ...]}`` a dict with non-string keys; see ``dojo.rewards.values``)."""
+    set, ``{"$d": [[k, v], ...]}`` a dict with non-string keys; see ``dojo.tasks.values``)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -13,8 +13,8 @@ import gzip
 import json
 from typing import Any
 
-from dojo.rewards.values import encode_value
 from dojo.tasks.model import Task, TaskMetadata, TestCase
+from dojo.tasks.values import encode_value
 
 SOURCE = "humaneval"
 

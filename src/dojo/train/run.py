@@ -292,8 +292,8 @@ def _grpo(
     from trl.trainer.grpo_config import GRPOConfig
 
     from dojo.integrations.trl_rewards import task_rows
+    from dojo.integrations.trl_trainer import CurriculumBatches, DojoGRPOTrainer, index_tasks, tasks_per_step
     from dojo.train.callbacks import CURRICULUM_FILE, DojoCallback, StepRecorder, drop_newer_shards
-    from dojo.train.grpo import CurriculumBatches, DojoGRPOTrainer, index_tasks, tasks_per_step
 
     g = config.grpo
     final = out / "final"

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+from dojo.rewards.audit import audit_tasks
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import Task, TestCase, load_humaneval
-from dojo.tasks.audit import audit_tasks
 
 
 def fn_task(id: str, reference: str | None, tests: list[TestCase], prompt: str = "Write f(x).") -> Task:

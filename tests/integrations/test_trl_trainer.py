@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from dojo.integrations.trl_trainer import CurriculumBatches, groups_to_keep, index_tasks
 from dojo.tasks.curriculum import CurriculumSampler
 from dojo.tasks.families import generate_tasks
-from dojo.train.grpo import CurriculumBatches, groups_to_keep, index_tasks
 
 
 def test_informative_groups_are_kept_first_and_failed_ones_never_trained_on() -> None:
