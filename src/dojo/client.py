@@ -19,10 +19,11 @@ from typing import Any
 
 import httpx
 
+from dojo.errors import DojoError
 from dojo.sandbox import ExecutionResult, Limits, Program, SandboxError, Verdict
 
 
-class ServiceError(Exception):
+class ServiceError(DojoError):
     """The service refused the request (4xx) or failed (5xx); the message is the server's."""
 
     def __init__(self, status_code: int, message: str, request_id: str | None = None) -> None:

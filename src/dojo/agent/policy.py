@@ -17,8 +17,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dojo.errors import DojoError
 
-class PolicyError(RuntimeError):
+
+class PolicyError(DojoError, RuntimeError):
     """The policy backend failed (not the model's fault): retry or drop, never score."""
 
 

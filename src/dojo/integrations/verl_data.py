@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from dojo.errors import DojoError
 from dojo.integrations.trl_rewards import DojoReward
 from dojo.tasks.model import Task
 
@@ -26,7 +27,7 @@ RETRIES = 3
 SANDBOX_TOOLS = ("run_code", "run_tests", "submit")  # DojoSandboxTool names, by action
 
 
-class RewardUnavailable(RuntimeError):
+class RewardUnavailable(DojoError, RuntimeError):
     """The sandbox failed on every try: no reward can be given (and none is made up)."""
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from datasketch import MinHash, MinHashLSH
 
+from dojo.errors import InputError
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
@@ -139,7 +140,7 @@ async def audit_tasks(
 ) -> AuditReport:
     """Audit ``tasks``; see the module doc. ``progress`` is called with each finished task count."""
     if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
+        raise InputError(f"repeats must be at least 1, got {repeats}")
     start = time.perf_counter()
     grader = Grader(sandbox)
     dups = near_duplicates(tasks, duplicate_threshold)

@@ -274,7 +274,7 @@ def grade_answer_task(task: Task, completion: str) -> TestResults:
         entry = task.metadata.model_extra.get("rg_entry") if task.metadata.model_extra else None
         name = task.metadata.model_extra.get("rg_dataset") if task.metadata.model_extra else None
         if not (entry and name):
-            raise ValueError(f"task {task.id}: answer_match 'reasoning_gym' needs metadata rg_dataset and rg_entry")
+            raise InvalidTask(f"task {task.id}: answer_match 'reasoning_gym' needs metadata rg_dataset and rg_entry")
         try:
             score = float(_reasoning_gym_dataset(name).score_answer(answer, entry) or 0.0)
         except Exception:  # the generator's scorer choking on a malformed answer: a wrong answer

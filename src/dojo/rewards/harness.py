@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dojo.errors import InputError
 from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, LimitKind, Limits, Program, Verdict
 from dojo.tasks import values
 
@@ -440,7 +441,7 @@ HARNESS_SOURCE = _IMPORTS + _VALUES + _COMMON + _CANDIDATE_SIDE + _TRUSTED_SIDE 
 once per slot and hand every run the defined functions (``AsyncSandbox.run(harness=True)``)."""
 
 
-class InvalidTask(ValueError):
+class InvalidTask(InputError):
     """A task whose own code (check code, or the prompt's helpers) cannot be compiled: an error in
     the task set, never a reward."""
 

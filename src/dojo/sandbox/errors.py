@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dojo.errors import DojoError, InputError
 
-class SandboxError(Exception):
+
+class SandboxError(DojoError):
     """The sandbox itself failed (slot died, protocol broken, set-up failed): not the program's fault.
 
     A result with ``Verdict.SANDBOX_ERROR`` carries the same reason; ``raise_for_sandbox_error()``
@@ -15,9 +17,9 @@ class IsolationUnavailable(SandboxError):
     """This machine cannot provide the isolation dojo requires; the message says what is missing."""
 
 
-class LanguageUnavailable(ValueError):
+class LanguageUnavailable(InputError):
     """The language is known but its toolchain is not installed; the message says what to install."""
 
 
-class UnknownLanguage(ValueError):
+class UnknownLanguage(InputError):
     """The language name is not one dojo knows."""

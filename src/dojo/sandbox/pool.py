@@ -10,6 +10,7 @@ import logging
 import os
 from typing import Any
 
+from dojo.errors import InputError
 from dojo.sandbox.cgroups import SlotCgroups
 from dojo.sandbox.errors import SandboxError
 from dojo.sandbox.slot import Slot, SlotConfig, SlotDied
@@ -30,7 +31,7 @@ class SlotPool:
 
     def __init__(self, size: int, config: SlotConfig, cgroups: SlotCgroups | None) -> None:
         if not 1 <= size <= 1024:
-            raise ValueError(f"pool size must be between 1 and 1024, got {size}")
+            raise InputError(f"pool size must be between 1 and 1024, got {size}")
         self.size = size
         self.config = config
         self.cgroups = cgroups

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, field_validator
 
+from dojo.errors import InputError
 from dojo.sandbox.limits import Limits
 
 MAX_PATH = 255
@@ -17,14 +18,14 @@ MAX_PATH = 255
 def check_relative_path(path: str) -> str:
     """A path inside the work dir: relative, no '..', no NUL, not empty."""
     if not path or "\x00" in path:
-        raise ValueError("file path must be a non-empty string without NUL bytes")
+        raise InputError("file path must be a non-empty string without NUL bytes")
     if len(path) > MAX_PATH:
-        raise ValueError(f"file path longer than {MAX_PATH} characters")
+        raise InputError(f"file path longer than {MAX_PATH} characters")
     if path.startswith("/"):
-        raise ValueError(f"file path {path!r} must be relative to the work dir, not absolute")
+        raise InputError(f"file path {path!r} must be relative to the work dir, not absolute")
     norm = posixpath.normpath(path)
     if norm == "." or norm.startswith("../") or norm == ".." or "/../" in f"/{path}/":
-        raise ValueError(f"file path {path!r} must stay inside the work dir (no '..')")
+        raise InputError(f"file path {path!r} must stay inside the work dir (no '..')")
     return norm
 
 
@@ -33,7 +34,7 @@ def _from_base64(value: Any) -> Any:
         try:
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError) as e:
-            raise ValueError(f"content must be standard base64: {e}") from e
+            raise InputError(f"content must be standard base64: {e}") from e
     return value
 
 
@@ -88,14 +89,14 @@ class Program(BaseModel):
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
         for key, value in v.items():
             if not key or "=" in key or "\x00" in key or "\x00" in value:
-                raise ValueError(f"invalid environment variable {key!r}")
+                raise InputError(f"invalid environment variable {key!r}")
         return v
 
     @field_validator("args")
     @classmethod
     def _args(cls, v: list[str]) -> list[str]:
         if any("\x00" in a for a in v):
-            raise ValueError("arguments must not contain NUL bytes")
+            raise InputError("arguments must not contain NUL bytes")
         return v
 
     def stdin_bytes(self) -> bytes:

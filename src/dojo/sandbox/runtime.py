@@ -19,6 +19,7 @@ from collections.abc import Coroutine, Iterable
 from concurrent.futures import Future
 from typing import Any, Literal, TypeVar
 
+from dojo.errors import InputError
 from dojo.sandbox.cgroups import CgroupLayout, SlotCgroups, detect
 from dojo.sandbox.compare import tokens_equal
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
@@ -103,9 +104,9 @@ class AsyncSandbox:
         python: str | None = None,
     ) -> None:
         if isolation not in ("fast", "strict"):
-            raise ValueError(f"isolation must be 'fast' or 'strict', not {isolation!r}")
+            raise InputError(f"isolation must be 'fast' or 'strict', not {isolation!r}")
         if pool_size is not None and pool_size < 1:
-            raise ValueError(f"pool_size must be at least 1, got {pool_size}")
+            raise InputError(f"pool_size must be at least 1, got {pool_size}")
         self.isolation: Isolation = isolation
         self.limits = limits
         self.compile_limits = compile_limits
@@ -253,7 +254,7 @@ def build_request(
 ) -> tuple[dict[str, Any], list[bytes], float]:
     """Turn a Program into a zygote request: files, steps with their limits, and a host timeout."""
     if rootless and (limits.network or compile_limits.network):
-        raise ValueError(
+        raise InputError(
             "limits.network needs the sandbox to run as root: a rootless sandbox cannot join the host's "
             "network namespace. Run dojo as root, or leave network off."
         )
@@ -263,7 +264,7 @@ def build_request(
     names = {lang.source_file}
     for f in program.files:
         if f.path in names:
-            raise ValueError(f"input file {f.path!r} appears twice (or clashes with the source file)")
+            raise InputError(f"input file {f.path!r} appears twice (or clashes with the source file)")
         names.add(f.path)
         files.append({"path": f.path, "blob": len(blobs), "mode": 0o755 if f.executable else 0o644})
         blobs.append(f.content)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from dojo.errors import InputError
 from dojo.sandbox.errors import SandboxError
 from dojo.sandbox.languages import Language
 from dojo.sandbox.limits import Limits
@@ -55,7 +56,7 @@ class Session:
         if self.closed:
             raise SandboxError("the session is closed")
         if self._busy:
-            raise ValueError("the session is already running an exec; sessions take one request at a time")
+            raise InputError("the session is already running an exec; sessions take one request at a time")
         self._busy = True
         self.last_used = time.monotonic()
         try:
@@ -103,7 +104,7 @@ class Session:
         header = {"files": [{"path": f.path, "blob": 0, "mode": 0o755 if executable else 0o644}], "steps": []}
         resp, _ = await self._request(header, [f.content], 30.0)
         if resp.get("error"):
-            raise ValueError(f"could not write {path!r}: {resp['error']}")
+            raise InputError(f"could not write {path!r}: {resp['error']}")
 
     async def read_file(self, path: str, max_bytes: int = 16 << 20) -> bytes:
         """The file's content; FileNotFoundError if it is missing or not readable."""

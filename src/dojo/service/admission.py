@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from dojo.errors import DojoError, InputError
 
-class Overloaded(Exception):
+
+class Overloaded(DojoError):
     """The queue in front of the sandbox is full; the client should retry after ``retry_after`` s."""
 
     def __init__(self, retry_after: float) -> None:
@@ -23,7 +25,7 @@ class AdmissionQueue:
 
     def __init__(self, slots: int, queue: int, retry_after: float = 1.0) -> None:
         if slots < 1 or queue < 0:
-            raise ValueError("slots must be >= 1 and queue >= 0")
+            raise InputError("slots must be >= 1 and queue >= 0")
         self.slots = slots
         self.capacity = slots + queue
         self.retry_after = retry_after

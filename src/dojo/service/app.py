@@ -16,10 +16,11 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dojo.errors import DojoError, InputError
 from dojo.rewards.harness import call_function
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, Verdict
 from dojo.service import fusion
@@ -130,7 +131,7 @@ class RequestContext:
         )(scope, receive, send)
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(DojoError):
     pass
 
 
@@ -184,9 +185,21 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return error(request, str(exc.detail), exc.status_code, getattr(exc, "headers", None))
 
-    @app.exception_handler(ValueError)
-    async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+    @app.exception_handler(InputError)
+    async def bad_input(request: Request, exc: InputError) -> JSONResponse:
         return error(request, str(exc), 400)
+
+    @app.exception_handler(ValidationError)
+    async def bad_value(request: Request, exc: ValidationError) -> JSONResponse:
+        """A model built from the request's data inside a handler (e.g. SandboxFusion's limits)."""
+        summary = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
+        return error(request, f"invalid request: {summary}", 422)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        """Anything else is the service's own failure, never the caller's: 500, logged."""
+        log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error(request, f"internal error ({type(exc).__name__}); the request id is in the log", 500)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -202,9 +215,9 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
     def check_limits(*limits: Limits | None) -> None:
         for lim in limits:
             if lim is not None and lim.wall_time > settings.max_wall_time:
-                raise ValueError(f"wall_time {lim.wall_time}s is over this service's maximum {settings.max_wall_time}s")
+                raise InputError(f"wall_time {lim.wall_time}s is over this service's maximum {settings.max_wall_time}s")
             if lim is not None and lim.network and not settings.allow_network:
-                raise ValueError("this service does not let programs reach the network; start it with --allow-network")
+                raise InputError("this service does not let programs reach the network; start it with --allow-network")
 
     async def run_one(
         program: Program, limits: Limits, compile_limits: Limits | None, isolation: str = "fast"
@@ -222,7 +235,7 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
             decode_value(case.call.kwargs)
             expected = decode_value(case.expected_return)
         except (ValueError, TypeError) as e:
-            raise ValueError(f"a call's args, kwargs and expected_return must be dojo wire values: {e}") from e
+            raise InputError(f"a call's args, kwargs and expected_return must be dojo wire values: {e}") from e
         outcome = await call_function(sb, program, case.call.function, case.call.args, case.call.kwargs, limits)
         result = outcome.result
         judged = outcome.returned and "expected_return" in case.model_fields_set

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from dojo.errors import InputError
 from dojo.sandbox import ExecutionResult, InputFile, LimitKind, Limits, Program, StepResult, Verdict
 from dojo.sandbox.program import check_relative_path
 
@@ -58,7 +59,7 @@ class RunCodeRequest(BaseModel):
                 try:
                     base64.b64decode(content, validate=True)
                 except (binascii.Error, ValueError) as e:
-                    raise ValueError(f"files[{path!r}] is not valid base64: {e}") from e
+                    raise InputError(f"files[{path!r}] is not valid base64: {e}") from e
         return v
 
     @field_validator("fetch_files")
@@ -94,7 +95,7 @@ def to_program(req: RunCodeRequest) -> tuple[Program, Limits, Limits]:
     """A dojo Program and run/compile limits. Raises ValueError for a language dojo cannot run."""
     lang = FUSION_LANGUAGES.get(req.language)
     if lang is None:
-        raise ValueError(
+        raise InputError(
             f"language {req.language!r} is not supported by dojo; supported: {', '.join(sorted(FUSION_LANGUAGES))}"
         )
     memory = (req.memory_limit_MB if req.memory_limit_MB > 0 else DEFAULT_MEMORY_MB) << 20

@@ -7,11 +7,12 @@ import os
 
 import uvicorn
 
+from dojo.errors import InputError
 from dojo.service.app import ServiceSettings, create_app
 from dojo.service.logs import configure_json_logging
 
 
-class UnsafeBind(ValueError):
+class UnsafeBind(InputError):
     """A non-loopback bind without a token."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from dojo.errors import DojoError
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, SandboxError
 from dojo.sandbox.program import check_relative_path
 from dojo.sandbox.session import Session
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 16 << 20
 
 
-class SessionLimitReached(Exception):
+class SessionLimitReached(DojoError):
     """The service holds its maximum of live sessions."""
 
 

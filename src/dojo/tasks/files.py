@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from dojo.errors import InputError
 from dojo.tasks.model import Task
 
 # Nested fields travel as JSON text in Parquet, so one flat schema fits every form.
@@ -36,7 +37,7 @@ PARQUET_SCHEMA = pa.schema(
 )
 
 
-class TaskFileError(ValueError):
+class TaskFileError(InputError):
     """A task file could not be read; the message names the file, the row and what was wrong."""
 
 

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dojo.agent.tiny_model import TinyModelSpec
+from dojo.errors import InputError
 
 
 class _Section(BaseModel):
@@ -171,7 +172,7 @@ class TrainConfig(_Section):
     output: OutputSettings = Field(default_factory=OutputSettings)
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """A configuration file that cannot be used; the message says which field and why."""
 
 

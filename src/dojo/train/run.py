@@ -35,6 +35,7 @@ import yaml
 from pydantic import BaseModel
 from rich.console import Console
 
+from dojo.errors import InputError
 from dojo.integrations.trl_rewards import DojoReward
 from dojo.rollout.store import TrajectoryStore
 from dojo.sandbox import Limits
@@ -48,7 +49,7 @@ from dojo.train.report import write_report
 MiB = 1 << 20
 
 
-class RunDirError(ValueError):
+class RunDirError(InputError):
     """The output directory cannot be used as asked (exists without --resume, or nothing to resume)."""
 
 

@@ -1,0 +1,25 @@
+"""The root of every error dojo raises on purpose.
+
+- ``DojoError``: catch it to catch dojo's own errors (and nothing of a library's or of Python's);
+- ``InputError``: the caller's input is wrong (a bad config, task file, language, limit, request);
+  the message says what and how to fix it. It is a ``ValueError`` too, so code that caught
+  ``ValueError`` before keeps working. The HTTP service answers it with 400; any other error is
+  the service's own and answers 500.
+
+Where each one lives: ``dojo.sandbox.errors`` (``SandboxError``: the sandbox failed, never the
+program; ``IsolationUnavailable``, ``SlotDied``, ``UnknownLanguage``, ``LanguageUnavailable``),
+``dojo.tasks.files.TaskFileError``, ``dojo.rewards.harness.InvalidTask``,
+``dojo.agent.policy.PolicyError``, ``dojo.service`` (``Overloaded``, ``SessionLimitReached``,
+``UnsafeBind``), ``dojo.client.ServiceError``, ``dojo.integrations.verl_data.RewardUnavailable``,
+``dojo.train`` (``ConfigError``, ``RunDirError``).
+"""
+
+from __future__ import annotations
+
+
+class DojoError(Exception):
+    """An error dojo raises on purpose."""
+
+
+class InputError(DojoError, ValueError):
+    """The caller's input is wrong; the message says what was wrong and how to fix it."""

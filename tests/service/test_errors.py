@@ -1,0 +1,69 @@
+"""Errors map to statuses by kind: the caller's input is a 4xx that says what was wrong; the
+service's own failure is a 500, never a 4xx, whatever Python type it has."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dojo.errors import DojoError, InputError
+from dojo.sandbox import SandboxError, UnknownLanguage
+from dojo.service import ServiceSettings, create_app
+
+
+class BrokenSandbox:
+    """A sandbox stand-in whose runs fail with a given exception."""
+
+    pool_size = 1
+    started = True
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def run(self, *args: Any, **kwargs: Any) -> Any:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "says"),
+    [
+        (ValueError("an internal bug"), 500, "internal error (ValueError)"),
+        (KeyError("slot"), 500, "internal error (KeyError)"),
+        (UnknownLanguage("unknown language 'cobol'; known: python, ..."), 400, "unknown language 'cobol'"),
+        (InputError("wall_time 99s is over this service's maximum"), 400, "over this service's maximum"),
+    ],
+)
+def test_an_internal_error_is_a_500_and_bad_input_a_400(error: Exception, status: int, says: str) -> None:
+    app = create_app(ServiceSettings(), sandbox=BrokenSandbox(error))  # type: ignore[arg-type]
+    with TestClient(app, raise_server_exceptions=False) as client:
+        r = client.post("/v1/run", json={"program": {"language": "python", "source": "print(1)"}})
+    assert r.status_code == status and says in r.json()["error"], r.text
+
+
+def test_every_dojo_error_has_one_root() -> None:
+    from dojo.agent.policy import PolicyError
+    from dojo.client import ServiceError
+    from dojo.integrations.verl_data import RewardUnavailable
+    from dojo.rewards import InvalidTask
+    from dojo.sandbox import IsolationUnavailable, LanguageUnavailable
+    from dojo.service.admission import Overloaded
+    from dojo.service.server import UnsafeBind
+    from dojo.service.sessions import SessionLimitReached
+    from dojo.tasks.files import TaskFileError
+    from dojo.train.config import ConfigError
+    from dojo.train.run import RunDirError
+
+    errors = [SandboxError, IsolationUnavailable, UnknownLanguage, LanguageUnavailable, TaskFileError, InvalidTask,
+              PolicyError, ServiceError, RewardUnavailable, Overloaded, SessionLimitReached, UnsafeBind,
+              ConfigError, RunDirError]  # fmt: skip
+    assert all(issubclass(e, DojoError) for e in errors)
+    inputs = [UnknownLanguage, LanguageUnavailable, TaskFileError, InvalidTask, UnsafeBind, ConfigError, RunDirError]
+    assert all(issubclass(e, InputError) and issubclass(e, ValueError) for e in inputs)
