@@ -7,9 +7,9 @@ the informative groups, and a group the sandbox failed on is never trained on.
   ``record_group``, so the next draws follow the policy's pass rate.
 - ``DojoGRPOTrainer._generate_and_score_completions`` generates and scores the oversampled batch
   (TRL computes group-normalised advantages), then keeps ``prompts_per_step`` groups: those whose
-  rewards differ first (DAPO's dynamic sampling), then the rest. Groups with a ``None`` reward
-  (infrastructure failure) are dropped, or kept with their loss mask zeroed when there are not
-  enough others, so they contribute nothing to the gradient.
+  rewards differ first (DAPO's dynamic sampling), then the rest. Groups with an unscorable
+  completion (every reward ``None``: an infrastructure failure) are dropped, or kept with their
+  loss mask zeroed when there are not enough others, so they contribute nothing to the gradient.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import torch
 from torch.utils.data import Sampler
 from trl.trainer.grpo_trainer import GRPOTrainer
 
+from dojo.errors import DojoError
 from dojo.tasks.curriculum import CurriculumSampler
 from dojo.tasks.model import Task
 
@@ -71,8 +72,12 @@ def groups_to_keep(
 class DojoGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` plus a curriculum sampler, dynamic sampling and infrastructure-failure masking.
 
-    ``reward_failed`` is a callable returning, for the rows of the last scored batch, whether the
-    sandbox failed (the dojo reward function records it); ``keep_groups`` is ``prompts_per_step``.
+    A completion is *unscorable* when every reward function returned ``None`` for it (dojo's
+    rewards do when the sandbox failed). TRL itself (>= 1.16) leaves such completions out of their
+    group's baseline and gives them no advantage. dojo goes one step further, so that a group the
+    sandbox failed on does not even take a place in the step: the unscorable rows come from TRL's
+    own reward matrix (``_calculate_rewards``), not from a side channel, and a mismatch between
+    them and the batch raises. ``keep_groups`` is ``prompts_per_step``.
     """
 
     def __init__(
@@ -80,16 +85,32 @@ class DojoGRPOTrainer(GRPOTrainer):
         *args: Any,
         sampler: CurriculumBatches,
         keep_groups: int,
-        reward_failed: Any,
         dojo_metrics: Any = None,
         **kwargs: Any,
     ) -> None:
         self._dojo_metrics = dojo_metrics
         self._dojo_sampler = sampler
         self._keep_groups = keep_groups
-        self._reward_failed = reward_failed
+        self._unscorable: torch.Tensor | None = None
         self.dojo_last_selection: dict[str, int] = {}
         super().__init__(*args, **kwargs)
+
+    def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._unscorable = torch.isnan(rewards_per_func).all(dim=1)  # every process's rows, as TRL marks them
+        return rewards_per_func
+
+    def unscorable_rows(self, rows: int) -> list[bool]:
+        """This process's rows of the batch just scored: whether each is unscorable. Raises when
+        the reward matrix and the batch disagree (never silently trains on a failed row)."""
+        if self._unscorable is None:
+            raise DojoError("no rewards were calculated for this batch")
+        start = self.accelerator.process_index * rows
+        local = self._unscorable[start : start + rows]
+        self._unscorable = None
+        if local.numel() != rows:
+            raise DojoError(f"the reward matrix has {local.numel()} rows for this process, the batch {rows}")
+        return [bool(x) for x in local.tolist()]
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if (
@@ -107,9 +128,7 @@ class DojoGRPOTrainer(GRPOTrainer):
         out: dict[str, Any] = super()._generate_and_score_completions(inputs)
         g = int(self.num_generations or 1)
         rows = out["completion_ids"].shape[0]
-        failed = list(self._reward_failed())
-        if len(failed) != rows:
-            failed = [False] * rows
+        failed = self.unscorable_rows(rows)
         keep, padding = groups_to_keep(out["advantages"], failed, g, self._keep_groups)
         index = torch.tensor([grp * g + i for grp in keep for i in range(g)], device=out["completion_ids"].device)
         selected: dict[str, Any] = {}

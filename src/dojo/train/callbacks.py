@@ -47,10 +47,8 @@ class StepRecorder:
         self.step = 0
         self.pending: list[tuple[Task, list[Episode]]] = []
         self.step_passes: list[bool] = []
-        self.last_failed: list[bool] = []
 
     def __call__(self, tasks: list[Task], texts: list[str], rewards: list[Reward]) -> None:
-        self.last_failed = [r.value is None for r in rewards]
         step = self.step + 1  # the step these completions train
         g = self.group_size
         self.step_passes.extend(r.verdict == "pass" for r in rewards)

@@ -361,7 +361,6 @@ def _grpo(
         callbacks=[callback],
         sampler=sampler,
         keep_groups=g.prompts_per_step,
-        reward_failed=lambda: recorder.last_failed,
         dojo_metrics=lambda: {
             "pass_rate": recorder.take_pass_rate(),
             "curriculum_level": curriculum.level,
