@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dojo.agent.feedback import feedback_step
 from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams, ToolCall
 from dojo.agent.tool_calls import parse_tool_calls
 from dojo.agent.tools import TOOL_NAMES, Toolbox, ToolResult, held
@@ -46,7 +47,6 @@ TOOLS_SYSTEM_PROMPT = (
     '{{"name": "<tool>", "arguments": {{...}}}}\n</tool_call>\n'
     "Tools: {tools}. Call submit with your final solution; a reply without a tool call is your final answer."
 )
-FEEDBACK_MESSAGE = "Your code did not pass the visible tests:\n{feedback}\nFix it and reply with the complete code."
 
 
 class EpisodeConfig(BaseModel):
@@ -215,33 +215,30 @@ class EpisodeRunner:
             record = ep.turns[-1]
             ep.final = c.text
             if cfg.mode == "feedback":
-                if task.form == "answer" or not task.visible_tests:
-                    ep.status = "answered"
-                    return
-                if turn + 1 == cfg.max_turns:
-                    ep.status = "answered" if cfg.max_turns == 1 else "turn_limit"
-                    return
-                t0 = time.perf_counter()
-                observation, verdict, error = await toolbox.check_visible(c.text)
-                record.tool_seconds = time.perf_counter() - t0
-                ep.tool_seconds += record.tool_seconds
-                check = ToolCall(id="feedback", name="run_tests", arguments={"code": c.text})
-                record.tool_results.append(
-                    ToolResult(
-                        call=check,
-                        observation=observation,
-                        verdict=verdict,
-                        infra_error=error,
-                        seconds=record.tool_seconds,
+                step = await feedback_step(toolbox, c.text, last_turn=turn + 1 == cfg.max_turns)
+                if step.checked:
+                    record.tool_seconds = step.seconds
+                    ep.tool_seconds += step.seconds
+                    check = ToolCall(id="feedback", name="run_tests", arguments={"code": c.text})
+                    record.tool_results.append(
+                        ToolResult(
+                            call=check,
+                            observation=step.observation,
+                            verdict=step.verdict,
+                            infra_error=step.error,
+                            seconds=step.seconds,
+                        )
                     )
-                )
-                if error is not None:
-                    ep.status, ep.error = "infra_error", error
-                    return
-                if verdict == "pass":
+                if step.outcome == "infra_error":
+                    ep.status, ep.error = "infra_error", step.error
+                elif step.outcome == "last_turn":
+                    ep.status = "answered" if cfg.max_turns == 1 else "turn_limit"
+                elif step.done:
                     ep.status = "answered"
+                if step.done:
                     return
-                ep.messages.append({"role": "user", "content": FEEDBACK_MESSAGE.format(feedback=observation)})
+                assert step.message is not None
+                ep.messages.append(step.message)
                 continue
             calls = c.tool_calls or parse_tool_calls(c.text)
             if not calls:

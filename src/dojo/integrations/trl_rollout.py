@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dojo.agent.chat_turns import feedback_turn_suffix
-from dojo.agent.episode import FEEDBACK_MESSAGE
+from dojo.agent.feedback import feedback_step
 from dojo.agent.tools import Toolbox
 from dojo.integrations.event_loops import SANDBOXES, BackgroundLoop
 from dojo.rewards import Grader
@@ -222,18 +222,13 @@ class DojoRollout:
         sandbox = await SANDBOXES.get(self.pool_size)
 
         async def one(e: _Episode) -> None:
-            if last or e.task.form == "answer" or not e.task.visible_tests:
-                e.done = True
-                return
-            toolbox = Toolbox(e.task, sandbox, limits=self.limits)
-            observation, verdict, error = await toolbox.check_visible(e.final)
-            if error is not None:
-                e.done, e.infra_error = True, error
-            elif verdict == "pass":
-                e.done = True
-            else:
+            step = await feedback_step(Toolbox(e.task, sandbox, limits=self.limits), e.final, last_turn=last)
+            e.done = step.done
+            if step.outcome == "infra_error":
+                e.infra_error = step.error
+            if step.message is not None:
                 e.messages.append({"role": "assistant", "content": e.final})
-                e.messages.append({"role": "user", "content": FEEDBACK_MESSAGE.format(feedback=observation)})
+                e.messages.append(step.message)
 
         await asyncio.gather(*(one(e) for e in episodes))
 

@@ -33,7 +33,7 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from dojo.agent.chat_turns import feedback_turn_suffix
-from dojo.agent.episode import FEEDBACK_MESSAGE
+from dojo.agent.feedback import feedback_step
 from dojo.agent.policy import ToolCall
 from dojo.agent.tools import TOOL_NAMES, Toolbox, tool_specs
 from dojo.integrations.event_loops import SANDBOXES
@@ -187,20 +187,14 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
             logprobs += list(out.log_probs or [0.0] * len(out.token_ids))
             final = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
             turns += 1
-            if turn + 1 == max_turns or len(ids) >= response_length or not task.visible_tests:
+            last = turn + 1 == max_turns or len(ids) >= response_length  # out of turns or of tokens
+            step = await feedback_step(toolbox, final, last_turn=last)
+            metrics.tool_calls += step.seconds
+            failed = step.outcome == "infra_error"
+            if step.done:
                 break
-            t0 = time.perf_counter()
-            observation, verdict, error = await toolbox.check_visible(final)
-            metrics.tool_calls += time.perf_counter() - t0
-            if error is not None:
-                failed = True
-                break
-            if verdict == "pass":
-                break
-            messages += [
-                {"role": "assistant", "content": final},
-                {"role": "user", "content": FEEDBACK_MESSAGE.format(feedback=observation)},
-            ]
+            assert step.message is not None
+            messages += [{"role": "assistant", "content": final}, step.message]
             eos = self.tokenizer.eos_token_id
             suffix = feedback_turn_suffix(
                 self.tokenizer, messages, ended_with_eos=bool(out.token_ids) and out.token_ids[-1] == eos
