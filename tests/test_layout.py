@@ -10,8 +10,7 @@ import dojo
 
 ORDER = ["errors", "sandbox", "tasks", "rewards", "service", "agent", "rollout", "integrations", "train", "cli"]
 # Modules at the top of the package, by the layer they belong to.
-TOP_LEVEL = {"errors": "errors", "client": "service", "demo": "cli", "cli": "cli", "cli_policy": "cli",
-             "cli_rollout": "cli", "cli_tasks": "cli", "cli_train": "cli"}  # fmt: skip
+TOP_LEVEL = {"errors": "errors", "client": "service"}
 ROOT = Path(dojo.__file__).parent
 
 

@@ -8,9 +8,13 @@ its source and difficulty bucket, else the mean of all tasks, else its difficult
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import TYPE_CHECKING, Any
 
 from dojo.tasks.model import Task
+
+if TYPE_CHECKING:
+    from dojo.rollout.store import TrajectoryStore
 
 
 def _bucket(task: Task) -> str:
@@ -54,3 +58,25 @@ class CostModel:
             self.buckets = {str(k): (float(v[0]), int(v[1])) for k, v in state["buckets"].items()}
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise ValueError(f"not a CostModel state: {e}") from e
+
+
+COSTS_FILE = "_costs.json"  # "_" so that Parquet readers skip it
+
+
+def load_costs(store: TrajectoryStore) -> tuple[CostModel, str | None]:
+    """The cost model a run stored beside its trajectories (empty when there is none), and a
+    warning when the stored one could not be read (the run goes on without it)."""
+    costs = CostModel()
+    path = f"{store.root.rstrip('/')}/{COSTS_FILE}"
+    if store.fs.exists(path):
+        try:
+            with store.fs.open(path, "r") as f:
+                costs.load_state_dict(json.load(f))
+        except (ValueError, OSError):
+            return CostModel(), f"ignoring unreadable {path}"
+    return costs, None
+
+
+def save_costs(store: TrajectoryStore, costs: CostModel) -> None:
+    with store.fs.open(f"{store.root.rstrip('/')}/{COSTS_FILE}", "w") as f:
+        json.dump(costs.state_dict(), f)

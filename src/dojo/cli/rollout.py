@@ -10,59 +10,34 @@ from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from dojo.agent.episode import EpisodeConfig
 from dojo.agent.policy import OpenAIPolicy, Policy, PolicyError, SamplingParams
-from dojo.rewards.graders import Grader
-from dojo.rollout.costs import CostModel
+from dojo.cli.output import console, err_console, fail
+from dojo.rollout.costs import load_costs
+from dojo.rollout.run import rollout_to_store
 from dojo.rollout.scheduler import Group, RolloutConfig, RolloutScheduler
 from dojo.rollout.store import TrajectoryStore
 from dojo.rollout.summary import summarise
-from dojo.sandbox import AsyncSandbox, LanguageUnavailable, SandboxError, UnknownLanguage
+from dojo.sandbox import LanguageUnavailable, SandboxError, UnknownLanguage
 from dojo.tasks.files import TaskFileError
 from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
-
-console = Console()
-COSTS_FILE = "_costs.json"  # "_" so that Parquet readers skip it
-
-
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(2)
 
 
 def _policy(spec: str, model: str | None, api: Literal["chat", "completions"]) -> Policy:
     if spec.startswith(("http://", "https://")):
         if api == "completions":
-            _fail("--api completions needs a chat template; use --api chat with a server URL")
+            fail("--api completions needs a chat template; use --api chat with a server URL")
         return OpenAIPolicy(spec, model, api=api)
     path = Path(spec)
     if not (path / "config.json").is_file():
-        _fail(f"--policy {spec!r} is neither an http(s) URL of an OpenAI-compatible server nor a model directory")
+        fail(f"--policy {spec!r} is neither an http(s) URL of an OpenAI-compatible server nor a model directory")
     from dojo.agent.hf_policy import HFPolicy
 
     return HFPolicy.from_dir(path)
-
-
-def _load_costs(store: TrajectoryStore) -> CostModel:
-    costs = CostModel()
-    path = f"{store.root.rstrip('/')}/{COSTS_FILE}"
-    if store.fs.exists(path):
-        try:
-            with store.fs.open(path, "r") as f:
-                costs.load_state_dict(json.load(f))
-        except (ValueError, OSError):
-            console.print(f"[yellow]warning:[/yellow] ignoring unreadable {path}")
-    return costs
-
-
-def _save_costs(store: TrajectoryStore, costs: CostModel) -> None:
-    with store.fs.open(f"{store.root.rstrip('/')}/{COSTS_FILE}", "w") as f:
-        json.dump(costs.state_dict(), f)
 
 
 async def _rollout(
@@ -74,45 +49,27 @@ async def _rollout(
     shard_groups: int,
     pool_size: int | None,
 ) -> RolloutScheduler:
-    if isinstance(policy, OpenAIPolicy):
-        await policy.model_name()  # fail now, with the server's address, rather than retry every episode
-    costs = _load_costs(store)
+    costs, warning = load_costs(store)
+    if warning:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}")
+    columns = (
+        TextColumn("rollout"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pass {task.fields[rate]:.1%}  reward {task.fields[reward]:.3f}  {task.fields[eps]:.1f} ep/s"),
+        TimeElapsedColumn(),
+    )
     todo = sum(1 for t in tasks if t.id not in skip)
-    async with AsyncSandbox(pool_size=pool_size) as sandbox:
-        scheduler = RolloutScheduler(policy, Grader(sandbox), config, costs=costs)
-        buffer: list[Group] = []
-        last_flush = time.monotonic()
+    with Progress(*columns, console=err_console, transient=False) as progress:
+        bar = progress.add_task("groups", total=todo, rate=0.0, reward=0.0, eps=0.0)
 
-        def flush() -> None:
-            nonlocal last_flush
-            complete = [(g.task, g.episodes) for g in buffer if g.complete]
-            store.write_groups(complete)
-            _save_costs(store, costs)
-            buffer.clear()
-            last_flush = time.monotonic()
+        def advance(group: Group, scheduler: RolloutScheduler) -> None:
+            stats = scheduler.stats
+            progress.update(bar, advance=1, rate=stats.pass_rate, reward=stats.mean_reward,
+                            eps=stats.episodes_per_second)  # fmt: skip
 
-        columns = (
-            TextColumn("rollout"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("pass {task.fields[rate]:.1%}  reward {task.fields[reward]:.3f}  {task.fields[eps]:.1f} ep/s"),
-            TimeElapsedColumn(),
-        )
-        stats = scheduler.stats
-        try:
-            with Progress(*columns, console=console, transient=False) as progress:
-                bar = progress.add_task("groups", total=todo, rate=0.0, reward=0.0, eps=0.0)
-                async for group in scheduler.run(tasks, skip=skip):
-                    buffer.append(group)
-                    if len(buffer) >= shard_groups or time.monotonic() - last_flush > 10.0:
-                        flush()
-                    rate, reward, eps = stats.pass_rate, stats.mean_reward, stats.episodes_per_second
-                    progress.update(bar, advance=1, rate=rate, reward=reward, eps=eps)
-        finally:
-            flush()
-        if hasattr(policy, "close"):
-            await policy.close()
-    return scheduler
+        return await rollout_to_store(tasks, policy, config, store, costs=costs, skip=skip,
+                                      shard_groups=shard_groups, pool_size=pool_size, on_group=advance)  # fmt: skip
 
 
 def _summary_table(summary: dict[str, Any], ks: list[int]) -> Table:
@@ -155,18 +112,18 @@ def rollout(
     """Run every task of SOURCE against a policy: groups of episodes, graded in the sandbox, written
     to OUT as Parquet; prints pass@1, pass@k, verdicts, tokens and time."""
     if mode not in ("feedback", "tools"):
-        _fail(f"--mode must be feedback or tools, not {mode!r}")
+        fail(f"--mode must be feedback or tools, not {mode!r}")
     if api not in ("chat", "completions"):
-        _fail(f"--api must be chat or completions, not {api!r}")
+        fail(f"--api must be chat or completions, not {api!r}")
     if top_p <= 0:
-        _fail("--top-p must be greater than 0")
+        fail("--top-p must be greater than 0")
     try:
         tasks = load_source(source)
     except (TaskFileError, ValueError) as e:
-        _fail(str(e))
+        fail(str(e))
     tasks = tasks[:limit] if limit else tasks
     if not tasks:
-        _fail(f"{source} has no tasks")
+        fail(f"{source} has no tasks")
     try:
         config = RolloutConfig(
             group_size=samples,
@@ -182,27 +139,24 @@ def rollout(
         )
         store = TrajectoryStore(out)
     except (ValidationError, ValueError) as e:
-        _fail(str(e))
+        fail(str(e))
     done = store.completed_groups()
     if done and not resume:
-        _fail(f"{out} already holds {len(done)} groups; pass --resume to continue that run, or choose a new --out")
+        fail(f"{out} already holds {len(done)} groups; pass --resume to continue that run, or choose a new --out")
     chosen = _policy(policy, model, api)  # type: ignore[arg-type]
     if done:
-        console.print(f"resuming: {len(done)} groups already stored, skipping them")
+        err_console.print(f"resuming: {len(done)} groups already stored, skipping them")
     started = time.perf_counter()
     try:
         scheduler = asyncio.run(_rollout(tasks, chosen, config, store, done, shard_groups, pool_size))
     except SandboxError as e:
-        console.print(f"[red]sandbox error:[/red] {e}")
-        raise typer.Exit(1) from e
+        fail(f"sandbox error: {e}", code=1)
     except PolicyError as e:
-        console.print(f"[red]error:[/red] {e}; start the server or fix --policy")
-        raise typer.Exit(2) from e
+        fail(f"{e}; start the server or fix --policy")
     except (LanguageUnavailable, UnknownLanguage) as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(str(e))
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted:[/yellow] finished groups are stored; rerun with --resume")
+        err_console.print("[yellow]interrupted:[/yellow] finished groups are stored; rerun with --resume")
         raise typer.Exit(130) from None
     ks = sorted({1, samples})
     summary = summarise(store.rows(), ks)

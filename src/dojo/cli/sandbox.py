@@ -1,4 +1,4 @@
-"""The ``dojo`` command line."""
+"""``dojo run``, ``dojo serve``, ``dojo languages`` and ``dojo demo``: the sandbox from the shell."""
 
 from __future__ import annotations
 
@@ -9,23 +9,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from dojo.cli_policy import policy_app
-from dojo.cli_rollout import rollout
-from dojo.cli_tasks import tasks_app
-from dojo.cli_train import train
+from dojo.cli.output import console, err_console, fail
 from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
 from dojo.sandbox.languages import LANGUAGES, available_languages, get_language
-
-app = typer.Typer(help="dojo: agent RL post-training engine.", no_args_is_help=True, add_completion=False)
-console = Console()
-err_console = Console(stderr=True)
-app.add_typer(tasks_app, name="tasks")
-app.add_typer(policy_app, name="policy")
-app.command()(train)
-app.command()(rollout)
 
 SUFFIXES = {
     ".py": "python",
@@ -37,12 +25,6 @@ SUFFIXES = {
 }
 
 
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}")
-    raise typer.Exit(2)
-
-
-@app.command()
 def run(
     file: Annotated[Path, typer.Argument(help="Source file to run ('-' reads stdin).")],
     language: Annotated[str | None, typer.Option("--language", "-l", help="Language; guessed from the suffix.")] = None,
@@ -58,20 +40,20 @@ def run(
     if str(file) == "-":
         source = sys.stdin.read()
     elif not file.is_file():
-        _fail(f"no such file: {file}")
+        fail(f"no such file: {file}")
         return
     else:
         source = file.read_text()
     lang = language or SUFFIXES.get(file.suffix)
     if lang is None:
-        _fail(f"cannot guess the language of {file}; pass --language ({', '.join(LANGUAGES)})")
+        fail(f"cannot guess the language of {file}; pass --language ({', '.join(LANGUAGES)})")
         return
     try:
         get_language(lang)
         limits = Limits(wall_time=wall_time, cpu_time=cpu_time, memory=memory_mb << 20, network=network)
         program = Program(language=lang, source=source, stdin=stdin.read_text() if stdin else "")
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
         return
 
     async def go() -> None:
@@ -95,10 +77,9 @@ def run(
     try:
         asyncio.run(go())
     except (SandboxError, ValueError) as e:
-        _fail(str(e))
+        fail(str(e))
 
 
-@app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind; non-loopback needs a token.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind.", min=1, max=65535)] = 8080,
@@ -118,7 +99,7 @@ def serve(
     try:
         check_bind(host, token)
     except UnsafeBind as e:
-        _fail(str(e))
+        fail(str(e))
     settings = ServiceSettings(
         pool_size=pool_size, queue=queue, token=token, max_sessions=max_sessions,
         session_ttl=session_ttl, max_body_bytes=max_body_bytes, allow_network=allow_network,
@@ -126,7 +107,6 @@ def serve(
     run_server(host, port, settings)
 
 
-@app.command()
 def languages() -> None:
     """List the languages and whether their toolchain is installed here."""
     here = set(available_languages())
@@ -136,22 +116,17 @@ def languages() -> None:
     console.print(table)
 
 
-@app.command()
 def demo(
     quick: Annotated[bool, typer.Option(help="Fewer benchmark runs.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the benchmark summary as JSON.")] = False,
 ) -> None:
     """Run a few programs (several languages, some hostile), then a short benchmark summary."""
-    from dojo.demo import run_demo
+    from dojo.cli.demo import run_demo
 
     try:
         summary = asyncio.run(run_demo(console, quick=quick))
     except SandboxError as e:
-        _fail(str(e))
+        fail(str(e))
         return
     if as_json:
         print(json.dumps(summary, indent=2))
-
-
-if __name__ == "__main__":
-    app()

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+
+from dojo.cli.output import console, fail
 
 policy_app = typer.Typer(help="Local policies: the tiny built-in model and an OpenAI-compatible server.",
                          no_args_is_help=True)  # fmt: skip
-console = Console()
 
 
 @policy_app.command()
@@ -24,14 +24,12 @@ def tiny(
     from dojo.agent.tiny_model import TinyModelSpec, build_tiny_model
 
     if out.exists() and any(out.iterdir()):
-        console.print(f"[red]error:[/red] {out} is not empty; choose a new directory")
-        raise typer.Exit(2)
+        fail(f"{out} is not empty; choose a new directory")
     spec = TinyModelSpec(hidden_size=hidden_size, intermediate_size=4 * hidden_size, num_layers=layers, seed=seed)
     try:
         build_tiny_model(out, spec)
     except ValueError as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(str(e))
     console.print(f"wrote the tiny model to {out}")
 
 
@@ -53,6 +51,5 @@ def serve(
     try:
         policy = HFPolicy.from_dir(model_dir)
     except (ValueError, OSError) as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(str(e))
     uvicorn.run(create_policy_app(policy, name), host=host, port=port, log_level="warning")

@@ -74,7 +74,7 @@ def test_killed_rollout_resumes_with_every_episode_exactly_once(policy_server: s
 
     resumed = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, env=env, timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "resuming" in resumed.stdout
+    assert "resuming" in resumed.stderr  # progress and notes on stderr, results on stdout
     after = pd.read_parquet(out)
     counts = collections.Counter(after["episode_id"])
     expected = {f"expressions/0/{i}#{s}" for i in range(n_tasks) for s in range(samples)}

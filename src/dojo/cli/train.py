@@ -7,13 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-console = Console(stderr=True)
-
-
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/red] {message}", soft_wrap=True, highlight=False)
+from dojo.cli.output import err_console as console
+from dojo.cli.output import fail
 
 
 def _value(raw: str) -> object:
@@ -54,8 +50,7 @@ def train(
     for item in set_ or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            _fail(f"--set takes FIELD=VALUE (e.g. grpo.steps=100), got {item!r}")
-            raise typer.Exit(2)
+            fail(f"--set takes FIELD=VALUE (e.g. grpo.steps=100), got {item!r}")
         overrides[key.strip()] = _value(raw)
     if out is not None:
         overrides["output.dir"] = str(out)
@@ -64,8 +59,7 @@ def train(
     try:
         cfg = load_config(config, overrides) if config is not None else build_config({}, overrides, origin="--set")
     except ConfigError as e:
-        _fail(str(e))
-        raise typer.Exit(2) from None
+        fail(str(e))
 
     from dojo.train.report import report_table
     from dojo.train.run import RunDirError
@@ -74,8 +68,7 @@ def train(
     try:
         result = run_training(cfg, resume=resume, console=console)
     except (RunDirError, ValueError) as e:
-        _fail(str(e))
-        raise typer.Exit(2) from None
+        fail(str(e))
     except KeyboardInterrupt:
         console.print("[yellow]interrupted; `--resume` continues from the last finished phase or checkpoint[/]")
         raise typer.Exit(130) from None

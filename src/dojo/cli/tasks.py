@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dojo.cli.output import console, fail
 from dojo.rewards.audit import AuditReport, audit_tasks
 from dojo.sandbox import AsyncSandbox, SandboxError
 from dojo.tasks.files import TaskFileError, save_tasks
@@ -19,23 +19,19 @@ from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
 
 tasks_app = typer.Typer(help="Audit and export verifiable task sets.", no_args_is_help=True)
-console = Console()
 
 
 def _load(source: str, limit: int | None) -> list[Task]:
     try:
         tasks = load_source(source)
     except (TaskFileError, ValueError) as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(str(e))
     if limit is not None:
         if limit < 1:
-            console.print("[red]error:[/red] --limit must be at least 1")
-            raise typer.Exit(2)
+            fail("--limit must be at least 1")
         tasks = tasks[:limit]
     if not tasks:
-        console.print(f"[red]error:[/red] {source} has no tasks")
-        raise typer.Exit(2)
+        fail(f"{source} has no tasks")
     return tasks
 
 
@@ -76,8 +72,7 @@ def audit(
     try:
         report = asyncio.run(go())
     except SandboxError as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(str(e))
     table = _table(report, show_all)
     if table.row_count:
         console.print(table)
@@ -107,6 +102,5 @@ def export(
     try:
         n = save_tasks(tasks, out)
     except (TaskFileError, OSError) as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from e
+        fail(str(e))
     console.print(f"wrote {n} tasks to {out}")

@@ -1,0 +1,27 @@
+"""The ``dojo`` command line: one module per command group.
+
+- ``sandbox``: ``dojo run``, ``dojo serve``, ``dojo languages``, ``dojo demo``;
+- ``tasks``: ``dojo tasks audit|export``;
+- ``policy``: ``dojo policy tiny|serve``;
+- ``rollout``: ``dojo rollout``;
+- ``train``: ``dojo train``;
+- ``output``: the consoles and the one error helper.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from dojo.cli.policy import policy_app
+from dojo.cli.rollout import rollout
+from dojo.cli.sandbox import demo, languages, run, serve
+from dojo.cli.tasks import tasks_app
+from dojo.cli.train import train
+
+app = typer.Typer(help="dojo: agent RL post-training engine.", no_args_is_help=True, add_completion=False)
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(policy_app, name="policy")
+for command in (run, serve, languages, demo, train, rollout):
+    app.command()(command)
+
+__all__ = ["app"]
