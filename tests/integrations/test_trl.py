@@ -10,6 +10,7 @@ import pytest
 from datasets import Dataset
 
 from dojo.integrations.trl import AsyncDojoReward, DojoReward, task_rows
+from dojo.rewards import GradingConfig
 from dojo.tasks.families import generate_tasks
 from tests.integrations.conftest import DeadSandbox, grpo_args
 
@@ -17,14 +18,14 @@ TASKS = generate_tasks("arith", 4, seed=0)
 
 
 def test_sync_reward_grades_in_the_sandbox_and_survives_pickling() -> None:
-    reward = DojoReward(mode="binary")
+    reward = DojoReward(grading=GradingConfig(mode="binary"))
     rows = task_rows(TASKS[:2])
     completions = [TASKS[0].reference or "", "x * 1000"]
     columns = {"task": [r["task"] for r in rows]}
     assert reward([r["prompt"] for r in rows], completions, **columns) == [1.0, 0.0]
     clone = pickle.loads(pickle.dumps(reward))  # no sandbox travels; the clone starts its own
     assert clone([r["prompt"] for r in rows], completions, **columns) == [1.0, 0.0]
-    by_id = DojoReward(TASKS, mode="binary")
+    by_id = DojoReward(TASKS, grading=GradingConfig(mode="binary"))
     assert by_id(["p"], [[{"role": "assistant", "content": completions[0]}]], task_id=[TASKS[0].id]) == [1.0]
     for r in (reward, clone, by_id):
         r.close()
@@ -41,7 +42,7 @@ def test_rows_without_a_task_are_a_clear_error() -> None:
 async def test_async_reward_is_none_when_the_sandbox_fails() -> None:
     from dojo.rewards import Grader
 
-    reward = AsyncDojoReward(mode="binary")
+    reward = AsyncDojoReward(grading=GradingConfig(mode="binary"))
     reward._grader = Grader(DeadSandbox())  # type: ignore[arg-type]
     rows = task_rows(TASKS[:1])
     assert await reward([rows[0]["prompt"]], [TASKS[0].reference], task=[rows[0]["task"]]) == [None]
@@ -54,7 +55,10 @@ def test_a_real_grpo_trainer_trains_on_dojo_rewards(tiny_model_dir: Path, tmp_pa
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     tokenizer.padding_side = "left"
-    sync_reward, async_reward = DojoReward(mode="fraction"), AsyncDojoReward(mode="binary")
+    sync_reward, async_reward = (
+        DojoReward(grading=GradingConfig(mode="fraction")),
+        AsyncDojoReward(grading=GradingConfig(mode="binary")),
+    )
     args = grpo_args(tmp_path, max_steps=2, max_completion_length=8)
     trainer = GRPOTrainer(
         model=str(tiny_model_dir), reward_funcs=[sync_reward, async_reward], args=args,

@@ -13,6 +13,7 @@ from datasets import Dataset
 
 from dojo.integrations import trl_env
 from dojo.integrations.trl import DojoToolEnv, task_rows
+from dojo.rewards import GradingConfig
 from tests.integrations.conftest import DeadSandbox, arith_tasks, grpo_args
 
 PLUS_ONE, TIMES_TWO = arith_tasks(["x + 1", "x * 2"])
@@ -23,7 +24,7 @@ def _row(task: Any) -> dict[str, Any]:
 
 
 async def test_tools_run_in_the_sandbox_and_the_submission_is_graded_on_hidden_tests() -> None:
-    env = DojoToolEnv(pool_size=1)
+    env = DojoToolEnv(grading=GradingConfig(mode="binary"), pool_size=1)
     assert env.reset(**_row(PLUS_ONE)) is None  # the prompt already shows the task
     assert "stdout:\n42" in await env.run_code("print(6 * 7)")
     failing = await env.run_tests("x * 3")
@@ -70,7 +71,7 @@ def test_a_real_grpo_trainer_runs_tool_calling_episodes(submitting_model_dir: Pa
     made: list[DojoToolEnv] = []
 
     def factory() -> DojoToolEnv:
-        env = DojoToolEnv(mode="binary", pool_size=1)
+        env = DojoToolEnv(grading=GradingConfig(mode="binary"), pool_size=1)
         made.append(env)
         return env
 

@@ -66,11 +66,11 @@ class FlakySandbox:
 
 def _flaky_reward(task: Task) -> tuple[Any, FlakySandbox]:
     from dojo.integrations.trl import DojoReward
-    from dojo.rewards import Grader, candidate_code
+    from dojo.rewards import Grader, GradingConfig, candidate_code
 
-    reward = DojoReward(mode="binary", scan=False)
+    reward = DojoReward(grading=GradingConfig(mode="binary", scan=False))
     sandbox = FlakySandbox(candidate_code(task, task.reference or ""))
-    reward._grader = Grader(sandbox, mode="binary", scan=False)  # type: ignore[arg-type]
+    reward._grader = Grader(sandbox, GradingConfig(mode="binary", scan=False))  # type: ignore[arg-type]
     return reward, sandbox
 
 

@@ -16,7 +16,7 @@ import pytest
 from dojo.integrations import verl_data
 from dojo.integrations.trl_rewards import DojoReward
 from dojo.integrations.verl_data import RewardUnavailable, compute_score, export_verl_parquet, verl_rows
-from dojo.rewards import Grader
+from dojo.rewards import Grader, GradingConfig
 from dojo.tasks.model import Task
 from tests.integrations.conftest import DeadSandbox, arith_tasks
 
@@ -41,8 +41,8 @@ def test_compute_score_grades_in_the_sandbox() -> None:
 
 
 def test_a_sandbox_failure_raises_instead_of_scoring_zero(monkeypatch: pytest.MonkeyPatch) -> None:
-    dead = DojoReward(mode="fraction")
-    dead._grader = Grader(DeadSandbox(), mode="fraction")  # type: ignore[arg-type]
+    dead = DojoReward(grading=GradingConfig(mode="fraction"))
+    dead._grader = Grader(DeadSandbox(), GradingConfig(mode="fraction"))  # type: ignore[arg-type]
     monkeypatch.setattr(verl_data, "_grader", lambda mode: dead)
     truth = verl_rows(TASKS[:1])[0]["reward_model"]["ground_truth"]
     with pytest.raises(RewardUnavailable, match="failed 3 times"):

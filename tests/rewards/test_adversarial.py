@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from dojo.rewards import Grader, scan_python
+from dojo.rewards import Grader, GradingConfig, scan_python
 from dojo.sandbox import AsyncSandbox, Limits, Program
 from dojo.tasks import Task, load_humaneval
 from tests.rewards.hack_corpus import HACKS, NAIVE_HARNESS, Hack
@@ -42,7 +42,7 @@ def test_the_corpus_is_broad() -> None:
 async def test_every_hack_scores_zero_with_the_scan_off(
     fast_sandbox: AsyncSandbox, tasks: dict[str, Task], hack: Hack, spelling: str
 ) -> None:
-    grader = Grader(fast_sandbox, scan=False, limits=LIMITS)
+    grader = Grader(fast_sandbox, GradingConfig(scan=False, limits=LIMITS))
     chosen = targets(hack, tasks)
     items = [(t, getattr(hack, spelling)(t.entry_point or "")) for t in chosen]
     rewards = await grader.grade_many(items)
@@ -52,7 +52,7 @@ async def test_every_hack_scores_zero_with_the_scan_off(
 
 async def test_the_corpus_tasks_references_still_score_one(fast_sandbox: AsyncSandbox, tasks: dict[str, Task]) -> None:
     chosen = {t.id: t for h in HACKS for t in targets(h, tasks)}
-    rewards = await Grader(fast_sandbox, scan=False, limits=LIMITS).grade_many(
+    rewards = await Grader(fast_sandbox, GradingConfig(scan=False, limits=LIMITS)).grade_many(
         [(t, t.reference or "") for t in chosen.values()]
     )
     assert [t for t, r in zip(chosen, rewards, strict=True) if r.value != 1.0] == []

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dojo.rewards import FormatBonus, Grader, LengthPenalty, RewardStats
+from dojo.rewards import FormatBonus, Grader, GradingConfig, LengthPenalty, RewardStats
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits
 from dojo.tasks import Task, TestCase, load_humaneval, load_reasoning_gym
 from dojo.tasks.values import encode_value
@@ -61,7 +61,7 @@ async def test_function_form_verdicts(grader: Grader) -> None:
 
 
 async def test_a_slow_case_keeps_the_results_before_it(fast_sandbox: AsyncSandbox) -> None:
-    grader = Grader(fast_sandbox, limits=Limits(wall_time=2, cpu_time=1), mode="fraction")
+    grader = Grader(fast_sandbox, GradingConfig(limits=Limits(wall_time=2, cpu_time=1), mode="fraction"))
     task = square_task()
     code = "def square(x):\n    while x == 5:\n        pass\n    return x * x"
     r = await grader.grade(task, code, seed=0)
@@ -90,7 +90,7 @@ async def test_expected_values_never_enter_the_sandbox(fast_sandbox: AsyncSandbo
         "            blob += open(os.path.join(root, name), errors='ignore').read()\n"
         "    return 'found' if 'SECRET-' + 'EXPECTED' in blob else 'absent'\n"
     )
-    r = await Grader(fast_sandbox, scan=False).grade(task, snoop)
+    r = await Grader(fast_sandbox, GradingConfig(scan=False)).grade(task, snoop)
     assert r.value == 0.0 and r.cases[0].detail == "returned absent"
 
 
@@ -158,13 +158,16 @@ async def test_answer_form_exact_numeric_and_source_scorer(grader: Grader) -> No
 
 @pytest.mark.parametrize(("mode", "expected"), [("default", 0.5), ("fraction", 0.5), ("binary", 0.0)])
 async def test_reward_modes(fast_sandbox: AsyncSandbox, mode: str, expected: float) -> None:
-    r = await Grader(fast_sandbox, mode=mode).grade(square_task(), "def square(x):\n    return 4 if x == 2 else 9")  # type: ignore[arg-type]
+    r = await Grader(fast_sandbox, GradingConfig(mode=mode)).grade(
+        square_task(), "def square(x):\n    return 4 if x == 2 else 9"
+    )  # type: ignore[arg-type]
     assert r.passed == 2 and r.value == expected
 
 
 async def test_user_reward_function_and_shaping(fast_sandbox: AsyncSandbox) -> None:
     grader = Grader(
-        fast_sandbox, mode=lambda p, t: p / t * 10, shaping=[FormatBonus(bonus=0.1), LengthPenalty(10, 20, 1.0)]
+        fast_sandbox,
+        GradingConfig(mode=lambda p, t: p / t * 10, shaping=[FormatBonus(bonus=0.1), LengthPenalty(10, 20, 1.0)]),
     )
     r = await grader.grade(square_task(), "```python\ndef square(x):\n    return x * x\n```")
     assert r.components["correctness"] == 10.0 and r.components["format"] == 0.1 and r.components["length"] == -1.0
@@ -173,6 +176,6 @@ async def test_user_reward_function_and_shaping(fast_sandbox: AsyncSandbox) -> N
 
 def test_bad_grader_settings_are_refused(fast_sandbox: AsyncSandbox) -> None:
     with pytest.raises(ValueError, match="unknown reward mode"):
-        Grader(fast_sandbox, mode="halves")  # type: ignore[arg-type]
+        Grader(fast_sandbox, GradingConfig(mode="halves"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="soft_limit"):
         LengthPenalty(100, 10)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dojo.rewards import Grader, RewardStats, scan_python
+from dojo.rewards import Grader, GradingConfig, RewardStats, scan_python
 from dojo.rewards.hacks import visible_examples
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import Task, load_humaneval, load_reasoning_gym
@@ -84,7 +84,7 @@ async def test_hack_scores_zero_and_is_counted(
 async def test_runtime_defences_alone_give_zero(
     fast_sandbox: AsyncSandbox, tasks: dict[str, Task], name: str, form: str
 ) -> None:
-    r = await Grader(fast_sandbox, scan=False).grade(tasks[form], HACKS[name])
+    r = await Grader(fast_sandbox, GradingConfig(scan=False)).grade(tasks[form], HACKS[name])
     assert r.value == 0.0, r
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dojo.rewards import Grader, InvalidTask
+from dojo.rewards import Grader, GradingConfig, InvalidTask
 from dojo.rewards.audit import audit_tasks
 from dojo.rewards.harness import call_function, check_context, rewrite_asserts
 from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
@@ -74,12 +74,12 @@ async def test_the_candidates_process_reaches_nothing_of_the_trusted_one(fast_sa
     task = probe_task(form)
     if form == "function":
         task = task.model_copy(update={"tests": [TestCase(args=[], expected=CLEAN, visible=True)]})
-    r = await Grader(fast_sandbox, scan=False).grade(task, PROBE)
+    r = await Grader(fast_sandbox, GradingConfig(scan=False)).grade(task, PROBE)
     assert r.value == 1.0, r.cases
 
 
 async def test_an_earlier_runs_job_is_not_in_a_later_candidates_memory(fast_sandbox: AsyncSandbox) -> None:
-    grader = Grader(fast_sandbox, scan=False)
+    grader = Grader(fast_sandbox, GradingConfig(scan=False))
     secret = probe_task("assert")
     for _ in range(4):  # every slot of the pool has graded a check that holds the secret
         await grader.grade(secret, "def probe():\n    return None\n")
@@ -93,7 +93,7 @@ async def test_helpers_come_from_the_task_never_from_the_candidate(fast_sandbox:
     prompt = "def helper(x):\n    return x + 1\n\n\ndef solve(x):\n    pass\n"
     check = "def check(candidate):\n    assert candidate(helper(1)) == 4\n"
     task = Task(id="h", form="assert", prompt=prompt, entry_point="solve", tests=[TestCase(code=check)])
-    grader = Grader(fast_sandbox, scan=False)
+    grader = Grader(fast_sandbox, GradingConfig(scan=False))
     assert (await grader.grade(task, "def solve(x):\n    return x * 2\n")).value == 1.0
     # redefining the helper changes nothing the check computes
     cheat = "def helper(x):\n    return 7\n\ndef solve(x):\n    return 4 if x == 7 else 0\n"
@@ -106,7 +106,7 @@ async def test_a_malformed_reply_fails_the_case_and_is_flagged(fast_sandbox: Asy
     task = Task(id="sq", form="function", prompt="", entry_point="sq",
                 tests=[TestCase(args=[2], expected=4), TestCase(args=[3], expected=9)])  # fmt: skip
     cheat = 'import json\njson.dumps = lambda *a, **k: \'{"value": 4, "value": NaN\'\ndef sq(x):\n    return x * x\n'
-    r = await Grader(fast_sandbox, scan=False).grade(task, cheat)
+    r = await Grader(fast_sandbox, GradingConfig(scan=False)).grade(task, cheat)
     assert r.value == 0.0 and "suspicious:malformed_reply" in r.flags
     assert "malformed" in r.cases[0].detail
 
@@ -114,7 +114,7 @@ async def test_a_malformed_reply_fails_the_case_and_is_flagged(fast_sandbox: Asy
 async def test_assert_truth_must_be_a_bool(fast_sandbox: AsyncSandbox) -> None:
     check = "def check(candidate):\n    assert candidate(1)\n    assert not candidate(0)\n"
     task = Task(id="b", form="assert", prompt="", entry_point="f", tests=[TestCase(code=check)])
-    grader = Grader(fast_sandbox, scan=False, mode="fraction")
+    grader = Grader(fast_sandbox, GradingConfig(scan=False, mode="fraction"))
     assert (await grader.grade(task, "def f(x):\n    return x == 1\n")).value == 1.0
     truthy = await grader.grade(task, "def f(x):\n    return 'yes' if x else []\n")
     assert truthy.value == 0.0  # 'yes' is not True and [] is not False
@@ -159,7 +159,7 @@ async def test_strict_isolation_runs_the_same_harness_with_the_same_boundary() -
     if SKIP_REASON:
         pytest.skip(SKIP_REASON)
     async with AsyncSandbox(pool_size=1, isolation="strict") as sandbox:
-        grader = Grader(sandbox, scan=False)
+        grader = Grader(sandbox, GradingConfig(scan=False))
         [task] = [t for t in load_humaneval("assert") if t.id == "HumanEval/0"]
         look = probe_task("function").model_copy(update={"tests": [TestCase(args=[], expected=CLEAN, visible=True)]})
         rewards = await grader.grade_many([(task, task.reference or ""), (look, PROBE)])
@@ -169,4 +169,4 @@ async def test_strict_isolation_runs_the_same_harness_with_the_same_boundary() -
 async def test_too_few_processes_to_grade_is_a_clear_error(fast_sandbox: AsyncSandbox) -> None:
     [task] = [t for t in load_humaneval("assert") if t.id == "HumanEval/0"]
     with pytest.raises(ValueError, match="processes=2 or more"):
-        await Grader(fast_sandbox, limits=Limits(processes=1)).grade(task, task.reference or "")
+        await Grader(fast_sandbox, GradingConfig(limits=Limits(processes=1))).grade(task, task.reference or "")

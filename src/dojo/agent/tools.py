@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.policy import ToolCall
+from dojo.rewards.config import GradingConfig
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import RewardStats
 from dojo.sandbox import AsyncSandbox, InputFile, Limits, Program, Verdict
@@ -133,7 +134,7 @@ class Toolbox:
         self.files: dict[str, str] = {}
         self.last_code: str | None = None
         self._slots = sandbox_slots
-        self._visible = Grader(sandbox, limits=limits, scan=False, stats=RewardStats())
+        self._visible = Grader(sandbox, GradingConfig(limits=limits, scan=False), stats=RewardStats())
 
     def specs(self) -> list[dict[str, Any]]:
         return tool_specs(self.tools)

@@ -14,7 +14,7 @@ model's tool calls between generations, and finally calls ``get_reward()``. Here
 Tool outputs are environment tokens: TRL masks them out of the loss (``tool_mask``).
 
     trainer = GRPOTrainer(model, args=args, train_dataset=Dataset.from_list(task_rows(tasks, chat=True)),
-                          environment_factory=DojoToolEnv.factory(mode="binary"))
+                          environment_factory=DojoToolEnv.factory(grading=GradingConfig(mode="binary")))
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ from typing import Any
 from dojo.agent.policy import ToolCall
 from dojo.agent.tools import Toolbox, ToolResult
 from dojo.integrations.event_loops import SANDBOXES as _SANDBOXES
-from dojo.rewards import Grader
-from dojo.rewards.mapping import RewardMode
-from dojo.sandbox import Limits
+from dojo.rewards import Grader, GradingConfig
+from dojo.rewards.config import DEFAULT_GRADING
 from dojo.tasks.model import Task
 
 _TOOLS = ("run_code", "run_tests", "submit")
@@ -40,17 +39,13 @@ class DojoToolEnv:
     def __init__(
         self,
         *,
-        mode: RewardMode = "binary",
-        limits: Limits | None = None,
-        scan: bool = True,
+        grading: GradingConfig = DEFAULT_GRADING,
         pool_size: int = 2,
         max_observation_chars: int = 2000,
     ) -> None:
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, got {pool_size}")
-        self._mode: RewardMode = mode
-        self._limits = limits
-        self._scan = scan
+        self._grading = grading
         self._pool_size = pool_size
         self._max_observation_chars = max_observation_chars
         self.task: Task | None = None
@@ -96,7 +91,7 @@ class DojoToolEnv:
                 self.task,
                 sandbox,
                 tools=_TOOLS,
-                limits=self._limits,
+                limits=self._grading.limits,
                 max_observation_chars=self._max_observation_chars,
             )
         self.tool_calls += 1
@@ -145,9 +140,7 @@ class DojoToolEnv:
             self.reward = 0.0
             return self.reward
         sandbox = await _SANDBOXES.get(self._pool_size)
-        reward = await Grader(sandbox, mode=self._mode, limits=self._limits, scan=self._scan).grade(
-            self.task, self.submission
-        )
+        reward = await Grader(sandbox, self._grading).grade(self.task, self.submission)
         if reward.value is None:
             self.infra_error = reward.error or "the sandbox failed while grading"
         self.reward = reward.value

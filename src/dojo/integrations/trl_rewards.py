@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from dojo.integrations.event_loops import BackgroundLoop
-from dojo.rewards import Grader, Reward
-from dojo.rewards.mapping import RewardMode
-from dojo.sandbox import AsyncSandbox, Limits
+from dojo.rewards import Grader, GradingConfig, Reward
+from dojo.rewards.config import DEFAULT_GRADING
+from dojo.sandbox import AsyncSandbox
 from dojo.tasks.model import Task
 
 RewardHook = Callable[[list[Task], list[str], list[Reward]], None]
@@ -52,18 +52,14 @@ class _RewardBase:
         self,
         tasks: Iterable[Task] = (),
         *,
-        mode: RewardMode = "fraction",
-        limits: Limits | None = None,
-        scan: bool = True,
+        grading: GradingConfig = DEFAULT_GRADING,
         pool_size: int = 2,
         on_rewards: RewardHook | None = None,
     ) -> None:
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, got {pool_size}")
         self.tasks = {t.id: t for t in tasks}
-        self.mode: RewardMode = mode
-        self.limits = limits
-        self.scan = scan
+        self.grading = grading
         self.pool_size = pool_size
         self.on_rewards = on_rewards
         self.last_rewards: list[Reward] = []
@@ -109,7 +105,7 @@ class _RewardBase:
     async def _grade(self, tasks: list[Task], texts: list[str]) -> list[Reward]:
         if self._grader is None:
             self._sandbox = await AsyncSandbox(pool_size=self.pool_size).start()
-            self._grader = Grader(self._sandbox, mode=self.mode, limits=self.limits, scan=self.scan)
+            self._grader = Grader(self._sandbox, self.grading)
         rewards = await self._grader.grade_many(list(zip(tasks, texts, strict=True)))
         self.last_rewards = rewards
         if self.on_rewards is not None:

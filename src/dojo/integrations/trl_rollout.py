@@ -27,9 +27,8 @@ from dojo.agent.chat_turns import feedback_turn_suffix
 from dojo.agent.feedback import feedback_step
 from dojo.agent.tools import Toolbox
 from dojo.integrations.event_loops import SANDBOXES, BackgroundLoop
-from dojo.rewards import Grader
-from dojo.rewards.mapping import RewardMode
-from dojo.sandbox import Limits
+from dojo.rewards import Grader, GradingConfig
+from dojo.rewards.config import DEFAULT_GRADING
 from dojo.tasks.model import Task
 
 
@@ -84,9 +83,7 @@ class DojoRollout:
         *,
         max_turns: int = 2,
         max_feedback_tokens: int = 256,
-        mode: RewardMode = "binary",
-        limits: Limits | None = None,
-        scan: bool = True,
+        grading: GradingConfig = DEFAULT_GRADING,
         pool_size: int = 2,
     ) -> None:
         if max_turns < 1:
@@ -101,9 +98,7 @@ class DojoRollout:
             raise ValueError("DojoRollout needs the dataset's tasks (the prompts are looked up among them)")
         self.max_turns = max_turns
         self.max_feedback_tokens = max_feedback_tokens
-        self.mode: RewardMode = mode
-        self.limits = limits
-        self.scan = scan
+        self.grading = grading
         self.pool_size = pool_size
         self.last_episodes: list[dict[str, Any]] = []
         self._loop = BackgroundLoop("dojo-rollout")
@@ -222,7 +217,7 @@ class DojoRollout:
         sandbox = await SANDBOXES.get(self.pool_size)
 
         async def one(e: _Episode) -> None:
-            step = await feedback_step(Toolbox(e.task, sandbox, limits=self.limits), e.final, last_turn=last)
+            step = await feedback_step(Toolbox(e.task, sandbox, limits=self.grading.limits), e.final, last_turn=last)
             e.done = step.done
             if step.outcome == "infra_error":
                 e.infra_error = step.error
@@ -249,7 +244,7 @@ class DojoRollout:
 
     async def _grade(self, episodes: list[_Episode]) -> None:
         sandbox = await SANDBOXES.get(self.pool_size)
-        grader = Grader(sandbox, mode=self.mode, limits=self.limits, scan=self.scan)
+        grader = Grader(sandbox, self.grading)
         pending = [e for e in episodes if e.infra_error is None]
         rewards = await grader.grade_many([(e.task, e.final) for e in pending])
         for e, r in zip(pending, rewards, strict=True):

@@ -44,7 +44,8 @@ from dojo.integrations.verl_data import (
     load_task,
     verl_rows,
 )
-from dojo.rewards import Grader
+from dojo.rewards import Grader, GradingConfig
+from dojo.rewards.config import DEFAULT_GRADING
 from dojo.sandbox import Limits
 from dojo.tasks.model import Task
 
@@ -145,7 +146,7 @@ class DojoSandboxTool(BaseTool):  # type: ignore[misc]
         if session.submission is None:
             return 0.0
         box = session.toolbox
-        reward = await Grader(box.sandbox, limits=self.limits).grade(box.task, session.submission)
+        reward = await Grader(box.sandbox, GradingConfig(limits=self.limits)).grade(box.task, session.submission)
         if reward.value is None:
             raise RewardUnavailable(reward.error or "the sandbox failed while grading")
         return reward.value
@@ -157,7 +158,7 @@ class DojoSandboxTool(BaseTool):  # type: ignore[misc]
 @register("dojo_feedback")
 class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
     """dojo's feedback episode as a verl agent loop. Settings come from the dataset row's
-    ``extra_info``: ``max_turns`` (default 2) and ``reward_mode`` (default fraction)."""
+    ``extra_info``: ``max_turns`` (default 2) and ``reward_mode`` (default: ``GradingConfig``'s)."""
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages = [dict(m) for m in kwargs["raw_prompt"]]
@@ -206,7 +207,9 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
         score: float | None = None
         if not failed:
             t0 = time.perf_counter()
-            reward = await Grader(sandbox, mode=extra.get("reward_mode", "fraction")).grade(task, final)
+            reward = await Grader(sandbox, GradingConfig(mode=extra.get("reward_mode", DEFAULT_GRADING.mode))).grade(
+                task, final
+            )
             metrics.compute_score += time.perf_counter() - t0
             score = reward.value  # None after a sandbox failure: verl's reward function grades it instead
         return AgentLoopOutput(

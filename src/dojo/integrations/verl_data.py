@@ -21,6 +21,7 @@ from typing import Any
 
 from dojo.errors import DojoError
 from dojo.integrations.trl_rewards import DojoReward
+from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
 from dojo.tasks.model import Task
 
 RETRIES = 3
@@ -40,7 +41,7 @@ def _grader(mode: str) -> DojoReward:
         raise ValueError(f"reward_mode must be default, fraction or binary, got {mode!r}")
     with _rewards_lock:
         if mode not in _rewards:
-            _rewards[mode] = DojoReward(mode=mode)
+            _rewards[mode] = DojoReward(grading=GradingConfig(mode=mode))
         return _rewards[mode]
 
 
@@ -65,10 +66,10 @@ def compute_score(
     data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None, **kwargs: Any
 ) -> dict[str, Any]:
     """The reward of one response: ``{"score": reward, "pass_rate": ..., "verdict": ...}`` (verl
-    logs the extra keys). The reward mode comes from ``extra_info["reward_mode"]`` (default
-    ``fraction``: the share of tests passed)."""
+    logs the extra keys). The reward mode comes from ``extra_info["reward_mode"]`` (default: the
+    one of ``GradingConfig``, 1 / 0.5 / 0)."""
     task = load_task(ground_truth)
-    grader = _grader(str((extra_info or {}).get("reward_mode", "fraction")))
+    grader = _grader(str((extra_info or {}).get("reward_mode", DEFAULT_GRADING.mode)))
     error = ""
     for _ in range(RETRIES):
         (reward,) = grader.grade([task], [solution_str])
@@ -84,7 +85,7 @@ def verl_rows(
     *,
     split: str = "train",
     agent_name: str | None = None,
-    reward_mode: str = "fraction",
+    reward_mode: str = DEFAULT_GRADING.mode,
 ) -> list[dict[str, Any]]:
     """verl's row schema for each task (see the module docstring)."""
     rows = []

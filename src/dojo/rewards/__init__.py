@@ -1,11 +1,12 @@
 """Rewards you can trust: graders that own the verdict, by task form, with reward-hack defences.
 
-    grader = Grader(sandbox)
+    grader = Grader(sandbox, GradingConfig(mode="fraction"))   # or Grader(sandbox): the defaults
     reward = await grader.grade(task, completion)   # Reward(value=1.0, verdict="pass", ...)
 
 A sandbox failure gives ``value=None``: retry or drop the sample, never train on it as 0.
 """
 
+from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
 from dojo.rewards.graders import (
     Grader,
     TestResults,
@@ -23,10 +24,12 @@ from dojo.sandbox.compare import stdout_matches
 from dojo.tasks.values import decode_value, encode_value, values_equal
 
 __all__ = [
+    "DEFAULT_GRADING",
     "CaseOutcome",
     "Finding",
     "FormatBonus",
     "Grader",
+    "GradingConfig",
     "InvalidTask",
     "LengthPenalty",
     "Reward",

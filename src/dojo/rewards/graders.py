@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
 from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number
 from dojo.rewards.hacks import Example, scan_python, visible_examples
 from dojo.rewards.harness import (
@@ -35,7 +36,7 @@ from dojo.rewards.harness import (
     rewrite_asserts,
     run_harness,
 )
-from dojo.rewards.mapping import RewardFunction, RewardMode, Shaping, correctness
+from dojo.rewards.mapping import correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Limits, Program, Verdict
 from dojo.sandbox.compare import stdout_matches
@@ -305,30 +306,20 @@ def _shown_examples(task: Task) -> list[Example]:
 
 
 class Grader:
-    """Grades completions of tasks into rewards, through one sandbox.
-
-    ``mode``: default (1 / 0.5 / 0), fraction, binary, or ``f(passed, total) -> float``.
-    ``shaping``: hooks that add named components (``dojo.rewards.mapping``).
-    ``scan``: static reward-hack scan of Python code (a confirmed hack scores 0).
-    """
+    """Grades completions of tasks into rewards, through one sandbox, as ``config`` says
+    (``GradingConfig``: reward mode, limits, static scan, shaping)."""
 
     def __init__(
-        self,
-        sandbox: AsyncSandbox,
-        *,
-        mode: RewardMode | RewardFunction = "default",
-        shaping: Sequence[Shaping] = (),
-        limits: Limits | None = None,
-        scan: bool = True,
-        stats: RewardStats | None = None,
+        self, sandbox: AsyncSandbox, config: GradingConfig = DEFAULT_GRADING, *, stats: RewardStats | None = None
     ) -> None:
-        if not callable(mode) and mode not in ("default", "fraction", "binary"):
-            raise ValueError(f"unknown reward mode {mode!r}; use default, fraction, binary or a function")
+        if not isinstance(config, GradingConfig):
+            raise TypeError(f"config must be a GradingConfig, not {type(config).__name__}")
         self.sandbox = sandbox
-        self.mode = mode
-        self.shaping = list(shaping)
-        self.limits = limits
-        self.scan = scan
+        self.config = config
+        self.mode = config.mode
+        self.shaping = list(config.shaping)
+        self.limits = config.limits
+        self.scan = config.scan
         self.stats = stats or RewardStats()
 
     async def grade(self, task: Task, completion: str, *, seed: int | None = None) -> Reward:

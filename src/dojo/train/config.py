@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dojo.agent.tiny_model import TinyModelSpec
 from dojo.errors import InputError
+from dojo.rewards.config import GradingConfig
+from dojo.sandbox import Limits
 
 
 class _Section(BaseModel):
@@ -170,6 +172,12 @@ class TrainConfig(_Section):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
     output: OutputSettings = Field(default_factory=OutputSettings)
+
+    def grading(self) -> GradingConfig:
+        """The ``reward`` and ``sandbox`` sections as the one ``GradingConfig`` every grader takes."""
+        sb = self.sandbox
+        limits = Limits(cpu_time=sb.cpu_time, wall_time=sb.wall_time, memory=sb.memory_mb << 20)
+        return GradingConfig(mode=self.reward.mode, scan=self.reward.scan, limits=limits)
 
 
 class ConfigError(InputError):

@@ -38,15 +38,12 @@ from rich.console import Console
 from dojo.errors import InputError
 from dojo.integrations.trl_rewards import DojoReward
 from dojo.rollout.store import TrajectoryStore
-from dojo.sandbox import Limits
 from dojo.tasks.curriculum import CurriculumSampler
 from dojo.tasks.model import Task
 from dojo.train.config import TrainConfig
 from dojo.train.data import demonstrations, split_tasks
 from dojo.train.evaluate import EvalResult, evaluate
 from dojo.train.report import write_report
-
-MiB = 1 << 20
 
 
 class RunDirError(InputError):
@@ -249,8 +246,7 @@ def train(
     train_tasks, held = split_tasks(config.tasks, config.seed)
     say(f"[bold]dojo train[/] → {out}  ({len(train_tasks)} training tasks, {len(held)} held out)")
     sb = config.sandbox
-    limits = Limits(cpu_time=sb.cpu_time, wall_time=sb.wall_time, memory=sb.memory_mb * MiB)
-    eval_reward = DojoReward(mode=config.reward.mode, limits=limits, scan=config.reward.scan, pool_size=sb.pool_size)
+    eval_reward = DojoReward(grading=config.grading(), pool_size=sb.pool_size)
     try:
         start = _start_model(config, out)
         if config.warm_start.steps and not (out / "warm-start" / "config.json").is_file():
@@ -260,7 +256,7 @@ def train(
         before = _eval(config, warm, held, eval_reward, out / "eval-before.json")
         say(f"held-out before GRPO: reward {before.mean_reward:.3f}, greedy pass {before.greedy_pass:.3f}")
         periodic = functools.partial(_eval_now, config, held, eval_reward)
-        steps, interrupted = _grpo(config, warm, rl_tasks, out, limits, quiet, periodic)
+        steps, interrupted = _grpo(config, warm, rl_tasks, out, quiet, periodic)
         if interrupted:
             say(f"[yellow]interrupted at step {steps}: checkpoint saved; continue with --resume[/]")
             after = before  # no final model yet
@@ -282,7 +278,6 @@ def _grpo(
     warm: Path,
     train_tasks: list[Task],
     out: Path,
-    limits: Limits,
     quiet: bool,
     periodic: Callable[[Any, Any], EvalResult] | None = None,
 ) -> tuple[int, bool]:
@@ -313,10 +308,7 @@ def _grpo(
         curriculum.load_state_dict(json.loads((checkpoint / CURRICULUM_FILE).read_text()))
     drop_newer_shards(store, _checkpoint_step(checkpoint) if checkpoint is not None else 0)
     recorder = StepRecorder(curriculum, g.group_size, store.run_id)
-    reward = DojoReward(
-        mode=config.reward.mode, limits=limits, scan=config.reward.scan, pool_size=config.sandbox.pool_size,
-        on_rewards=recorder,
-    )  # fmt: skip
+    reward = DojoReward(grading=config.grading(), pool_size=config.sandbox.pool_size, on_rewards=recorder)
     per_step = tasks_per_step(g.prompts_per_step, g.oversample)
     args = GRPOConfig(
         output_dir=str(grpo_dir),
