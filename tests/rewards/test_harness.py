@@ -51,6 +51,8 @@ def probe():
         "stray_fds": [fd for fd in fds if fd > 5],
         "stdin": sys.stdin.read(),
         "job_in_memory": _memory_has(rb"CHECK[-]SECRET[-]4711"),
+        "writable_shared_mappings": [line.split()[-1] for line in open("/proc/self/maps")
+                                     if line.split()[1][1] == "w" and line.split()[1][3] == "s"],
     }
 """
 )
@@ -58,6 +60,7 @@ CLEAN = {
     "parent_memory": False, "parent_maps": False, "parent_fd_report": False, "parent_fd_job": False,
     "parent_environ": False, "ptrace_parent": False, "process_vm_readv": False,
     "holds_report_channel": False, "stray_fds": [], "stdin": "", "job_in_memory": False,
+    "writable_shared_mappings": [],
 }  # fmt: skip
 
 
