@@ -740,19 +740,10 @@ class Zygote:
         cpu = ru.ru_utime + ru.ru_stime
         exit_code = os.waitstatus_to_exitcode(status)
         sig = -exit_code if exit_code < 0 else None
-        if limit is None and (sig == 24 or cpu > lim["cpu_s"]):  # SIGXCPU or over budget
-            limit = "cpu"
         self.oom_count = self.oom_kills()
         oom = self.oom_count > oom_before
-        if oom and limit is None:
-            limit = "memory"
-        # Address-space limit (no memory cgroup): a failed allocation shows as the program's own
-        # error report, or as a failure after its resident memory came close to the limit.
-        near_limit = ru.ru_maxrss * 1024 >= 0.75 * lim["memory_bytes"]
-        if limit is None and exit_code != 0 and "memory" not in self.cg and (_out_of_memory(err) or near_limit):
-            limit = "memory"
-        if sig == 25 and limit is None:  # SIGXFSZ
-            limit = "file_size"
+        limit = self.classify_limit(limit, lim, sig=sig, cpu=cpu, oom=oom, failed=exit_code != 0, err=err,
+                                    max_rss=ru.ru_maxrss * 1024)  # fmt: skip
         peak = self.read_peak(mem_base) or ru.ru_maxrss * 1024
         res = {
             "role": step.get("role", "run"),
@@ -768,6 +759,26 @@ class Zygote:
             "exec_error": exec_error,
         }
         return res, bytes(out), bytes(err)
+
+    def classify_limit(
+        self, limit: str | None, lim: dict[str, Any], *, sig: int | None, cpu: float, oom: bool, failed: bool,
+        err: bytearray, max_rss: int,
+    ) -> str | None:  # fmt: skip
+        """Which limit a run (one-shot, or a session's exec) hit: ``limit`` when the zygote enforced
+        one itself (wall, output), else what the facts say. One classifier for both run paths."""
+        if limit is not None:
+            return limit
+        if sig == 24 or cpu > lim["cpu_s"]:  # SIGXCPU, or over its budget
+            return "cpu"
+        if oom:
+            return "memory"
+        # Address-space limit (no memory cgroup): a failed allocation shows as the program's own
+        # error report, or as a failure after its resident memory came close to the limit.
+        if failed and "memory" not in self.cg and (_out_of_memory(err) or max_rss >= 0.75 * lim["memory_bytes"]):
+            return "memory"
+        if sig == 25:  # SIGXFSZ
+            return "file_size"
+        return None
 
     def fork_run(self) -> int:
         """``os.fork()`` for a run's process, without CPython's after-fork hooks (see ``raw_fork``).
@@ -1092,12 +1103,14 @@ class Zygote:
         if limit is None and "memory" not in self.cg and done and done.get("status") and _out_of_memory(err):
             limit = "memory"  # address-space limit: the MemoryError ends the interpreter as an OOM kill would
         ended = died or limit is not None or bool(done and done.get("ended"))
+        max_rss = 0
         if ended:
             pid = w["pid"]
             if limit is not None:
                 self.kill_all()
             try:
-                _, status, _ = os.wait4(pid, 0)
+                _, status, ru = os.wait4(pid, 0)
+                max_rss = ru.ru_maxrss * 1024
                 code = os.waitstatus_to_exitcode(status)
                 exit_code, sig = (code, None) if code >= 0 else (None, -code)
             except ChildProcessError:
@@ -1109,8 +1122,8 @@ class Zygote:
             exit_code = int(done["status"]) if done else None
         self.oom_count = self.oom_kills()
         oom = self.oom_count > oom_before
-        if oom and limit is None:
-            limit = "memory"
+        failed = sig is not None or bool(exit_code)
+        limit = self.classify_limit(limit, lim, sig=sig, cpu=cpu, oom=oom, failed=failed, err=err, max_rss=max_rss)
         res = {
             "role": "run", "exit_code": exit_code, "signal": sig, "wall_s": wall, "cpu_s": cpu,
             "peak_memory_bytes": self.read_peak(mem_base), "limit": limit, "oom_killed": oom,
