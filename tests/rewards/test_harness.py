@@ -173,3 +173,14 @@ async def test_too_few_processes_to_grade_is_a_clear_error(fast_sandbox: AsyncSa
     [task] = [t for t in load_humaneval("assert") if t.id == "HumanEval/0"]
     with pytest.raises(ValueError, match="processes=2 or more"):
         await Grader(fast_sandbox, GradingConfig(limits=Limits(processes=1))).grade(task, task.reference or "")
+
+
+async def test_an_exception_that_steers_control_flow_cannot_skip_asserts(fast_sandbox: AsyncSandbox) -> None:
+    """A StopIteration raised inside ``map(candidate, ...)`` would end the check's loop as if its
+    remaining asserts did not exist: it reaches the check as a plain error instead."""
+    check = "def check(candidate):\n    for got, want in zip(map(candidate, [1, 2, 3]), [2, 4, 6]):\n" \
+            "        assert got == want\n"  # fmt: skip
+    task = Task(id="m", form="assert", prompt="", entry_point="double", tests=[TestCase(code=check)])
+    cheat = "def double(x):\n    if x > 1:\n        raise StopIteration\n    return 2 * x\n"
+    r = await Grader(fast_sandbox, GradingConfig(scan=False, mode="fraction")).grade(task, cheat)
+    assert r.value is not None and r.value < 1.0

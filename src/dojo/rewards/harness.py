@@ -336,9 +336,13 @@ class Candidate:
 
 
 def exception_from(text):
+    """The candidate's exception, for the check to see: its builtin type when it has one, except
+    the ones that steer control flow (a StopIteration raised inside ``map(candidate, ...)`` would
+    end the check's loop early, as if its remaining asserts were not there)."""
     name, _, message = text.partition(": ")
     kind = getattr(_builtins, name, None)
-    if type(kind) is type and issubclass(kind, Exception):
+    steering = (StopIteration, StopAsyncIteration)
+    if type(kind) is type and issubclass(kind, Exception) and not issubclass(kind, steering):
         try:
             return kind(message)
         except BaseException:
