@@ -184,3 +184,14 @@ async def test_an_exception_that_steers_control_flow_cannot_skip_asserts(fast_sa
     cheat = "def double(x):\n    if x > 1:\n        raise StopIteration\n    return 2 * x\n"
     r = await Grader(fast_sandbox, GradingConfig(scan=False, mode="fraction")).grade(task, cheat)
     assert r.value is not None and r.value < 1.0
+
+
+async def test_asserts_an_answer_makes_the_check_skip_count_as_failed(fast_sandbox: AsyncSandbox) -> None:
+    check = "def check(candidate):\n    for x in candidate(3):\n        assert x == 1\n    assert candidate(0) == []\n"
+    task = Task(id="ones", form="assert", prompt="", entry_point="ones", tests=[TestCase(code=check)])
+    grader = Grader(fast_sandbox, GradingConfig(scan=False))
+    honest = await grader.grade(task, "def ones(n):\n    return [1] * n\n")
+    assert honest.value == 1.0 and honest.total == 4  # every assert ran: the loop's three and the last
+    empty = await grader.grade(task, "def ones(n):\n    return []\n")
+    assert empty.value == 0.5 and (empty.passed, empty.total) == (1, 2)  # the loop's assert never ran
+    assert "never ran" in empty.cases[0].detail

@@ -189,9 +189,15 @@ async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits
         passed, failed = int(r.get("passed", 0)), int(r.get("failed", 0))
         if not r.get("completed"):
             failed += 1  # the check stopped early: it cannot count as passing
+        # Asserts written but never reached (a loop over an empty answer) count as failed: an
+        # honest answer runs every assert of its check at least once (all 164 HumanEval do).
+        skipped = max(0, n_asserts - passed - failed)
+        failed += skipped
         out.passed += passed
         out.total += passed + failed
         detail = "" if failed == 0 else f"{failed} assertion(s) failed" + (f"; {r['error']}" if r.get("error") else "")
+        if skipped:
+            detail += f" ({skipped} of them never ran)"
         out.cases.append(CaseOutcome(index=i, passed=failed == 0, detail=detail))
     return out
 
