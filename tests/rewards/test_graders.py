@@ -179,3 +179,14 @@ def test_bad_grader_settings_are_refused(fast_sandbox: AsyncSandbox) -> None:
         Grader(fast_sandbox, GradingConfig(mode="halves"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="soft_limit"):
         LengthPenalty(100, 10)
+
+
+async def test_an_int_past_the_decimal_text_limit_is_an_honest_answer(grader: Grader) -> None:
+    big = 2**20000  # 6,021 digits: more than Python converts to or from decimal text
+    function = Task(id="big", form="function", prompt="", entry_point="f",
+                    tests=[TestCase(args=[20000], expected=encode_value(big))])  # fmt: skip
+    check = "def check(candidate):\n    assert candidate(20000) == 2 ** 20000\n"
+    asserted = Task(id="big-a", form="assert", prompt="", entry_point="f", tests=[TestCase(code=check)])
+    for task in (function, asserted):
+        assert (await grader.grade(task, "def f(n):\n    return 2 ** n\n")).value == 1.0
+        assert (await grader.grade(task, "def f(n):\n    return 2 ** n + 1\n")).value == 0.0

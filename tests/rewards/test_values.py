@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -66,3 +67,13 @@ def test_untrusted_wire_data_is_checked() -> None:
         decode_value({"$d": [[1]]})
     with pytest.raises(ValueError):
         decode_value({"$s": [[1, 2]]})  # a list cannot be a set element
+
+
+def test_ints_past_the_decimal_text_limit_travel_as_hex() -> None:
+    for big in (2**20000, -(3**9000), 10**4299):
+        wire = encode_value(big)
+        assert decode_value(json.loads(json.dumps(wire))) == big
+    assert encode_value(2**100) == 2**100  # ordinary ints stay plain JSON
+    for bad in ({"$I": ""}, {"$I": "xyz"}, {"$I": 12}):
+        with pytest.raises(ValueError):
+            decode_value(bad)

@@ -70,6 +70,8 @@ class _LazyBase64:  # only bytes values need base64: keep its import out of ever
 
 base64 = _LazyBase64()
 MAX_MESSAGE = {MAX_MESSAGE}
+BIG_INT_BITS = {values.BIG_INT_BITS}
+HEX = frozenset("0123456789abcdef")
 
 {inspect.getsource(values.encode_value)}
 {inspect.getsource(values.decode_value)}

@@ -7,7 +7,8 @@ process: the candidate's methods are never called to decide a verdict.
 
 Encoding: JSON, with tagged objects for what JSON cannot say: ``{"$t": [...]}`` tuple,
 ``{"$s": [...]}`` set, ``{"$fs": [...]}`` frozenset, ``{"$d": [[k, v], ...]}`` dict (any keys),
-``{"$f": "nan"|"inf"|"-inf"}``, ``{"$b": base64}`` bytes, ``{"$c": [re, im]}`` complex.
+``{"$f": "nan"|"inf"|"-inf"}``, ``{"$b": base64}`` bytes, ``{"$c": [re, im]}`` complex, and
+``{"$I": hex}`` for an int too long for Python's decimal conversion (over ~4,000 digits).
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ import base64
 import math
 from typing import Any
 
+BIG_INT_BITS = 13_000  # ~3,900 decimal digits: under CPython's 4,300-digit limit for int <-> str
+HEX = frozenset("0123456789abcdef")
+
 
 def encode_value(v: Any, depth: int = 0) -> Any:
     """Encode a value of exact builtin types; TypeError for anything else (subclasses included)."""
     t = type(v)
     if depth > 64:
         raise TypeError("value nested too deeply")
+    if t is int and v.bit_length() > BIG_INT_BITS:  # past Python's int<->decimal text limit
+        return {"$I": format(v, "x")}
     if v is None or t is bool or t is int or t is str:
         return v
     if t is float:
@@ -78,6 +84,9 @@ def decode_value(v: Any, depth: int = 0) -> Any:
                     except TypeError as e:
                         raise ValueError("dict key is not hashable") from e
                 return out
+            digits = body.lstrip("-") if isinstance(body, str) else ""
+            if tag == "$I" and digits and all(c in HEX for c in digits):
+                return int(body, 16)
             if tag == "$f" and body in ("nan", "inf", "-inf"):
                 return float(body)
             if tag == "$b" and isinstance(body, str):
@@ -87,6 +96,8 @@ def decode_value(v: Any, depth: int = 0) -> Any:
                 if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (re_, im)):
                     raise ValueError("malformed complex")
                 return complex(re_, im)
+        if any(k.startswith("$") for k in v):  # encode_value writes such keys only as tags (or in $d)
+            raise ValueError(f"malformed tagged value: {str(v)[:80]}")
         return {k: decode_value(x, depth + 1) for k, x in v.items()}
     raise ValueError(f"not a wire value: {type(v).__name__}")
 
