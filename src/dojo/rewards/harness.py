@@ -6,9 +6,10 @@ Two processes inside one sandbox run, and only data crosses between them:
 
 - the **trusted process** (the run's main process) holds the job (the calls, or the task's check
   code and its helpers), the per-run nonce, the tally and the report channel (fd 1, read by the
-  grader). It makes itself non-dumpable before anything else, so a process of the same uid can
-  neither read nor write its memory (``/proc/<pid>/mem``, ``ptrace``, ``process_vm_readv``), and it
-  blocks every signal that can be blocked (what is left, SIGKILL and SIGSTOP, ends or stalls it:
+  grader). The zygote starts it non-dumpable (``AsyncSandbox.run(harness=True)``; the harness
+  checks, and re-applies it after an execve), so a process of the same uid can neither read nor
+  write its memory (``/proc/<pid>/mem``, ``ptrace``, ``process_vm_readv``) nor open its fds, and
+  with every signal blocked that can be (what is left, SIGKILL and SIGSTOP, ends or stalls it:
   cases it did not report fail);
 - the **candidate's process** is forked from it *before* it reads its job: the job reaches the
   run on a private stdin that never entered the zygote's memory (``AsyncSandbox.run(...,
@@ -31,7 +32,8 @@ process, in a namespace built from the task's own text (the prompt's helpers, su
 the candidate's process; each ``assert`` is tallied (``rewrite_asserts``).
 
 A candidate that exits, crashes, hangs, floods its output, forks, or kills the trusted process
-fails every case it did not answer.
+fails every case it did not answer. The program's top level only defines; each slot runs it once
+and every run calls ``main()``, which forks the candidate's process first thing.
 """
 
 from __future__ import annotations
