@@ -111,31 +111,31 @@ def test_stock_and_dojo_grpo_give_sandbox_failures_no_advantage_and_no_baseline(
     dataset = Dataset.from_list(task_rows([task]) * 4)
     seen: dict[str, tuple[Any, torch.Tensor]] = {}
 
-    class StockSpy(GRPOTrainer):
-        def _generate_and_score_completions(self, inputs: Any) -> Any:
-            out = super()._generate_and_score_completions(inputs)
-            seen["stock"] = (list(reward.last_rewards), out["advantages"].clone())
-            return out
+    def spying(trainer: type[Any], name: str) -> type[Any]:
+        """``trainer`` that keeps each step's rewards and the advantages it trains on."""
+
+        class Spy(trainer):  # type: ignore[misc,valid-type]
+            def _generate_and_score_completions(self, inputs: Any) -> Any:
+                out = super()._generate_and_score_completions(inputs)
+                seen[name] = (list(reward.last_rewards), out["advantages"].clone())
+                return out
+
+        return Spy
 
     reward, sandbox = _flaky_reward(task)
-    StockSpy(model=str(tiny_model_dir), reward_funcs=[reward], args=args, train_dataset=dataset,
-             processing_class=tokenizer).train()  # fmt: skip
+    spying(GRPOTrainer, "stock")(model=str(tiny_model_dir), reward_funcs=[reward], args=args, train_dataset=dataset,
+                                 processing_class=tokenizer).train()  # fmt: skip
     reward.close()
     assert sandbox.failed > 0
     assert _check_failed_rows_have_no_say(*seen["stock"], group=group) > 0  # the check was not vacuous
-
-    class DojoSpy(DojoGRPOTrainer):
-        def _generate_and_score_completions(self, inputs: Any) -> Any:
-            out = super()._generate_and_score_completions(inputs)
-            seen["dojo"] = (list(reward.last_rewards), out["advantages"].clone())
-            return out
 
     reward, sandbox = _flaky_reward(task)
     tasks = [task]
     curriculum = CurriculumSampler(tasks, seed=0)
     sampler = CurriculumBatches(curriculum, index_tasks(tasks), tasks_per_step=4, group_size=group)
-    trainer = DojoSpy(model=str(tiny_model_dir), reward_funcs=[reward], args=args, train_dataset=dataset,
-                      processing_class=tokenizer, sampler=sampler, keep_groups=2)  # fmt: skip
+    trainer = spying(DojoGRPOTrainer, "dojo")(model=str(tiny_model_dir), reward_funcs=[reward], args=args,
+                                              train_dataset=dataset, processing_class=tokenizer, sampler=sampler,
+                                              keep_groups=2)  # fmt: skip
     trainer.train()
     reward.close()
     rewards, kept = seen["dojo"]

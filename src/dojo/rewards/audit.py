@@ -146,8 +146,7 @@ async def audit_tasks(
     dups = near_duplicates(tasks, duplicate_threshold)
     done = 0
 
-    async def one(task: Task) -> TaskAudit:
-        nonlocal done
+    async def judge(task: Task) -> TaskAudit:
         a = TaskAudit(id=task.id, form=task.form, source=task.metadata.source)
         a.difficulty, a.difficulty_source = estimate_difficulty(task)
         a.duplicates = dups.get(task.id, [])
@@ -168,9 +167,6 @@ async def audit_tasks(
         except InvalidTask as e:
             a.problems.append(f"invalid_check: {e}")
             a.status = "error"
-            done += 1
-            if progress:
-                progress(done)
             return a
         a.reference_rewards = [r.value for r in refs]
         infra = [r for r in [*refs, *others] if r.verdict == "infrastructure_error"]
@@ -191,10 +187,15 @@ async def audit_tasks(
             else:
                 a.problems.append(message)
         a.status = "error" if infra else ("unverifiable" if a.problems else "ok")
+        return a
+
+    async def one(task: Task) -> TaskAudit:
+        nonlocal done
+        audit = await judge(task)
         done += 1
         if progress:
             progress(done)
-        return a
+        return audit
 
     audits = list(await asyncio.gather(*(one(t) for t in tasks)))
     return AuditReport(tasks=audits, seconds=time.perf_counter() - start, repeats=repeats)

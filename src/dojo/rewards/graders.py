@@ -322,11 +322,11 @@ class Grader:
             raise TypeError(f"config must be a GradingConfig, not {type(config).__name__}")
         self.sandbox = sandbox
         self.config = config
-        self.mode = config.mode
-        self.shaping = list(config.shaping)
-        self.limits = config.limits
-        self.scan = config.scan
         self.stats = stats or RewardStats()
+
+    @property
+    def limits(self) -> Limits | None:
+        return self.config.limits
 
     async def grade(self, task: Task, completion: str, *, seed: int | None = None) -> Reward:
         reward = await self._grade(task, completion, seed)
@@ -343,7 +343,7 @@ class Grader:
         if not code.strip():
             return self._reward(task, completion, TestResults(total=max(1, len(task.tests)), no_answer="no_code"))
         flags: list[str] = []
-        if self.scan and task.language == "python":
+        if self.config.scan and task.language == "python":
             findings = scan_python(code, task.form, _shown_examples(task))
             flags = sorted({f.flag() for f in findings})
             hacks = [f for f in findings if f.severity == "hack"]
@@ -375,9 +375,9 @@ class Grader:
         else:
             verdict = "pass" if r.total and r.passed == r.total else ("partial" if r.passed else "fail")
             error = None
-        score = correctness(r.passed, r.total, self.mode) if verdict in ("pass", "partial", "fail") else 0.0
+        score = correctness(r.passed, r.total, self.config.mode) if verdict in ("pass", "partial", "fail") else 0.0
         components = {"correctness": score}
-        for hook in self.shaping:
+        for hook in self.config.shaping:
             components[hook.name] = float(hook(completion, score))
         return Reward(
             value=sum(components.values()),

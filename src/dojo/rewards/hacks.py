@@ -54,7 +54,7 @@ INTROSPECTION_ATTRS = {
 ESCAPE_ATTRS = {"__globals__", "__subclasses__", "__builtins__", "__mro__", "__bases__", "__base__"}
 # ... and ones an honest solution might touch (printing a traceback, reading a function's code).
 SUSPICIOUS_ATTRS = {"__traceback__", "__code__", "__dict__", "__getattribute__", "__class__", "__module__"}
-DYNAMIC_ATTR_CALLS = {"getattr", "setattr", "delattr", "hasattr", "object.__getattribute__", "type.__getattribute__"}
+DYNAMIC_ATTR_CALLS = {"getattr", "setattr", "delattr", "hasattr"}
 DYNAMIC_IMPORT_CALLS = {"__import__", "importlib.import_module", "importlib.__import__"}
 DYNAMIC_CODE_CALLS = {"eval", "exec", "compile"}
 # Names an expression may use and still be computed from constants alone (see ``_obfuscated``).
@@ -228,30 +228,24 @@ class _Scanner(ast.NodeVisitor):
             self.add("harness_access", "hack", node, f"{name}('__main__')")
             return True
 
-        if name in DYNAMIC_ATTR_CALLS or short == "__getattribute__":
-            args = node.args[1:2] if name != "__getattribute__" and short != "__getattribute__" else node.args[:1]
-            if short == "__getattribute__" and isinstance(node.func, ast.Attribute):
-                args = node.args[-1:]
-            for arg in map(followed, args):
-                text = _constant_str(arg)
-                if text is not None:
-                    self._attribute_name(text, node)
-                    if (
-                        name in ("setattr", "delattr")
-                        and node.args
-                        and self.resolve(node.args[0]).split(".")[0] in ("sys", "os", "json", "math", "io", "operator")
-                    ):
-                        self.add("module_patch", "hack", node, f"{name}({self.resolve(node.args[0])}, {text!r})")
-                elif _obfuscated(arg):
-                    self.add("obfuscated_access", "hack", node, f"{name}() with a name assembled at run time")
-                else:
-                    self.add("dynamic_access", "suspicious", node, f"{name}() with a computed name")
-            return (
-                name in ("setattr", "delattr")
-                and bool(node.args)
-                and self.resolve(node.args[0]) in ("builtins", "__builtins__")
-                and self._builtins_patch(node, name)
-            )
+        if (name in DYNAMIC_ATTR_CALLS or short == "__getattribute__") and len(node.args) >= 1:
+            # getattr(obj, NAME, ...), setattr(obj, NAME, v); obj.__getattribute__(NAME) or
+            # object.__getattribute__(obj, NAME): the name is the last argument there
+            position = -1 if short == "__getattribute__" else 1
+            if len(node.args) <= position:
+                return False
+            arg = followed(node.args[position])
+            text = _constant_str(arg)
+            if text is not None:
+                self._attribute_name(text, node)
+                target = self.resolve(node.args[0]).split(".")[0]
+                if name in ("setattr", "delattr") and target in ("sys", "os", "json", "math", "io", "operator"):
+                    self.add("module_patch", "hack", node, f"{name}({self.resolve(node.args[0])}, {text!r})")
+            elif _obfuscated(arg):
+                self.add("obfuscated_access", "hack", node, f"{name}() with a name assembled at run time")
+            else:
+                self.add("dynamic_access", "suspicious", node, f"{name}() with a computed name")
+            return False  # setattr/delattr on builtins is judged below, like any other call
         if name in DYNAMIC_IMPORT_CALLS:
             text = _constant_str(first)
             if text is not None:
@@ -275,10 +269,6 @@ class _Scanner(ast.NodeVisitor):
             if target.split(".")[0] in ("sys", "builtins", "__builtins__", "__main__", "gc", "inspect"):
                 self.add("namespace_access", "hack", node, f"vars({target})")
         return False
-
-    def _builtins_patch(self, node: ast.Call, name: str) -> bool:
-        self.add("builtins_patch", "hack", node, f"{name} on builtins")
-        return True
 
     def _attribute_name(self, attr: str, node: ast.AST) -> None:
         """What an attribute name says, however it is reached (``x.name`` or ``getattr(x, "name")``)."""

@@ -73,7 +73,7 @@ class _LazyBase64:  # only bytes values need base64: keep its import out of ever
 base64 = _LazyBase64()
 MAX_MESSAGE = {MAX_MESSAGE}
 BIG_INT_BITS = {values.BIG_INT_BITS}
-HEX = frozenset("0123456789abcdef")
+HEX = frozenset({"".join(sorted(values.HEX))!r})
 
 {inspect.getsource(values.encode_value)}
 {inspect.getsource(values.decode_value)}
@@ -253,7 +253,7 @@ def reject_constant(name):
 
 
 def parse_message(raw):
-    """A message from the candidate's process as one (key, value) pair; Malformed otherwise."""
+    """A message from the candidate's process: a non-empty JSON object; Malformed otherwise."""
     try:
         obj = _json.loads(raw.decode("utf-8"), parse_constant=reject_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
@@ -272,7 +272,9 @@ class Candidate:
         self.signal = None  # the signal that ended the candidate's process, if one did
         self.malformed = 0
 
-    def ended(self, why):
+    def ended(self, why, eof=False):
+        """Stop the candidate's process for good, say why (with how it ended), and raise
+        CandidateGone. ``eof``: it closed the channel itself (its exit code is worth telling)."""
         if self.gone is None:
             self.gone = why
             try:
@@ -285,7 +287,7 @@ class Candidate:
                     sig = self.signal = _os.WTERMSIG(status)
                     named = {24: "its cpu limit", 25: "its file_size limit"}.get(sig)
                     self.gone = why + (" (it hit " + named + ")" if named else " (killed by signal " + str(sig) + ")")
-                elif _os.WIFEXITED(status) and why.startswith("the candidate's process ended"):
+                elif _os.WIFEXITED(status) and eof:
                     self.gone = why + " (exit code " + str(_os.WEXITSTATUS(status)) + ")"
             except OSError:
                 pass
@@ -297,14 +299,14 @@ class Candidate:
         try:
             send(self.call_w, obj)
         except OSError:
-            self.ended("the candidate's process ended")
+            self.ended("the candidate's process ended", eof=True)
         try:
             raw = receive(self.reply_r)
         except Malformed as e:
             self.malformed += 1
             self.ended("malformed reply: " + str(e))
         if raw is None:
-            self.ended("the candidate's process ended")
+            self.ended("the candidate's process ended", eof=True)
         try:
             return parse_message(raw)
         except Malformed as e:
@@ -379,7 +381,6 @@ def dojo_main(pid, call_r, call_w, reply_r, reply_w):
         pass
     if candidate.gone is not None:
         emit({"gone": candidate.gone, "signal": candidate.signal, "malformed": candidate.malformed})
-    emit({"done": True})
     if candidate.gone is None:  # reap it, so that the run's CPU time includes the candidate's
         try:
             _os.kill(pid, 9)
@@ -572,7 +573,6 @@ class HarnessRun:
     gone_signal: int | None = None  # the signal that ended it
     malformed: int = 0  # replies that were not valid encoded data
     task_error: str | None = None
-    done: bool = False
 
     @property
     def sandbox_error(self) -> str | None:
@@ -600,7 +600,7 @@ async def run_harness(
     """Run the harness on the candidate ``code`` with ``job``; its reports, sorted by kind.
     ``like``: a program whose files, environment and fetch list the run keeps."""
     if limits.processes < 2:
-        raise ValueError(
+        raise InputError(
             f"Limits(processes={limits.processes}) is too few to grade: the harness runs the candidate in a "
             "second process; give processes=2 or more"
         )
@@ -611,7 +611,7 @@ async def run_harness(
         files += [f for f in like.files if f.path != SOLUTION_FILE]
         extra = {"env": like.env, "fetch": like.fetch}
     program = Program(language="python", source=HARNESS_SOURCE, files=files, stdin=job_stdin(nonce, job), **extra)
-    result = await sandbox.run(program, limits, cache_compiled=True, harness=True)
+    result = await sandbox.run(program, limits, harness=True)
     run = HarnessRun(result=result)
     for report in parse_reports(result.stdout, nonce):
         if "load" in report and run.load is None:
@@ -626,8 +626,6 @@ async def run_harness(
             run.malformed = int(report.get("malformed") or 0)
         elif "task_error" in report:
             run.task_error = str(report["task_error"])
-        elif report.get("done") is True:
-            run.done = True
     return run
 
 

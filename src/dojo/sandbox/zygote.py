@@ -75,11 +75,18 @@ def _read_exact(fd: int, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def _read_frame(fd: int) -> tuple[dict[str, Any], list[bytes]]:
+def _read_header(fd: int) -> tuple[dict[str, Any], bytes, int]:
+    """A frame's header (parsed, and as read) and the length of the body after it."""
     hlen, blen = FRAME_PREFIX.unpack(_read_exact(fd, FRAME_PREFIX.size))
     if hlen > MAX_HEADER:
         raise ValueError("header too large")
-    return decode_frame_body(_read_exact(fd, hlen), _read_exact(fd, blen))
+    raw = _read_exact(fd, hlen)
+    return json.loads(raw), raw, blen
+
+
+def _read_frame(fd: int) -> tuple[dict[str, Any], list[bytes]]:
+    _, raw, blen = _read_header(fd)
+    return decode_frame_body(raw, _read_exact(fd, blen))
 
 
 def _read_into(fd: int, view: memoryview) -> None:
@@ -510,10 +517,7 @@ class Zygote:
         (``stdin_private``: a grading harness's job) is spliced from the request pipe into a
         memfd by the kernel, never entering this process at all, and becomes the run's fd 0.
         """
-        hlen, blen = FRAME_PREFIX.unpack(_read_exact(fd, FRAME_PREFIX.size))
-        if hlen > MAX_HEADER:
-            raise ValueError("header too large")
-        header = json.loads(_read_exact(fd, hlen))
+        header, _, blen = _read_header(fd)
         lengths = header.get("blobs", [])
         if sum(lengths) != blen:
             raise ValueError("frame body length does not match its blob table")
@@ -626,12 +630,12 @@ class Zygote:
         mem_base = self.set_cgroup_limits(lim)
         self.reset_peak()
 
-        in_r, in_w = os.pipe2(os.O_CLOEXEC)
-        private = self.private_stdin if step.get("stdin") else None
-        if private is not None:  # the run reads a memfd this process never read (read_request)
-            os.close(in_r)
-            in_r, stdin = private, b""
+        if step.get("stdin") and self.private_stdin is not None:
+            # the run reads a memfd this process never read (read_request)
+            in_r, in_w, stdin = self.private_stdin, -1, b""
             self.private_stdin = None
+        else:
+            in_r, in_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
@@ -665,11 +669,11 @@ class Zygote:
             os.set_blocking(fd, False)
             poller.register(fd, select.POLLIN)
         poller.register(pidfd, select.POLLIN)
-        os.set_blocking(in_w, False)
         pending = memoryview(stdin)
         if pending:
+            os.set_blocking(in_w, False)
             poller.register(in_w, select.POLLOUT)
-        else:
+        elif in_w >= 0:
             os.close(in_w)
             in_w = -1
         exited = False
