@@ -116,7 +116,7 @@ async def test_stop_sequences_cut_the_text(tiny_model_dir: Path) -> None:
 class _ToolCallingPolicy(HFPolicy):
     """The server's tool-call parsing, with a model that always writes one call."""
 
-    async def complete(self, prompt: str, params: SamplingParams, *, n: int = 1) -> list[Completion]:
+    async def complete_ids(self, prompt_ids: list[int], params: SamplingParams, *, n: int = 1) -> list[Completion]:
         text = 'Let me run it.\n<tool_call>\n{"name": "run_code", "arguments": {"code": "print(1)"}}\n</tool_call>'
         return [Completion(text=text, finish_reason="stop", token_ids=[1, 2], logprobs=[-0.1, -0.2])] * n
 

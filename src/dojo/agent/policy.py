@@ -57,6 +57,9 @@ class Completion(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    prompt_token_ids: list[int] | None = Field(
+        None, description="The ids the reply was conditioned on, when the backend says (vLLM's return_token_ids)."
+    )
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
@@ -99,7 +102,13 @@ def _tool_calls(message: Any) -> list[ToolCall]:
 
 
 def _completion(
-    choice: Any, text: str, logprobs: list[float] | None, usage: Any, choices: int, tool_calls: list[ToolCall]
+    choice: Any,
+    text: str,
+    logprobs: list[float] | None,
+    usage: Any,
+    choices: int,
+    tool_calls: list[ToolCall],
+    prompt_token_ids: list[int] | None = None,
 ) -> Completion:
     """One choice of a chat or completions response. Its completion tokens: its token ids (vLLM's
     ``return_token_ids``) or logprobs, else the usage when it is the only choice."""
@@ -113,6 +122,7 @@ def _completion(
         tool_calls=tool_calls,
         token_ids=token_ids,
         logprobs=logprobs,
+        prompt_token_ids=_extra(choice, "prompt_token_ids") or prompt_token_ids,
         prompt_tokens=usage.prompt_tokens if usage else None,
         completion_tokens=count,
     )
@@ -223,7 +233,9 @@ class OpenAIPolicy:
             if choice.logprobs is not None and choice.logprobs.content is not None:
                 lp = [float(t.logprob) for t in choice.logprobs.content]
             text = choice.message.content or ""
-            out.append(_completion(choice, text, lp, chat.usage, len(chat.choices), _tool_calls(choice.message)))
+            calls = _tool_calls(choice.message)
+            prompt_ids = _extra(chat, "prompt_token_ids")
+            out.append(_completion(choice, text, lp, chat.usage, len(chat.choices), calls, prompt_ids))
         return out
 
     @staticmethod

@@ -2,7 +2,11 @@
 
 Serves ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/completions`` with the
 parameters RL rollouts use (n, temperature, top_p, max_tokens, stop, seed, logprobs, tools), plus
-vLLM's ``return_token_ids`` extension (``token_ids`` on each choice, ``prompt_token_ids``).
+vLLM's ``return_token_ids`` extension (``token_ids`` on each choice, ``prompt_token_ids``: on the
+chat response, and on each choice of a text completion), and SGLang's ``POST
+/update_weights_from_disk {"model_path": DIR}``, which loads a trainer's saved weights between two
+batches (``dojo.agent.weight_sync``). Conversations that continue one of the server's replies are
+token-exact (``HFPolicy``).
 Tool calls written as ``<tool_call>`` text are returned as OpenAI ``tool_calls`` when the request
 offers tools. Streaming is not supported (400). It binds 127.0.0.1 by default; it is meant for
 tests, demos and small models on one machine, not as a replacement for vLLM.
@@ -62,6 +66,12 @@ class ChatRequest(_Common):
     tools: list[dict[str, Any]] | None = None
 
 
+class WeightsRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model_path: str = Field(min_length=1, description="A model directory the server can read.")
+
+
 class CompletionRequest(_Common):
     prompt: str | list[str]
     logprobs: int | None = Field(None, ge=0, le=1)
@@ -91,6 +101,7 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
     """The FastAPI app serving ``policy`` under ``model_name``."""
     name = model_name or policy.name
     app = FastAPI(title="dojo policy server", version="1")
+    loaded: dict[str, Any] = {"updates": 0, "path": None}
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -108,16 +119,31 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "dojo"}]}
+        entry = {"id": name, "object": "model", "created": 0, "owned_by": "dojo", "weight_updates": loaded["updates"]}
+        return {"object": "list", "data": [entry]}
+
+    @app.post("/update_weights_from_disk", response_model=None)
+    async def update_weights(req: WeightsRequest) -> dict[str, Any] | JSONResponse:
+        import asyncio
+
+        try:
+            tensors = await asyncio.to_thread(policy.load_weights, req.model_path)
+        except (ValueError, OSError) as e:
+            return JSONResponse({"success": False, "message": str(e)}, status_code=400)
+        loaded["updates"] += 1
+        loaded["path"] = req.model_path
+        return {"success": True, "message": f"loaded {tensors} tensors from {req.model_path}"}
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(req: ChatRequest) -> dict[str, Any] | JSONResponse:
         if (bad := check(req)) is not None:
             return bad
         try:
-            prompt = policy.render(req.messages, req.tools)
-            completions = await policy.complete(
-                prompt, req.sampling(req.max_completion_tokens or req.max_tokens, req.logprobs), n=req.n
+            completions = await policy.generate(
+                req.messages,
+                req.sampling(req.max_completion_tokens or req.max_tokens, req.logprobs),
+                n=req.n,
+                tools=req.tools,
             )
         except (PolicyError, ValueError, KeyError, TypeError) as e:
             return _error(400 if not isinstance(e, PolicyError) else 500, str(e))
@@ -149,7 +175,10 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
             if req.return_token_ids:
                 choice["token_ids"] = c.token_ids
             choices.append(choice)
-        return _response("chat.completion", name, choices, completions)
+        response = _response("chat.completion", name, choices, completions)
+        if req.return_token_ids and completions:
+            response["prompt_token_ids"] = completions[0].prompt_token_ids
+        return response
 
     @app.post("/v1/completions", response_model=None)
     async def complete(req: CompletionRequest) -> dict[str, Any] | JSONResponse:
@@ -174,6 +203,7 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
                 }
             if req.return_token_ids:
                 choice["token_ids"] = c.token_ids
+                choice["prompt_token_ids"] = c.prompt_token_ids
             choices.append(choice)
         return _response("text_completion", name, choices, completions)
 

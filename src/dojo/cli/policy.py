@@ -39,8 +39,13 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to bind.")] = 8000,
     name: Annotated[str | None, typer.Option(help="Model name clients ask for (default: the directory name).")] = None,
+    prompt_format: Annotated[
+        str | None,
+        typer.Option(help="chat (the tokenizer's chat template) or text (plain prompts, as dojo train's tiny model)."),
+    ] = None,
 ) -> None:
-    """Serve a local model over the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models)."""
+    """Serve a local model over the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models), and
+    load a trainer's weights on POST /update_weights_from_disk."""
     import uvicorn
 
     from dojo.agent.hf_policy import HFPolicy
@@ -49,7 +54,9 @@ def serve(
     if host not in ("127.0.0.1", "localhost", "::1"):
         console.print(f"[yellow]warning:[/yellow] serving on {host}: anyone who can reach it can use the model")
     try:
-        policy = HFPolicy.from_dir(model_dir)
+        if prompt_format not in (None, "chat", "text"):
+            raise ValueError(f"--prompt-format must be chat or text, not {prompt_format!r}")
+        policy = HFPolicy.from_dir(model_dir, prompt_format=prompt_format)  # type: ignore[arg-type]
     except (ValueError, OSError) as e:
         fail(str(e))
     uvicorn.run(create_policy_app(policy, name), host=host, port=port, log_level="warning")

@@ -169,9 +169,10 @@ class RolloutScheduler:
             self.costs.observe(task, max(walls))
         return group
 
-    async def run(self, tasks: Iterable[Task], *, skip: Container[str] = ()) -> AsyncIterator[Group]:
-        """Yield every group as it finishes (complete or not). Group ids are the task id, with
-        ``@k`` added for the k-th repeat of a task id; ids in ``skip`` (already stored) are skipped."""
+    async def run(self, tasks: Iterable[Task], *, skip: Container[str] = (), prefix: str = "") -> AsyncIterator[Group]:
+        """Yield every group as it finishes (complete or not). Group ids are ``prefix`` and the task
+        id, with ``@k`` added for the k-th repeat of a task id; ids in ``skip`` (already stored) are
+        skipped."""
         cfg = self.config
         done: asyncio.Queue[object] = asyncio.Queue()
         in_flight = asyncio.Semaphore(cfg.max_groups_in_flight)
@@ -198,7 +199,7 @@ class RolloutScheduler:
                         break
                     k = seen[task.id]
                     seen[task.id] += 1
-                    gid = task.id if k == 0 else f"{task.id}@{k}"
+                    gid = prefix + (task.id if k == 0 else f"{task.id}@{k}")
                     if gid in skip:
                         self.stats.groups_skipped += 1
                         continue

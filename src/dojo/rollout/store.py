@@ -23,7 +23,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dojo.agent.episode import Episode
+from dojo.agent.episode import Episode, TurnRecord
 from dojo.tasks.model import Task
 
 SCHEMA = pa.schema(
@@ -47,6 +47,7 @@ SCHEMA = pa.schema(
         pa.field("final", pa.string()),  # the text that was graded
         pa.field("token_ids", pa.list_(pa.list_(pa.int64()))),  # per turn; null inner list when unknown
         pa.field("logprobs", pa.list_(pa.list_(pa.float32()))),  # per turn; null inner list when unknown
+        pa.field("prompt_token_ids", pa.list_(pa.list_(pa.int64()))),  # per turn: the ids it was conditioned on
         pa.field("turns", pa.string(), nullable=False),  # JSON list of turn records (tool calls, results, timings)
         pa.field("prompt_tokens", pa.int64(), nullable=False),
         pa.field("completion_tokens", pa.int64(), nullable=False),
@@ -86,7 +87,8 @@ def episode_row(ep: Episode, task: Task, run_id: str) -> dict[str, Any]:
         "final": ep.final,
         "token_ids": [t.completion.token_ids for t in ep.turns],
         "logprobs": [t.completion.logprobs for t in ep.turns],
-        "turns": json.dumps([t.model_dump(mode="json") for t in ep.turns]),
+        "prompt_token_ids": [t.completion.prompt_token_ids for t in ep.turns],
+        "turns": json.dumps([_turn_json(t) for t in ep.turns]),
         "prompt_tokens": ep.prompt_tokens,
         "completion_tokens": ep.completion_tokens,
         "wall_seconds": ep.wall_seconds,
@@ -98,6 +100,13 @@ def episode_row(ep: Episode, task: Task, run_id: str) -> dict[str, Any]:
         "difficulty": task.metadata.difficulty,
         "error": ep.error,
     }
+
+
+def _turn_json(turn: TurnRecord) -> dict[str, Any]:
+    """A turn for the ``turns`` column (its prompt's ids, long, have a column of their own)."""
+    record = turn.model_dump(mode="json")
+    record["completion"].pop("prompt_token_ids", None)
+    return record
 
 
 class TrajectoryStore:
