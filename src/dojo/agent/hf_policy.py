@@ -181,7 +181,8 @@ class HFPolicy:
         if not params.stop:  # a stop string cuts the text short of the ids: no exact continuation
             for c in completions:
                 head = self._head([*messages, {"role": "assistant", "content": c.text}], tools)
-                self._remember(head, list(ids) + list(c.token_ids or []), c.finish_reason == "stop")
+                sampled = list(c.token_ids or [])
+                self._remember(head, list(ids) + sampled, sampled[-1:] == [self.tokenizer.eos_token_id])
         if tools:
             completions = [c.model_copy(update={"tool_calls": parse_tool_calls(c.text)}) for c in completions]
         return completions
@@ -285,11 +286,8 @@ class HFPolicy:
         finish = "length"
         kept = len(ids)
         for i, tok in enumerate(ids):
-            if tok == eos:
+            if tok in (eos, pad):  # the sampled terminator stays in the record (a trainer needs it)
                 kept, finish = i + 1, "stop"
-                break
-            if tok == pad and pad != eos:
-                kept, finish = i, "stop"
                 break
         ids, lps = ids[:kept], lps[:kept]
         text = self.tokenizer.decode(ids, skip_special_tokens=True)

@@ -163,15 +163,7 @@ class DojoRollout:
             top_p=float(trainer.top_p),
             max_tokens=int(trainer.max_completion_length),
         )
-        config = RolloutConfig(
-            group_size=g,
-            policy_concurrency=len(prompts),
-            max_groups_in_flight=max(1, len(tasks)),
-            lookahead=max(1, len(tasks)),
-            max_attempts=self.max_attempts,
-            episode=episode_config(self.mode, self.max_turns, sampling),
-        )
-        groups = self._loop.run(self._run(policy, config, tasks, prefix=f"step{step + 1:06d}/"))
+        groups = self.run_groups(policy, tasks, group_size=g, sampling=sampling, prefix=f"step{step + 1:06d}/")
         self.last_groups = groups
         if self.on_groups is not None:
             self.on_groups(groups)
@@ -189,6 +181,21 @@ class DojoRollout:
         if self._local is None or self._local.model is not model:
             self._local = HFPolicy(model, tokenizer, name="trainer", prompt_format=self.prompt_format)
         return self._local
+
+    def run_groups(
+        self, policy: Policy, tasks: list[Task], *, group_size: int, sampling: SamplingParams, prefix: str = ""
+    ) -> list[Group]:
+        """One group of ``group_size`` episodes per task (in the order of ``tasks``), with this
+        rollout's mode, grading and sandbox: what each training step runs, and held-out evaluation."""
+        config = RolloutConfig(
+            group_size=group_size,
+            policy_concurrency=max(1, len(tasks) * group_size),
+            max_groups_in_flight=max(1, len(tasks)),
+            lookahead=max(1, len(tasks)),
+            max_attempts=self.max_attempts,
+            episode=episode_config(self.mode, self.max_turns, sampling),
+        )
+        return self._loop.run(self._run(policy, config, tasks, prefix))
 
     async def _run(self, policy: Policy, config: RolloutConfig, tasks: list[Task], prefix: str) -> list[Group]:
         sandbox = await SANDBOXES.get(self.pool_size)

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import TrainerCallback
 
 from dojo.agent.episode import Episode
-from dojo.rewards import Reward
+from dojo.rollout.scheduler import Group
 from dojo.rollout.store import TrajectoryStore
 from dojo.tasks.curriculum import CurriculumSampler
 from dojo.tasks.model import Task
@@ -25,10 +25,13 @@ from dojo.train.evaluate import EvalResult
 CURRICULUM_FILE = "dojo_curriculum.json"
 EVAL_STEPS_FILE = "eval-steps.csv"
 METRIC_COLUMNS = [
-    "step", "reward", "reward_std", "pass_rate", "frac_reward_zero_std", "groups_informative", "groups_kept",
-    "groups_failed", "curriculum_level", "entropy", "loss", "grad_norm", "learning_rate", "completion_length",
-    "step_time", "wall_seconds",
+    "step", "reward", "reward_std", "pass_rate", "turns", "fixed_later", "frac_reward_zero_std", "groups_informative",
+    "groups_kept", "groups_failed", "curriculum_level", "entropy", "loss", "grad_norm", "learning_rate",
+    "completion_length", "step_time", "wall_seconds",
 ]  # fmt: skip
+_DOJO_KEYS = (
+    "pass_rate", "turns", "fixed_later", "groups_informative", "groups_kept", "groups_failed", "curriculum_level",
+)  # fmt: skip
 _LOG_KEYS = {
     "reward": "reward", "reward_std": "reward_std", "frac_reward_zero_std": "frac_reward_zero_std",
     "entropy": "entropy", "loss": "loss", "grad_norm": "grad_norm", "learning_rate": "learning_rate",
@@ -37,50 +40,36 @@ _LOG_KEYS = {
 
 
 class StepRecorder:
-    """Collects every graded completion of the current step (the reward function's hook); the
-    curriculum learns from each group, and the episodes wait for the next checkpoint."""
+    """Receives every group of episodes the current step generated (``DojoRollout``'s ``on_groups``):
+    the curriculum learns from each complete group, the episodes wait for the next checkpoint to
+    reach the store, and the step's pass rate and turn counts go to the metrics."""
 
-    def __init__(self, curriculum: CurriculumSampler | None, group_size: int, run_id: str) -> None:
+    def __init__(self, curriculum: CurriculumSampler | None) -> None:
         self.curriculum = curriculum
-        self.group_size = group_size
-        self.run_id = run_id
-        self.step = 0
         self.pending: list[tuple[Task, list[Episode]]] = []
-        self.step_passes: list[bool] = []
+        self._episodes: list[Episode] = []
 
-    def __call__(self, tasks: list[Task], texts: list[str], rewards: list[Reward]) -> None:
-        step = self.step + 1  # the step these completions train
-        g = self.group_size
-        self.step_passes.extend(r.verdict == "pass" for r in rewards)
-        for k in range(0, len(tasks), g):
-            task = tasks[k]
-            group = f"step{step:06d}/{k // g}/{task.id}"
-            episodes = [
-                Episode(
-                    episode_id=f"{group}#{i}",
-                    task_id=task.id,
-                    group_id=group,
-                    sample_index=i,
-                    status="answered" if rewards[k + i].value is not None else "infra_error",
-                    messages=[
-                        {"role": "user", "content": task.prompt_text()},
-                        {"role": "assistant", "content": texts[k + i]},
-                    ],
-                    final=texts[k + i],
-                    reward=rewards[k + i],
-                    started_at=time.time(),
-                )
-                for i in range(min(g, len(tasks) - k))
-            ]
-            self.pending.append((task, episodes))
-            values = [r.value for r in rewards[k : k + g]]
-            if self.curriculum is not None and None not in values and task.id in self.curriculum.tasks:
-                passes = [r.verdict == "pass" for r in rewards[k : k + g]]
-                self.curriculum.update(task.id, sum(passes) / len(passes))
+    def record(self, groups: list[Group]) -> None:
+        for group in groups:
+            self.pending.append((group.task, group.episodes))
+            self._episodes.extend(group.episodes)
+            if self.curriculum is not None and group.complete and group.task.id in self.curriculum.tasks:
+                passes = [ep.reward is not None and ep.reward.verdict == "pass" for ep in group.episodes]
+                self.curriculum.update(group.task.id, sum(passes) / len(passes))
 
-    def take_pass_rate(self) -> float | None:
-        passes, self.step_passes = self.step_passes, []
-        return sum(passes) / len(passes) if passes else None
+    def take_metrics(self) -> dict[str, float | None]:
+        """The step's pass rate (scored episodes), mean replies per episode, and the share of scored
+        episodes that passed on a second reply or later (``fixed_later``); then forget the step."""
+        episodes, self._episodes = self._episodes, []
+        scored = [ep for ep in episodes if ep.scored]
+        if not scored:
+            return {"pass_rate": None, "turns": None, "fixed_later": None}
+        passed = [ep for ep in scored if ep.reward is not None and ep.reward.verdict == "pass"]
+        return {
+            "pass_rate": len(passed) / len(scored),
+            "turns": sum(len(ep.turns) for ep in scored) / len(scored),
+            "fixed_later": sum(len(ep.turns) >= 2 for ep in passed) / len(scored),
+        }
 
 
 class DojoCallback(TrainerCallback):
@@ -121,7 +110,7 @@ class DojoCallback(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
-        self.recorder.step = self.first_step = state.global_step
+        self.first_step = state.global_step
         if not self.quiet:
             self.progress = Progress(
                 TextColumn("[bold]GRPO"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
@@ -137,7 +126,6 @@ class DojoCallback(TrainerCallback):
             signal.signal(signal.SIGINT, self._previous_handler)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.recorder.step = state.global_step
         if self.interrupted:
             control.should_save = True
             control.should_training_stop = True
@@ -184,7 +172,7 @@ class DojoCallback(TrainerCallback):
         for col, key in _LOG_KEYS.items():
             if key in logs:
                 row[col] = logs[key]
-        for key in ("pass_rate", "groups_informative", "groups_kept", "groups_failed", "curriculum_level"):
+        for key in _DOJO_KEYS:
             if key in logs:
                 row[key] = logs[key]
         new = not self.csv_path.exists()

@@ -69,6 +69,28 @@ class PolicySettings(_Section):
         "otherwise the path of a local Hugging Face model directory.",
     )
     tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Shape of the tiny model.")
+    server: str | None = Field(
+        None,
+        description="Generate GRPO's episodes with a served policy at this OpenAI-compatible URL (e.g. "
+        "http://127.0.0.1:8000/v1, `dojo policy serve MODEL --prompt-format text`) instead of in process; the "
+        "trainer's weights are pushed to it (POST /update_weights_from_disk) before each step's generation.",
+    )
+
+    @model_validator(mode="after")
+    def _server(self) -> PolicySettings:
+        if self.server is not None and not self.server.startswith(("http://", "https://")):
+            raise ValueError(f"policy.server must be an http(s) URL, got {self.server!r}")
+        return self
+
+
+class EpisodeSettings(_Section):
+    mode: Literal["single", "feedback", "tools"] = Field(
+        "single",
+        description="What one training (and held-out) episode is: `single` (one reply, graded), `feedback` (the "
+        "reply's code runs on the task's visible tests and the failures come back as the next turn, up to "
+        "`max_turns` replies: code, run, error, fix), or `tools` (the model calls dojo's tools).",
+    )
+    max_turns: int = Field(2, ge=1, le=16, description="Replies per episode in `feedback` and `tools` modes.")
 
 
 DemonstrationKind = Literal["reference", "readings", "noisy", "confused", "hardcoded"]
@@ -116,7 +138,7 @@ class GRPOSettings(_Section):
     learning_rate: float = Field(1e-4, gt=0.0, description="Learning rate (constant after warm-up).")
     warmup_steps: int = Field(30, ge=0, description="Linear warm-up steps.")
     temperature: float = Field(1.0, gt=0.0, description="Sampling temperature of training completions.")
-    max_completion_tokens: int = Field(24, ge=1, description="Longest completion, in tokens.")
+    max_completion_tokens: int = Field(24, ge=1, description="Longest reply, in tokens (per turn).")
     beta: float = Field(0.0, ge=0.0, description="KL coefficient against the start model (0: no reference model).")
     epsilon: float = Field(0.2, gt=0.0, description="PPO clip range.")
     loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = Field("dapo", description="TRL's loss aggregation.")
@@ -168,6 +190,7 @@ class TrainConfig(_Section):
     policy: PolicySettings = Field(default_factory=PolicySettings)
     warm_start: WarmStartSettings = Field(default_factory=WarmStartSettings)
     grpo: GRPOSettings = Field(default_factory=GRPOSettings)
+    episode: EpisodeSettings = Field(default_factory=EpisodeSettings)
     reward: RewardSettings = Field(default_factory=RewardSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)

@@ -19,12 +19,25 @@ ROWS = [
 ]
 
 
+def report_rows(before: EvalResult, after: EvalResult) -> list[tuple[str, float, float]]:
+    """``(label, before, after)`` for every figure of the report; multi-turn runs add the pass rate
+    within each number of replies and the share fixed on a later reply."""
+    rows = [(label, float(getattr(before, key)), float(getattr(after, key))) for label, key in ROWS]
+    turns = min(len(before.pass_by_turn), len(after.pass_by_turn))
+    if turns > 1:
+        for t in range(turns):
+            label = f"held-out pass within {t + 1} repl{'y' if t == 0 else 'ies'} (sampled)"
+            rows.append((label, before.pass_by_turn[t], after.pass_by_turn[t]))
+        rows.append(("held-out share fixed on reply 2 or later", before.fixed_later, after.fixed_later))
+        rows.append(("held-out replies per episode", before.mean_turns, after.mean_turns))
+    return rows
+
+
 def report_table(before: EvalResult, after: EvalResult) -> Table:
     table = Table(title=f"held-out: {before.tasks} tasks × {before.samples} samples")
     for col in ("", "before GRPO", "after GRPO", "change"):
         table.add_column(col, justify="right" if col else "left")
-    for label, key in ROWS:
-        b, a = getattr(before, key), getattr(after, key)
+    for label, b, a in report_rows(before, after):
         table.add_row(label, f"{b:.3f}", f"{a:.3f}", f"{a - b:+.3f}")
     return table
 
@@ -75,14 +88,15 @@ def write_report(out: Path, config: TrainConfig, before: EvalResult, after: Eval
         f"- tasks: `{config.tasks.source}`, model: `{config.policy.model}`, seed {config.seed}",
         f"- warm start: {config.warm_start.steps} steps ({config.warm_start.demonstrations}); GRPO: {steps} steps of "
         f"{config.grpo.prompts_per_step} groups × {config.grpo.group_size}",
+        f"- episodes: `{config.episode.mode}`"
+        + (f", up to {config.episode.max_turns} replies" if config.episode.mode != "single" else ""),
         f"- held-out: {before.tasks} tasks never trained on, {before.samples} samples each at temperature "
         f"{config.grpo.temperature}",
         "",
         "| | before GRPO | after GRPO | change |",
         "|---|---:|---:|---:|",
     ]
-    for label, key in ROWS:
-        b, a = getattr(before, key), getattr(after, key)
+    for label, b, a in report_rows(before, after):
         lines.append(f"| {label} | {b:.3f} | {a:.3f} | {a - b:+.3f} |")
     lines += ["", "![reward curve](reward_curve.png)", ""]
     (out / "report.md").write_text("\n".join(lines))

@@ -7,9 +7,11 @@ The run, in order (each phase is skipped on ``--resume`` when its output is alre
 3. warm start: supervised fine-tuning on demonstrations through TRL's ``SFTTrainer``;
 4. held-out evaluation of the warm-started model ("before");
 5. GRPO through TRL's ``GRPOTrainer`` (``DojoGRPOTrainer``: curriculum, dynamic sampling,
-   infrastructure failures masked), with rewards from dojo's graders in the sandbox; checkpoints
-   every ``output.save_every`` steps and on Ctrl-C, trajectories in the store, metrics in CSV and
-   TensorBoard;
+   infrastructure failures masked). Each step's completions are dojo episodes (``DojoRollout``: the
+   rollout scheduler and episode runner, in the ``episode`` mode of the config, sampled from the
+   trainer's own model or a served copy of it), graded by dojo's graders in the sandbox; the same
+   ``Episode`` records go to the trajectory store and, as token ids, to the loss. Checkpoints
+   every ``output.save_every`` steps and on Ctrl-C, metrics in CSV and TensorBoard;
 6. held-out evaluation of the final model ("after") and the report (Markdown, JSON, PNG).
 
 Layout of ``output.dir``: ``config.yaml``, ``model-init/``, ``warm-start/``, ``grpo/checkpoint-N/``,
@@ -36,7 +38,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from dojo.errors import InputError
-from dojo.integrations.trl_rewards import DojoReward
+from dojo.integrations.trl_rollout import DojoRollout, GroupHook
 from dojo.rollout.store import TrajectoryStore
 from dojo.tasks.curriculum import CurriculumSampler
 from dojo.tasks.model import Task
@@ -189,16 +191,41 @@ def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) 
     return done
 
 
-def _eval(config: TrainConfig, path: Path, held: list[Task], reward: DojoReward, file: Path) -> EvalResult:
+def episode_rollout(
+    config: TrainConfig, tasks: list[Task], *, on_groups: GroupHook | None = None, served: bool = False
+) -> DojoRollout:
+    """The run's episodes (mode, turns, grading, sandbox) on ``tasks``: plain-text prompts, as the
+    warm start trains on; ``served``: sampled by ``policy.server``, with the weights pushed each step."""
+    policy = weights = None
+    if served and config.policy.server is not None:
+        from dojo.agent.policy import OpenAIPolicy
+        from dojo.agent.weight_sync import ServedWeights
+
+        policy = OpenAIPolicy(config.policy.server)
+        weights = ServedWeights(config.policy.server, Path(config.output.dir) / "policy-sync")
+    return DojoRollout(
+        tasks,
+        mode=config.episode.mode,
+        max_turns=config.episode.max_turns,
+        grading=config.grading(),
+        pool_size=config.sandbox.pool_size,
+        prompt_format="text",
+        on_groups=on_groups,
+        policy=policy,
+        weights=weights,
+    )
+
+
+def _eval(config: TrainConfig, path: Path, held: list[Task], rollout: DojoRollout, file: Path) -> EvalResult:
     if file.is_file():
         return EvalResult.model_validate_json(file.read_text())
     model, tokenizer = load_policy(path)
-    result = _eval_now(config, held, reward, model, tokenizer)
+    result = _eval_now(config, held, rollout, model, tokenizer)
     file.write_text(result.model_dump_json(indent=2))
     return result
 
 
-def _eval_now(config: TrainConfig, held: list[Task], reward: DojoReward, model: Any, tokenizer: Any) -> EvalResult:
+def _eval_now(config: TrainConfig, held: list[Task], rollout: DojoRollout, model: Any, tokenizer: Any) -> EvalResult:
     """Held-out evaluation of ``model`` (also the one being trained, for ``eval.every``); leaves it
     in training mode."""
     try:
@@ -206,7 +233,7 @@ def _eval_now(config: TrainConfig, held: list[Task], reward: DojoReward, model: 
             model,
             tokenizer,
             held,
-            reward,
+            rollout,
             samples=config.eval.samples,
             temperature=config.grpo.temperature,
             max_tokens=config.grpo.max_completion_tokens,
@@ -245,25 +272,24 @@ def train(
 
     train_tasks, held = split_tasks(config.tasks, config.seed)
     say(f"[bold]dojo train[/] → {out}  ({len(train_tasks)} training tasks, {len(held)} held out)")
-    sb = config.sandbox
-    eval_reward = DojoReward(grading=config.grading(), pool_size=sb.pool_size)
+    eval_rollout = episode_rollout(config, held)
     try:
         start = _start_model(config, out)
         if config.warm_start.steps and not (out / "warm-start" / "config.json").is_file():
             say(f"warm start: {config.warm_start.steps} supervised steps ({config.warm_start.demonstrations})")
         sft_tasks, rl_tasks = split_for_warm_start(train_tasks, config)
         warm = _warm_start(config, start, sft_tasks, out)
-        before = _eval(config, warm, held, eval_reward, out / "eval-before.json")
+        before = _eval(config, warm, held, eval_rollout, out / "eval-before.json")
         say(f"held-out before GRPO: reward {before.mean_reward:.3f}, greedy pass {before.greedy_pass:.3f}")
-        periodic = functools.partial(_eval_now, config, held, eval_reward)
+        periodic = functools.partial(_eval_now, config, held, eval_rollout)
         steps, interrupted = _grpo(config, warm, rl_tasks, out, quiet, periodic)
         if interrupted:
             say(f"[yellow]interrupted at step {steps}: checkpoint saved; continue with --resume[/]")
             after = before  # no final model yet
         else:
-            after = _eval(config, out / "final", held, eval_reward, out / "eval-after.json")
+            after = _eval(config, out / "final", held, eval_rollout, out / "eval-after.json")
     finally:
-        eval_reward.close()
+        eval_rollout.close()
     result = TrainResult(
         output_dir=str(out), steps=steps, before=before, after=after, wall_seconds=time.monotonic() - started,
         interrupted=interrupted,
@@ -288,6 +314,7 @@ def _grpo(
     from trl.trainer.grpo_config import GRPOConfig
 
     from dojo.integrations.trl_rewards import task_rows
+    from dojo.integrations.trl_rollout import episode_reward
     from dojo.integrations.trl_trainer import CurriculumBatches, DojoGRPOTrainer, index_tasks, tasks_per_step
     from dojo.train.callbacks import CURRICULUM_FILE, DojoCallback, StepRecorder, drop_newer_shards
 
@@ -307,8 +334,8 @@ def _grpo(
     if checkpoint is not None and (checkpoint / CURRICULUM_FILE).is_file():
         curriculum.load_state_dict(json.loads((checkpoint / CURRICULUM_FILE).read_text()))
     drop_newer_shards(store, _checkpoint_step(checkpoint) if checkpoint is not None else 0)
-    recorder = StepRecorder(curriculum, g.group_size, store.run_id)
-    reward = DojoReward(grading=config.grading(), pool_size=config.sandbox.pool_size, on_rewards=recorder)
+    recorder = StepRecorder(curriculum)
+    rollout = episode_rollout(config, train_tasks, on_groups=recorder.record, served=True)
     per_step = tasks_per_step(g.prompts_per_step, g.oversample)
     args = GRPOConfig(
         output_dir=str(grpo_dir),
@@ -346,23 +373,21 @@ def _grpo(
     os.environ["TENSORBOARD_LOGGING_DIR"] = str(out / "tensorboard")  # read by the TensorBoard callback
     trainer = DojoGRPOTrainer(
         model=model,
-        reward_funcs=reward,
+        reward_funcs=episode_reward,
+        rollout_func=rollout,
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=[callback],
         sampler=sampler,
         keep_groups=g.prompts_per_step,
-        dojo_metrics=lambda: {
-            "pass_rate": recorder.take_pass_rate(),
-            "curriculum_level": curriculum.level,
-        },
+        dojo_metrics=lambda: {**recorder.take_metrics(), "curriculum_level": curriculum.level},
     )
     trainer.remove_callback(PrinterCallback)
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:
-        reward.close()
+        rollout.close()
     steps = trainer.state.global_step
     if callback.interrupted and steps < g.steps:
         return steps, True
