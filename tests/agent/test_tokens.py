@@ -27,7 +27,9 @@ def _episode(*completions: Completion) -> Episode:
 
 
 @pytest.mark.parametrize("prompt_format", ["chat", "text"])
-async def test_a_continued_conversation_keeps_the_sampled_ids(tiny_model_dir: Path, prompt_format: PromptFormat) -> None:
+async def test_a_continued_conversation_keeps_the_sampled_ids(
+    tiny_model_dir: Path, prompt_format: PromptFormat
+) -> None:
     policy = HFPolicy.from_dir(tiny_model_dir, prompt_format=prompt_format)
     params = SamplingParams(max_tokens=16, temperature=1.0, seed=3)
     firsts = await policy.generate(PROMPT, params, n=8)
