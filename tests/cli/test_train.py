@@ -55,6 +55,30 @@ def test_train_writes_checkpoints_trajectories_metrics_and_a_report(tmp_path: Pa
     assert held == 8
 
 
+def test_train_on_feedback_episodes_reports_pass_rate_per_reply(tmp_path: Path) -> None:
+    """``episode.mode=feedback``: training and held-out episodes run the write-run-fix loop; the
+    stored episodes carry the token ids the loss was computed on, and the report shows each reply."""
+    out = tmp_path / "fb"
+    args = [*small(out, steps=2), "--set", "episode.mode=feedback", "--set", "episode.max_turns=2", "--json",
+            "--set", "warm_start.fix_share=0.5"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout[result.stdout.index("{") :])
+    before = data["before"]
+    assert len(before["pass_by_turn"]) == 2 and before["pass_by_turn"][0] <= before["pass_by_turn"][1]
+    assert 1.0 <= before["mean_turns"] <= 2.0
+    report = (out / "report.md").read_text()
+    assert "pass within 2 replies" in report and "fixed on reply 2 or later" in report
+    metrics = pd.read_csv(out / "metrics.csv")
+    assert metrics["turns"].between(1, 2).all()
+    frame = pd.read_parquet(out / "trajectories")
+    assert frame["num_turns"].max() == 2  # the warm-started model misses often: feedback, then a second reply
+    two = frame[frame["num_turns"] == 2].iloc[0]
+    assert "did not pass the visible tests" in json.loads(two["messages"])[2]["content"]
+    first, second = (list(ids) for ids in two["prompt_token_ids"])
+    assert second[: len(first) + len(two["token_ids"][0])] == first + list(two["token_ids"][0])  # one token sequence
+
+
 def test_train_refuses_bad_input_and_never_overwrites(tmp_path: Path) -> None:
     out = tmp_path / "r"
     bad_set = runner.invoke(app, ["train", "--out", str(out), "--set", "grpo.steps"])

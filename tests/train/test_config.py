@@ -33,6 +33,9 @@ def test_yaml_overrides_and_dotted_overrides(tmp_path: Path) -> None:
         ({"grpo": {"group_size": 1}}, "grpo.group_size: Input should be greater than or equal to 2"),
         ({"tasks": {"difficulty": [0.8, 0.2]}}, "difficulty must be [low, high]"),
         ({"reward": {"mode": "vibes"}}, "reward.mode: Input should be"),
+        ({"episode": {"mode": "chat"}}, "episode.mode: Input should be 'single', 'feedback' or 'tools'"),
+        ({"episode": {"max_turns": 0}}, "episode.max_turns: Input should be greater than or equal to 1"),
+        ({"policy": {"server": "localhost:8000"}}, "policy.server must be an http(s) URL"),
     ],
 )
 def test_bad_fields_are_named_with_the_reason(data: dict[str, object], message: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from dojo.tasks.families import IDENTIFY_CONFUSIONS, IDENTIFY_FUNCTIONS
 from dojo.train.config import TaskSettings
-from dojo.train.data import demonstrations, held_out, split_tasks
+from dojo.train.data import demonstrations, fix_candidates, fix_demonstration, held_out, split_tasks
 
 ALL_FUNCTIONS = {f for level in IDENTIFY_FUNCTIONS for f in level}
 
@@ -90,3 +90,23 @@ def test_the_warm_start_learns_the_prompt_unless_told_not_to(tmp_path: Path) -> 
     off = TrainConfig.model_validate({"warm_start": {"prompt_loss": False}})
     args = sft_arguments(off, tmp_path)
     assert args.completion_only_loss is True and args.max_steps == off.warm_start.steps and not args.bf16
+
+
+def test_a_fix_demonstration_is_what_a_feedback_episode_conditions_on(tiny_model_dir: Path) -> None:
+    """The warm start's two-reply rows are token for token the context the in-process policy
+    samples a second reply from: prompt, the first reply ended by the EOS it sampled, feedback."""
+    from dojo.agent.feedback import FEEDBACK_MESSAGE
+    from dojo.agent.hf_policy import HFPolicy
+
+    pairs = fix_candidates(_tasks(200), "hardcoded", seed=0, share=0.5)
+    assert 60 <= len(pairs) <= 140 and all(wrong != t.reference for t, wrong in pairs)
+    task, wrong = pairs[0]
+    feedback = {"role": "user", "content": FEEDBACK_MESSAGE.format(feedback="f(9) == 10 failed: got 9")}
+    policy = HFPolicy.from_dir(tiny_model_dir, prompt_format="text")
+    messages = task.messages()
+    replied = [*messages, {"role": "assistant", "content": wrong}]
+    sampled = [*policy._encode(wrong), policy.tokenizer.eos_token_id]
+    policy._remember(policy._head(replied, None), policy.prompt_ids(messages) + sampled, True)
+    row = fix_demonstration(task, wrong, feedback, policy.tokenizer.eos_token)
+    assert policy._encode(row["prompt"]) == policy.prompt_ids([*replied, feedback])
+    assert row["completion"] == task.reference

@@ -121,7 +121,7 @@ class HFPolicy:
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
         """The prompt text for a conversation (with the generation prompt, in chat format)."""
         if self.prompt_format == "text":
-            return _render_text(messages)
+            return render_text(messages)
         kwargs: dict[str, Any] = {"tools": tools} if tools else {}
         text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
         return str(text)
@@ -130,7 +130,7 @@ class HFPolicy:
         """The text of a conversation that ends with an assistant reply, up to the reply's last character."""
         *before, reply = messages
         if self.prompt_format == "text":
-            return _render_text(messages)
+            return render_text(messages)
         return self.render(before, tools) + str(reply.get("content") or "")
 
     def _encode(self, text: str) -> list[int]:
@@ -306,7 +306,7 @@ class HFPolicy:
         )
 
 
-def _render_text(messages: list[dict[str, Any]]) -> str:
+def render_text(messages: list[dict[str, Any]]) -> str:
     """The plain-text format: leading messages joined by blank lines, replies as they are, later
     user or tool messages as ``"\\n\\n<content>\\n\\n"``."""
     i = 0

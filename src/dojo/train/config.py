@@ -123,6 +123,14 @@ class WarmStartSettings(_Section):
         description="Learn the prompts' tokens too, not only the completions: a prompt's examples are true facts "
         "about its task even where the demonstration is wrong (false: completion-only loss).",
     )
+    fix_share: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="With `episode.mode: feedback`: the share of tasks that also get a two-reply demonstration "
+        "(a wrong reply, the sandbox's real feedback on it, then the right one), so that the model has seen a "
+        "fix before GRPO rewards it (0: single-reply demonstrations only).",
+    )
     correct_share: float = Field(
         0.3,
         ge=0.0,

@@ -11,6 +11,7 @@ import hashlib
 import random
 from typing import get_args
 
+from dojo.agent.hf_policy import render_text
 from dojo.tasks.families import family_candidates, family_confusion, generate_tasks, get_family
 from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
@@ -119,3 +120,30 @@ def _hardcoded(task: Task) -> str | None:
     if shown is None or not isinstance(shown.expected, int | float | str):  # bool is an int
         return None
     return repr(shown.expected)
+
+
+def fix_candidates(tasks: list[Task], kind: str, seed: int, share: float) -> list[tuple[Task, str]]:
+    """``(task, wrong reply)`` for about ``share`` of ``tasks``: the warm-start teacher's kind of
+    mistake (``noisy`` for a teacher without mistakes), for the two-reply demonstrations of
+    feedback episodes (``fix_demonstration``)."""
+    rng = random.Random(seed + 1)
+    mistake = kind if kind in TEACHERS_WITH_MISTAKES else "noisy"
+    pairs = []
+    for t in tasks:
+        if t.reference is None or rng.random() >= share:
+            continue
+        wrong = _mistake(t, mistake, rng)
+        if wrong is not None and wrong != t.reference:
+            pairs.append((t, wrong))
+    return pairs
+
+
+def fix_demonstration(task: Task, wrong: str, feedback: dict[str, str], eos: str) -> dict[str, str]:
+    """A two-reply demonstration, rendered as a feedback episode is (``render_text``): the prompt, a
+    wrong reply ended by ``eos`` (as a sampled reply ends), the sandbox's feedback on it, and then,
+    as the completion to learn, the reference."""
+    assert task.reference is not None
+    first = [*task.messages(), {"role": "assistant", "content": wrong}]
+    head = render_text(first)
+    rest = render_text([*first, feedback])[len(head) :]
+    return {"prompt": head + eos + rest, "completion": task.reference}

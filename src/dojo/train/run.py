@@ -21,6 +21,7 @@ Layout of ``output.dir``: ``config.yaml``, ``model-init/``, ``warm-start/``, ``g
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -43,7 +44,7 @@ from dojo.rollout.store import TrajectoryStore
 from dojo.tasks.curriculum import CurriculumSampler
 from dojo.tasks.model import Task
 from dojo.train.config import TrainConfig
-from dojo.train.data import demonstrations, split_tasks
+from dojo.train.data import demonstrations, fix_candidates, fix_demonstration, split_tasks
 from dojo.train.evaluate import EvalResult, evaluate
 from dojo.train.report import write_report
 
@@ -181,6 +182,9 @@ def _warm_start(config: TrainConfig, start: Path, train: list[Task], out: Path) 
     ws = config.warm_start
     model, tokenizer = load_policy(start)
     rows = demonstrations(train, ws.demonstrations, config.seed, ws.correct_share)
+    if ws.fix_share > 0 and config.episode.mode == "feedback":
+        rows += _fix_rows(config, fix_candidates(train, ws.demonstrations, config.seed, ws.fix_share), tokenizer)
+        random.Random(config.seed).shuffle(rows)
     args = sft_arguments(config, out / "warm-start-work")
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
     trainer.remove_callback(PrinterCallback)
@@ -214,6 +218,30 @@ def episode_rollout(
         policy=policy,
         weights=weights,
     )
+
+
+def _fix_rows(config: TrainConfig, pairs: list[tuple[Task, str]], tokenizer: Any) -> list[dict[str, str]]:
+    """Two-reply demonstrations: each wrong reply's real feedback comes from the sandbox, through
+    the same feedback step the episodes take (a reply that passes the visible tests anyway is left out)."""
+    from dojo.agent.episode import EpisodeConfig
+    from dojo.agent.feedback import feedback_step
+    from dojo.agent.tools import Toolbox
+    from dojo.sandbox import AsyncSandbox
+
+    limits = config.grading().limits
+    chars = EpisodeConfig().max_observation_chars
+
+    async def observe() -> list[dict[str, str] | None]:
+        async with AsyncSandbox(pool_size=config.sandbox.pool_size) as sandbox:
+            boxes = [Toolbox(t, sandbox, limits=limits, max_observation_chars=chars) for t, _ in pairs]
+            steps = await asyncio.gather(
+                *(feedback_step(box, wrong, last_turn=False) for box, (_, wrong) in zip(boxes, pairs, strict=True))
+            )
+        return [step.message for step in steps]
+
+    messages = asyncio.run(observe())
+    eos = tokenizer.eos_token or ""
+    return [fix_demonstration(t, wrong, m, eos) for (t, wrong), m in zip(pairs, messages, strict=True) if m is not None]
 
 
 def _eval(config: TrainConfig, path: Path, held: list[Task], rollout: DojoRollout, file: Path) -> EvalResult:
