@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from dojo.sandbox.zygote import Zygote
+from dojo.sandbox.zygote import RunLimits, classify_limit
 
-LIM = {"cpu_s": 2.0, "memory_bytes": 100 << 20}
+LIM = RunLimits(
+    wall_s=5.0,
+    cpu_s=2.0,
+    memory_bytes=100 << 20,
+    output_bytes=1 << 20,
+    processes=16,
+    file_size_bytes=1 << 20,
+    open_files=64,
+)
 
 
 def classify(cgroups: dict[str, int], limit: str | None = None, **facts: Any) -> str | None:
-    zygote = Zygote.__new__(Zygote)  # the classifier only needs to know which cgroups the slot has
-    zygote.cg = cgroups
     base: dict[str, Any] = {"sig": None, "cpu": 0.1, "oom": False, "failed": False, "err": bytearray(), "max_rss": 0}
-    return zygote.classify_limit(limit, LIM, **{**base, **facts})
+    return classify_limit(limit, LIM, memory_cgroup="memory" in cgroups, **{**base, **facts})
 
 
 def test_limits_by_what_the_run_left() -> None:

@@ -21,6 +21,14 @@ reaps them, moves to a fresh IPC namespace if the run left a SysV or POSIX IPC o
 ``/box``, ``/tmp`` and ``/dev/shm``. It reports raw facts
 (exit status, signal, times, peak memory, OOM kills, which limit it enforced); the host turns them
 into verdicts.
+
+The parts, in this order: the framing (``encode_frame``, ``_read_frame``); the typed wire messages
+(``RunLimits`` a step's limits, ``RunReply`` a step's facts, ``SessionWorker``); ``Syscalls`` (libc:
+mounts, namespaces, prctl, the raw fork); ``Capture`` (the one output pump: capped stdout and
+stderr, used by both run paths); ``classify_limit`` (the one limit classifier of both run paths);
+``CgroupHandle`` (per-run memory and pids limits, peak memory, OOM kills); and ``Zygote``: the jail
+(set-up: root, IPC, scratch), request handling, the one-shot run path (``run_step``), the session
+worker (``start_worker``, ``run_session_python``) and the child's set-up (``child``).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import resource
 import struct
 import sys
 import types
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 # ---------------------------------------------------------------------------------------------
 # Framing, shared with the host: ">II" (header length, blob bytes), JSON header, blobs.
@@ -165,9 +173,270 @@ PYTHON_PRELOAD = (
 )  # fmt: skip
 
 
+class RunLimits(TypedDict):
+    """A run step's limits, as the host sends them (``dojo.sandbox.slot``)."""
+
+    wall_s: float
+    cpu_s: float
+    memory_bytes: int
+    output_bytes: int
+    processes: int
+    file_size_bytes: int
+    open_files: int
+    stack_bytes: NotRequired[int]  # a stack limit, when the host sets one
+    address_space_extra: NotRequired[int]  # a runtime that maps more than it uses (the JVM, Go)
+
+
+class RunReply(TypedDict, total=False):
+    """What a run step reports back: the raw facts the host turns into a verdict (``result.py``)."""
+
+    role: str
+    exit_code: int | None
+    signal: int | None
+    wall_s: float
+    cpu_s: float
+    peak_memory_bytes: int
+    limit: str | None
+    oom_killed: bool
+    stdout_truncated: bool
+    stderr_truncated: bool
+    exec_error: str | None
+    stdout_blob: int  # index of the blob holding the stream
+    stderr_blob: int
+    session_restarted: bool
+    session_ended: bool
+
+
+class SessionWorker(TypedDict):
+    """A session's persistent interpreter: its process and the zygote's ends of its pipes."""
+
+    pid: int
+    pidfd: int
+    ctl: int  # requests: frames of (code, stdin)
+    status: int  # one frame per exec: its exit status, whether the interpreter ended
+    out: int
+    err: int
+    exc: int  # a set-up failure's message
+    limits: RunLimits
+
+
+class Syscalls:
+    """The part of the zygote that talks to the kernel through libc: mounts, namespaces, prctl and
+    a fork without CPython's after-fork hooks. Every failure is an ``OSError`` naming the call."""
+
+    def __init__(self) -> None:
+        import ctypes
+
+        self.ctypes = ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        # ctypes makes a function object on first use; resolving the ones every child calls here
+        # keeps that work (and its page faults) out of each run.
+        self.libc.unshare, self.libc.setns  # noqa: B018
+        # glibc's fork() without CPython's after-fork work (PyDLL: the GIL stays held across the
+        # call). That work re-creates the locks other threads might have held, chiefly through the
+        # threading module's hook, and in a child that only runs one program it writes ~150 pages
+        # that have to be copied first: ~0.25 ms a run. The zygote never starts a thread, so its
+        # interpreter is consistent in the child as it is; ``Zygote.fork_run`` does the one thing a
+        # fresh process must have, a random seed of its own.
+        self.raw_fork = ctypes.PyDLL(None, use_errno=True).fork
+        self.raw_fork.restype = ctypes.c_int
+        self.raw_fork.argtypes = []
+
+    def check(self, ret: int, what: str) -> None:
+        if ret != 0:
+            err = self.ctypes.get_errno()
+            raise OSError(err, f"{what}: {os.strerror(err)}")
+
+    def mount(self, src: str | None, dst: str, fstype: str | None, flags: int, data: str = "") -> None:
+        def b(s: str | None) -> bytes | None:
+            return s.encode() if s else None
+
+        self.check(
+            self.libc.mount(b(src), b(dst), b(fstype), self.ctypes.c_ulong(flags), b(data)),
+            f"mount {src} on {dst}",
+        )
+
+    def umount(self, path: str) -> None:
+        self.check(self.libc.umount2(path.encode(), MNT_DETACH), f"umount {path}")
+
+    def unshare(self, flags: int) -> None:
+        self.check(self.libc.unshare(flags), "unshare")
+
+    def setns(self, fd: int, nstype: int) -> None:
+        self.check(self.libc.setns(fd, nstype), "setns")
+
+    def prctl(self, option: int, arg: int) -> None:
+        self.check(self.libc.prctl(option, self.ctypes.c_ulong(arg), 0, 0, 0), "prctl")
+
+    def fork(self) -> int:
+        pid = self.raw_fork()
+        if pid < 0:
+            err = self.ctypes.get_errno()
+            raise OSError(err, f"fork: {os.strerror(err)}")
+        return int(pid)
+
+
+class Capture:
+    """A run's stdout and stderr, each kept up to ``cap`` bytes; what goes past is dropped and
+    flagged. The one output pump of both run paths (a one-shot run, a session's exec)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.out = bytearray()
+        self.err = bytearray()
+        self.truncated = {"stdout": False, "stderr": False}
+
+    def drain(self, fd: int, name: str) -> bool:
+        """Read what ``fd`` has now into the stream ``name``; False at end of file."""
+        buf = self.out if name == "stdout" else self.err
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            room = self.cap - len(buf)
+            if len(chunk) > room:
+                buf += chunk[: max(room, 0)]
+                self.truncated[name] = True
+            else:
+                buf += chunk
+
+    @property
+    def over_cap(self) -> bool:
+        return self.truncated["stdout"] or self.truncated["stderr"]
+
+
+def classify_limit(
+    limit: str | None, lim: RunLimits, *, memory_cgroup: bool, sig: int | None, cpu: float, oom: bool,
+    failed: bool, err: bytearray, max_rss: int,
+) -> str | None:  # fmt: skip
+    """Which limit a run (one-shot, or a session's exec) hit: ``limit`` when the zygote enforced
+    one itself (wall, output), else what the facts say. One classifier for both run paths."""
+    if limit is not None:
+        return limit
+    if sig == 24 or cpu > lim["cpu_s"]:  # SIGXCPU, or over its budget
+        return "cpu"
+    if oom:
+        return "memory"
+    # Address-space limit (no memory cgroup): a failed allocation shows as the program's own
+    # error report, or as a failure after its resident memory came close to the limit.
+    if failed and not memory_cgroup and (_out_of_memory(err) or max_rss >= 0.75 * lim["memory_bytes"]):
+        return "memory"
+    if sig == 25:  # SIGXFSZ
+        return "file_size"
+    return None
+
+
+class CgroupHandle:
+    """The slot's cgroups as the zygote sees them (v1: one directory per controller; v2: one for
+    both): per-run memory and pids limits, the peak-memory counter, OOM kills."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        self.controllers: dict[str, int] = {}  # controller -> directory fd
+        self.mem_limit = -1
+        self.pids_limit = -1
+        self.peak_fd = -1
+
+    def has(self, controller: str) -> bool:
+        return controller in self.controllers
+
+    def join(self, groups: dict[str, str]) -> None:
+        """Move this process into each controller's group (the host made them) and keep a handle."""
+        joined: dict[str, int] = {}
+        for name, path in groups.items():
+            if path not in joined:  # on v2 both controllers live in one directory
+                with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                    f.write("0")
+                joined[path] = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+            self.controllers[name] = joined[path]
+
+    def write(self, controller: str, filename: str, value: str) -> None:
+        if controller not in self.controllers:
+            return
+        fd = os.open(filename, os.O_WRONLY, dir_fd=self.controllers[controller])
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
+
+    def read(self, controller: str, filename: str) -> str:
+        if controller not in self.controllers:
+            return ""
+        fd = os.open(filename, os.O_RDONLY, dir_fd=self.controllers[controller])
+        try:
+            return os.read(fd, 65536).decode()
+        finally:
+            os.close(fd)
+
+    def memory_usage(self) -> int:
+        if "memory" not in self.controllers:
+            return 0
+        name = "memory.usage_in_bytes" if self.version == 1 else "memory.current"
+        return int(self.read("memory", name))
+
+    def set_limits(self, lim: RunLimits) -> int:
+        """Memory limit = what the group holds now (the zygote) + the run's limit; pids.max.
+
+        Returns the usage the limit was based on. A rewrite within 1 MiB of the last is skipped.
+        """
+        base = self.memory_usage()
+        if "memory" in self.controllers and abs(base + lim["memory_bytes"] - self.mem_limit) > (1 << 20):
+            self.mem_limit = base + lim["memory_bytes"]
+            name = "memory.limit_in_bytes" if self.version == 1 else "memory.max"
+            self.write("memory", name, str(self.mem_limit))
+        if "pids" in self.controllers and lim["processes"] != self.pids_limit:
+            self.pids_limit = lim["processes"]
+            self.write("pids", "pids.max", str(lim["processes"] + 1))
+        return base
+
+    def reset_peak(self) -> int:
+        """Reset the group's peak-memory counter; returns the usage now.
+
+        v1: write 0 to memory.max_usage_in_bytes. v2: a write to memory.peak resets it only for
+        reads through the same open file, so the zygote keeps one descriptor for it.
+        """
+        if "memory" in self.controllers:
+            try:
+                if self.version == 1:
+                    self.write("memory", "memory.max_usage_in_bytes", "0")
+                else:
+                    if self.peak_fd < 0:
+                        self.peak_fd = os.open("memory.peak", os.O_RDWR, dir_fd=self.controllers["memory"])
+                    os.write(self.peak_fd, b"reset")
+            except OSError:
+                pass
+        return self.memory_usage()
+
+    def read_peak(self, base: int) -> int:
+        if "memory" not in self.controllers:
+            return 0
+        try:
+            if self.version == 1:
+                raw = self.read("memory", "memory.max_usage_in_bytes")
+            elif self.peak_fd >= 0:
+                raw = os.pread(self.peak_fd, 64, 0).decode()
+            else:
+                return 0
+            return max(0, int(raw) - base)
+        except (OSError, ValueError):
+            return 0
+
+    def oom_kills(self) -> int:
+        if "memory" not in self.controllers:
+            return 0
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        for line in self.read("memory", name).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+
 class Zygote:
     def __init__(self, config: dict[str, Any]) -> None:
-        import ctypes
 
         self.config = config
         self.streams: tuple[Any, Any, Any] | None = None
@@ -177,28 +446,12 @@ class Zygote:
         # every file it makes as uid 0, and each run enters a nested user namespace where that uid
         # appears as RUN_UID and nothing else exists.
         self.uid: int = 0 if self.rootless else config["uid"]
-        self.libc = ctypes.CDLL(None, use_errno=True)
-        # ctypes makes a function object on first use; resolving the ones every child calls here
-        # keeps that work (and its page faults) out of each run.
-        self.libc.unshare, self.libc.setns  # noqa: B018
-        self.ctypes = ctypes
-        # glibc's fork() without CPython's after-fork work (PyDLL: the GIL stays held across the
-        # call). That work re-creates the locks other threads might have held, chiefly through the
-        # threading module's hook, and in a child that only runs one program it writes ~150 pages
-        # that have to be copied first: ~0.25 ms a run. The zygote never starts a thread, so its
-        # interpreter is consistent in the child as it is; ``fork_run`` does the one thing a
-        # fresh process must have, a random seed of its own.
-        self.raw_fork = ctypes.PyDLL(None, use_errno=True).fork
-        self.raw_fork.restype = ctypes.c_int
-        self.raw_fork.argtypes = []
-        self.cg: dict[str, int] = {}
-        self.cgroup_version: int = config.get("cgroup_version", 1)
+        self.sys = Syscalls()
+        self.cgroup = CgroupHandle(config.get("cgroup_version", 1))
         self.host_netns: int | None = None
         self.disk_bytes: int = config.get("disk_bytes", 64 << 20)
-        self.mem_limit = -1
-        self.pids_limit = -1
         self.oom_count = 0
-        self.peak_fd = -1
+        self.worker: SessionWorker | None = None
         self.vm_size = 0
         self.code_cache: dict[str, Any] = {}
         self.ipc_fds: list[int] = []
@@ -211,62 +464,7 @@ class Zygote:
 
         self.blockable_signals = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
 
-    # -- syscalls ------------------------------------------------------------------------------
-
-    def _check(self, ret: int, what: str) -> None:
-        if ret != 0:
-            err = self.ctypes.get_errno()
-            raise OSError(err, f"{what}: {os.strerror(err)}")
-
-    def mount(self, src: str | None, dst: str, fstype: str | None, flags: int, data: str = "") -> None:
-        def b(s: str | None) -> bytes | None:
-            return s.encode() if s else None
-
-        self._check(
-            self.libc.mount(b(src), b(dst), b(fstype), self.ctypes.c_ulong(flags), b(data)),
-            f"mount {src} on {dst}",
-        )
-
-    def umount(self, path: str) -> None:
-        self._check(self.libc.umount2(path.encode(), MNT_DETACH), f"umount {path}")
-
-    def unshare(self, flags: int) -> None:
-        self._check(self.libc.unshare(flags), "unshare")
-
-    def setns(self, fd: int, nstype: int) -> None:
-        self._check(self.libc.setns(fd, nstype), "setns")
-
-    def prctl(self, option: int, arg: int) -> None:
-        self._check(self.libc.prctl(option, self.ctypes.c_ulong(arg), 0, 0, 0), "prctl")
-
     # -- set-up --------------------------------------------------------------------------------
-
-    def join_cgroups(self) -> None:
-        joined: dict[str, int] = {}
-        for name, path in self.config.get("cgroups", {}).items():
-            if path not in joined:  # on v2 both controllers live in one directory
-                with open(os.path.join(path, "cgroup.procs"), "w") as f:
-                    f.write("0")
-                joined[path] = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-            self.cg[name] = joined[path]
-
-    def cg_write(self, controller: str, filename: str, value: str) -> None:
-        if controller not in self.cg:
-            return
-        fd = os.open(filename, os.O_WRONLY, dir_fd=self.cg[controller])
-        try:
-            os.write(fd, value.encode())
-        finally:
-            os.close(fd)
-
-    def cg_read(self, controller: str, filename: str) -> str:
-        if controller not in self.cg:
-            return ""
-        fd = os.open(filename, os.O_RDONLY, dir_fd=self.cg[controller])
-        try:
-            return os.read(fd, 65536).decode()
-        finally:
-            os.close(fd)
 
     def loopback_up(self) -> None:
         import socket
@@ -279,8 +477,8 @@ class Zygote:
     def build_root(self) -> None:
         if self.config.get("keep_host_netns"):
             self.host_netns = os.open(self.config["keep_host_netns"], os.O_RDONLY | os.O_CLOEXEC)
-        self.mount(None, "/", None, MS_REC | MS_PRIVATE)
-        self.mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
+        self.sys.mount(None, "/", None, MS_REC | MS_PRIVATE)
+        self.sys.mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
         r = NEW_ROOT
         ro_flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
         binds: list[str] = ["/usr", "/etc", *self.config.get("extra_ro_paths", [])]
@@ -299,22 +497,22 @@ class Zygote:
             else:
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 open(dst, "w").close()
-            self.mount(src, dst, None, MS_BIND)
-            self.mount(None, dst, None, ro_flags)
+            self.sys.mount(src, dst, None, MS_BIND)
+            self.sys.mount(None, dst, None, ro_flags)
         # /dev: a few safe devices, nothing else.
         os.makedirs(r + "/dev", exist_ok=True)
-        self.mount("tmpfs", r + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
+        self.sys.mount("tmpfs", r + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
         for dev in DEVICES:
             open(f"{r}/dev/{dev}", "w").close()
-            self.mount(f"/dev/{dev}", f"{r}/dev/{dev}", None, MS_BIND)
-            self.mount(None, f"{r}/dev/{dev}", None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC)
+            self.sys.mount(f"/dev/{dev}", f"{r}/dev/{dev}", None, MS_BIND)
+            self.sys.mount(None, f"{r}/dev/{dev}", None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC)
         for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                              ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
             os.symlink(target, f"{r}/dev/{name}")
         os.makedirs(r + "/dev/shm")
         os.makedirs(r + MQUEUE)
         os.makedirs(r + "/proc")
-        self.mount("proc", r + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        self.sys.mount("proc", r + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         for d in ("tmp", "box"):
             os.makedirs(f"{r}/{d}")
         self.mount_scratch(r)
@@ -322,10 +520,10 @@ class Zygote:
         machine = os.uname().machine
         if machine not in SYS_PIVOT_ROOT:
             raise OSError(f"unsupported architecture {machine}")
-        self._check(self.libc.syscall(SYS_PIVOT_ROOT[machine], b".", b"."), "pivot_root")
-        self.umount(".")
+        self.sys.check(self.sys.libc.syscall(SYS_PIVOT_ROOT[machine], b".", b"."), "pivot_root")
+        self.sys.umount(".")
         os.chdir("/")
-        self.mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        self.sys.mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
     def watch_ipc(self) -> None:
         """Open what lists the IPC objects of the zygote's current IPC namespace: the three SysV
@@ -338,10 +536,10 @@ class Zygote:
         self.ipc_fds = []
         try:
             try:
-                self.umount(MQUEUE)
+                self.sys.umount(MQUEUE)
             except OSError:
                 pass  # nothing mounted yet
-            self.mount("mqueue", MQUEUE, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            self.sys.mount("mqueue", MQUEUE, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             self.ipc_fds = [os.open(p, os.O_RDONLY | os.O_CLOEXEC) for p in (*SYSVIPC_LISTS, MQUEUE)]
         except OSError:
             for fd in self.ipc_fds:
@@ -360,18 +558,18 @@ class Zygote:
     def drop_ipc_if_used(self) -> None:
         """Give later runs an empty IPC namespace if the last one left anything in this one."""
         if self.ipc_fds and self.ipc_in_use():
-            self.unshare(CLONE_NEWIPC)  # the old namespace goes with its last process: there is none
+            self.sys.unshare(CLONE_NEWIPC)  # the old namespace goes with its last process: there is none
             self.watch_ipc()
 
     def mount_scratch(self, root: str = "") -> None:
         """Fresh tmpfs for /box (owned by the run uid), /tmp and /dev/shm."""
         size = self.disk_bytes
         uid = self.uid
-        self.mount("tmpfs", root + BOX, "tmpfs", MS_NOSUID | MS_NODEV,
+        self.sys.mount("tmpfs", root + BOX, "tmpfs", MS_NOSUID | MS_NODEV,
                    f"size={size},nr_inodes=4096,mode=0755,uid={uid},gid={uid}")  # fmt: skip
-        self.mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+        self.sys.mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
                    f"size={size},nr_inodes=4096,mode=1777")  # fmt: skip
-        self.mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+        self.sys.mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
                    f"size={size},nr_inodes=1024,mode=1777")  # fmt: skip
 
     def wipe_scratch(self, disk_bytes: int) -> None:
@@ -392,7 +590,7 @@ class Zygote:
                     os.unlink(e.path)
         if remount:
             for d in (BOX, "/tmp", "/dev/shm"):
-                self.umount(d)
+                self.sys.umount(d)
             self.disk_bytes = disk_bytes
             self.mount_scratch()
 
@@ -427,7 +625,7 @@ class Zygote:
             os.close(null)
         gc.collect()
         gc.freeze()  # forked children never scan (and so never copy) the zygote's objects
-        self.libc.malloc_trim(0)  # give freed heap back: idle memory per slot is what scales
+        self.sys.libc.malloc_trim(0)  # give freed heap back: idle memory per slot is what scales
         self.vm_size = self._vm_size()
 
     @staticmethod
@@ -476,27 +674,27 @@ class Zygote:
         return 0
 
     def setup(self) -> None:
-        self.join_cgroups()
+        self.cgroup.join(self.config.get("cgroups", {}))
         import socket
 
         socket.sethostname("dojo")
         self.loopback_up()
         self.build_root()
         self.watch_ipc()
-        if self.cgroup_version == 1 and "memory" in self.cg:
+        if self.cgroup.version == 1 and self.cgroup.has("memory"):
             try:
-                self.cg_write("memory", "memory.swappiness", "0")
+                self.cgroup.write("memory", "memory.swappiness", "0")
             except OSError:
                 pass
-        elif "memory" in self.cg:
+        elif self.cgroup.has("memory"):
             try:
-                self.cg_write("memory", "memory.swap.max", "0")
+                self.cgroup.write("memory", "memory.swap.max", "0")
             except OSError:
                 pass
-        self.oom_count = self.oom_kills()
+        self.oom_count = self.cgroup.oom_kills()
         # No run may gain privileges through execve (setuid files, file capabilities). The zygote
         # itself never execs, so it sets this once and every child inherits it.
-        self.prctl(PR_SET_NO_NEW_PRIVS, 1)
+        self.sys.prctl(PR_SET_NO_NEW_PRIVS, 1)
         try:  # needs CAP_SYS_RESOURCE; without it, children at +1000 are still chosen first
             with open("/proc/self/oom_score_adj", "w") as f:
                 f.write("-1000")
@@ -621,14 +819,14 @@ class Zygote:
         timings = {name: round((t - t0) * 1e6) for name, t in self.marks}
         return {"steps": steps_out, "fetched": fetched, "timings_us": timings}, out_blobs
 
-    def run_step(self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]) -> tuple[dict[str, Any], bytes, bytes]:
+    def run_step(self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
         import select
         import time
 
-        lim = step["limits"]
+        lim: RunLimits = step["limits"]
         oom_before = self.oom_count
-        mem_base = self.set_cgroup_limits(lim)
-        self.reset_peak()
+        mem_base = self.cgroup.set_limits(lim)
+        self.cgroup.reset_peak()
 
         if step.get("stdin") and self.private_stdin is not None:
             # the run reads a memfd this process never read (read_request)
@@ -657,14 +855,11 @@ class Zygote:
         for fd in (in_r, out_w, err_w, exc_w):
             os.close(fd)
         pidfd = os.pidfd_open(pid)
-        cap = lim["output_bytes"]
-        out = bytearray()
-        err = bytearray()
-        truncated = {"stdout": False, "stderr": False}
+        capture = Capture(lim["output_bytes"])
         limit: str | None = None
         deadline = start + lim["wall_s"]
         poller = select.poll()
-        fds = {out_r: (out, "stdout"), err_r: (err, "stderr")}
+        fds = {out_r: "stdout", err_r: "stderr"}
         for fd in fds:
             os.set_blocking(fd, False)
             poller.register(fd, select.POLLIN)
@@ -698,8 +893,7 @@ class Zygote:
                     # Drain what is buffered now, then kill leftovers (background children
                     # holding the pipes open) so the reads below reach EOF promptly.
                     for rfd in list(open_fds):
-                        buf, name = fds[rfd]
-                        if self._drain(rfd, buf, cap, truncated, name) is None:
+                        if not capture.drain(rfd, fds[rfd]):
                             open_fds.discard(rfd)
                             poller.unregister(rfd)
                     if open_fds and not killed_all:
@@ -718,11 +912,10 @@ class Zygote:
                         os.close(in_w)
                         in_w = -1
                 elif fd in open_fds:
-                    buf, name = fds[fd]
-                    if self._drain(fd, buf, cap, truncated, name) is None:
+                    if not capture.drain(fd, fds[fd]):
                         open_fds.discard(fd)
                         poller.unregister(fd)
-                    if (truncated["stdout"] or truncated["stderr"]) and limit is None:
+                    if capture.over_cap and limit is None:
                         limit = "output"
                         self.kill_all()
                         killed_all = True
@@ -744,12 +937,12 @@ class Zygote:
         cpu = ru.ru_utime + ru.ru_stime
         exit_code = os.waitstatus_to_exitcode(status)
         sig = -exit_code if exit_code < 0 else None
-        self.oom_count = self.oom_kills()
+        self.oom_count = self.cgroup.oom_kills()
         oom = self.oom_count > oom_before
-        limit = self.classify_limit(limit, lim, sig=sig, cpu=cpu, oom=oom, failed=exit_code != 0, err=err,
-                                    max_rss=ru.ru_maxrss * 1024)  # fmt: skip
-        peak = self.read_peak(mem_base) or ru.ru_maxrss * 1024
-        res = {
+        limit = classify_limit(limit, lim, memory_cgroup=self.cgroup.has("memory"), sig=sig, cpu=cpu, oom=oom,
+                               failed=exit_code != 0, err=capture.err, max_rss=ru.ru_maxrss * 1024)  # fmt: skip
+        peak = self.cgroup.read_peak(mem_base) or ru.ru_maxrss * 1024
+        res: RunReply = {
             "role": step.get("role", "run"),
             "exit_code": exit_code if exit_code >= 0 else None,
             "signal": sig,
@@ -758,122 +951,18 @@ class Zygote:
             "peak_memory_bytes": peak,
             "limit": limit,
             "oom_killed": oom,
-            "stdout_truncated": truncated["stdout"],
-            "stderr_truncated": truncated["stderr"],
+            "stdout_truncated": capture.truncated["stdout"],
+            "stderr_truncated": capture.truncated["stderr"],
             "exec_error": exec_error,
         }
-        return res, bytes(out), bytes(err)
-
-    def classify_limit(
-        self, limit: str | None, lim: dict[str, Any], *, sig: int | None, cpu: float, oom: bool, failed: bool,
-        err: bytearray, max_rss: int,
-    ) -> str | None:  # fmt: skip
-        """Which limit a run (one-shot, or a session's exec) hit: ``limit`` when the zygote enforced
-        one itself (wall, output), else what the facts say. One classifier for both run paths."""
-        if limit is not None:
-            return limit
-        if sig == 24 or cpu > lim["cpu_s"]:  # SIGXCPU, or over its budget
-            return "cpu"
-        if oom:
-            return "memory"
-        # Address-space limit (no memory cgroup): a failed allocation shows as the program's own
-        # error report, or as a failure after its resident memory came close to the limit.
-        if failed and "memory" not in self.cg and (_out_of_memory(err) or max_rss >= 0.75 * lim["memory_bytes"]):
-            return "memory"
-        if sig == 25:  # SIGXFSZ
-            return "file_size"
-        return None
+        return res, bytes(capture.out), bytes(capture.err)
 
     def fork_run(self) -> int:
-        """``os.fork()`` for a run's process, without CPython's after-fork hooks (see ``raw_fork``).
+        """``os.fork()`` for a run's process, without CPython's after-fork hooks (see ``Syscalls``).
         The child reseeds ``random`` itself (``run_python_inline``)."""
         if _thread._count():  # never the case; another thread would make the hooks necessary
             return os.fork()
-        pid = self.raw_fork()
-        if pid < 0:
-            err = self.ctypes.get_errno()
-            raise OSError(err, f"fork: {os.strerror(err)}")
-        return int(pid)
-
-    @staticmethod
-    def _drain(fd: int, buf: bytearray, cap: int, truncated: dict[str, bool], name: str) -> int | None:
-        """Read what is available; None on EOF. Bytes past the cap are dropped and flagged."""
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except BlockingIOError:
-                return 0
-            if not chunk:
-                return None
-            room = cap - len(buf)
-            if len(chunk) > room:
-                buf += chunk[: max(room, 0)]
-                truncated[name] = True
-            else:
-                buf += chunk
-
-    def memory_usage(self) -> int:
-        if "memory" not in self.cg:
-            return 0
-        name = "memory.usage_in_bytes" if self.cgroup_version == 1 else "memory.current"
-        return int(self.cg_read("memory", name))
-
-    def set_cgroup_limits(self, lim: dict[str, Any]) -> int:
-        """Memory limit = what the group holds now (the zygote) + the run's limit; pids.max.
-
-        Returns the usage the limit was based on. A rewrite within 1 MiB of the last is skipped.
-        """
-        base = self.memory_usage()
-        if "memory" in self.cg and abs(base + lim["memory_bytes"] - self.mem_limit) > (1 << 20):
-            self.mem_limit = base + lim["memory_bytes"]
-            name = "memory.limit_in_bytes" if self.cgroup_version == 1 else "memory.max"
-            self.cg_write("memory", name, str(self.mem_limit))
-        if "pids" in self.cg and lim["processes"] != self.pids_limit:
-            self.pids_limit = lim["processes"]
-            self.cg_write("pids", "pids.max", str(lim["processes"] + 1))
-        return base
-
-    def reset_peak(self) -> int:
-        """Reset the group's peak-memory counter; returns the usage now.
-
-        v1: write 0 to memory.max_usage_in_bytes. v2: a write to memory.peak resets it only for
-        reads through the same open file, so the zygote keeps one descriptor for it.
-        """
-        if "memory" in self.cg:
-            try:
-                if self.cgroup_version == 1:
-                    self.cg_write("memory", "memory.max_usage_in_bytes", "0")
-                else:
-                    if self.peak_fd < 0:
-                        self.peak_fd = os.open("memory.peak", os.O_RDWR, dir_fd=self.cg["memory"])
-                    os.write(self.peak_fd, b"reset")
-            except OSError:
-                pass
-        return self.memory_usage()
-
-    def read_peak(self, base: int) -> int:
-        if "memory" not in self.cg:
-            return 0
-        try:
-            if self.cgroup_version == 1:
-                raw = self.cg_read("memory", "memory.max_usage_in_bytes")
-            elif self.peak_fd >= 0:
-                raw = os.pread(self.peak_fd, 64, 0).decode()
-            else:
-                return 0
-            return max(0, int(raw) - base)
-        except (OSError, ValueError):
-            return 0
-
-    def oom_kills(self) -> int:
-        if "memory" not in self.cg:
-            return 0
-        name = "memory.oom_control" if self.cgroup_version == 1 else "memory.events"
-        for line in self.cg_read("memory", name).splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                return int(value)
-        return 0
+        return self.sys.fork()
 
     @staticmethod
     def kill_all() -> None:
@@ -977,7 +1066,7 @@ class Zygote:
         if files:
             self.as_user(work)
 
-    def start_worker(self, lim: dict[str, Any], req: dict[str, Any]) -> None:
+    def start_worker(self, lim: RunLimits, req: dict[str, Any]) -> None:
         """Fork the persistent Python worker of a session (variables live in it between execs)."""
         ctl_r, ctl_w = os.pipe2(os.O_CLOEXEC)
         st_r, st_w = os.pipe2(os.O_CLOEXEC)
@@ -1005,17 +1094,18 @@ class Zygote:
             os.close(fd)
         for fd in (st_r, out_r, err_r, exc_r):
             os.set_blocking(fd, False)
-        self.worker: dict[str, Any] | None = {"pid": pid, "pidfd": os.pidfd_open(pid), "ctl": ctl_w, "status": st_r,
-                       "out": out_r, "err": err_r, "exc": exc_r, "limits": lim}  # fmt: skip
+        self.worker = SessionWorker(
+            pid=pid, pidfd=os.pidfd_open(pid), ctl=ctl_w, status=st_r, out=out_r, err=err_r, exc=exc_r, limits=lim
+        )
 
     def stop_worker(self) -> None:
-        w = getattr(self, "worker", None)
-        if not w:
+        w = self.worker
+        if w is None:
             return
         self.worker = None
-        for key in ("ctl", "status", "out", "err", "exc", "pidfd"):
+        for fd in (w["ctl"], w["status"], w["out"], w["err"], w["exc"], w["pidfd"]):
             try:
-                os.close(w[key])
+                os.close(fd)
             except OSError:
                 pass
         self.reap_all()
@@ -1032,29 +1122,26 @@ class Zygote:
 
     def run_session_python(
         self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]
-    ) -> tuple[dict[str, Any], bytes, bytes]:
+    ) -> tuple[RunReply, bytes, bytes]:
         """One exec in the session's persistent interpreter (started on first use)."""
         import select
         import time
 
-        lim = step["limits"]
+        lim: RunLimits = step["limits"]
         restarted = False
-        if getattr(self, "worker", None) is None:
-            self.set_cgroup_limits(lim)
+        if self.worker is None:
+            self.cgroup.set_limits(lim)
             self.start_worker(lim, req)
             restarted = True
         w = self.worker
         if w is None:
             raise RuntimeError("session worker did not start")
-        mem_base = self.reset_peak()
+        mem_base = self.cgroup.reset_peak()
         oom_before = self.oom_count
         cpu_before = self._proc_cpu(w["pid"])
         start = time.monotonic()
         deadline = start + lim["wall_s"]
-        cap = lim["output_bytes"]
-        out = bytearray()
-        err = bytearray()
-        truncated = {"stdout": False, "stderr": False}
+        capture = Capture(lim["output_bytes"])
         limit: str | None = None
         try:
             _write_all(w["ctl"], encode_frame({"exec": True}, [step["code"].encode(), stdin]))
@@ -1076,9 +1163,9 @@ class Zygote:
                 break
             for fd, _event in poller.poll(min(deadline - now, 0.05) * 1000):
                 if fd == w["out"]:
-                    self._drain(fd, out, cap, truncated, "stdout")
+                    capture.drain(fd, "stdout")
                 elif fd == w["err"]:
-                    self._drain(fd, err, cap, truncated, "stderr")
+                    capture.drain(fd, "stderr")
                 elif fd == w["status"]:
                     try:
                         status_buf += os.read(fd, 65536)
@@ -1090,11 +1177,11 @@ class Zygote:
                             done = json.loads(status_buf[FRAME_PREFIX.size : FRAME_PREFIX.size + hlen])
                 elif fd == w["pidfd"]:
                     died = True
-            if (truncated["stdout"] or truncated["stderr"]) and limit is None:
+            if capture.over_cap and limit is None:
                 limit = "output"
                 break
-        self._drain(w["out"], out, cap, truncated, "stdout")
-        self._drain(w["err"], err, cap, truncated, "stderr")
+        capture.drain(w["out"], "stdout")
+        capture.drain(w["err"], "stderr")
         wall = time.monotonic() - start
         cpu = max(0.0, self._proc_cpu(w["pid"]) - cpu_before)
         exit_code: int | None = None
@@ -1104,7 +1191,8 @@ class Zygote:
             exec_error = os.read(w["exc"], 4096).decode(errors="replace") or None
         except BlockingIOError:
             pass
-        if limit is None and "memory" not in self.cg and done and done.get("status") and _out_of_memory(err):
+        address_space = not self.cgroup.has("memory")
+        if limit is None and address_space and done and done.get("status") and _out_of_memory(capture.err):
             limit = "memory"  # address-space limit: the MemoryError ends the interpreter as an OOM kill would
         ended = died or limit is not None or bool(done and done.get("ended"))
         max_rss = 0
@@ -1124,17 +1212,18 @@ class Zygote:
                 exit_code = done.get("status", exit_code)
         else:
             exit_code = int(done["status"]) if done else None
-        self.oom_count = self.oom_kills()
+        self.oom_count = self.cgroup.oom_kills()
         oom = self.oom_count > oom_before
         failed = sig is not None or bool(exit_code)
-        limit = self.classify_limit(limit, lim, sig=sig, cpu=cpu, oom=oom, failed=failed, err=err, max_rss=max_rss)
-        res = {
+        limit = classify_limit(limit, lim, memory_cgroup=self.cgroup.has("memory"), sig=sig, cpu=cpu, oom=oom,
+                               failed=failed, err=capture.err, max_rss=max_rss)  # fmt: skip
+        res: RunReply = {
             "role": "run", "exit_code": exit_code, "signal": sig, "wall_s": wall, "cpu_s": cpu,
-            "peak_memory_bytes": self.read_peak(mem_base), "limit": limit, "oom_killed": oom,
-            "stdout_truncated": truncated["stdout"], "stderr_truncated": truncated["stderr"],
+            "peak_memory_bytes": self.cgroup.read_peak(mem_base), "limit": limit, "oom_killed": oom,
+            "stdout_truncated": capture.truncated["stdout"], "stderr_truncated": capture.truncated["stderr"],
             "exec_error": exec_error, "session_restarted": restarted, "session_ended": ended,
         }  # fmt: skip
-        return res, bytes(out), bytes(err)
+        return res, bytes(capture.out), bytes(capture.err)
 
     @staticmethod
     def session_worker_loop(ctl: int, status_fd: int, env: dict[str, str]) -> None:  # pragma: no cover
@@ -1204,7 +1293,7 @@ class Zygote:
             os.setresgid(self.uid, self.uid, self.uid)
             os.setresuid(self.uid, self.uid, self.uid)
             return
-        self.unshare(CLONE_NEWUSER)
+        self.sys.unshare(CLONE_NEWUSER)
         for name, value in (("setgroups", "deny"), ("uid_map", f"{RUN_UID} 0 1"), ("gid_map", f"{RUN_UID} 0 1")):
             fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
             try:
@@ -1213,22 +1302,22 @@ class Zygote:
                 os.close(fd)
         # A new user namespace grants every capability inside it; a run needs none.
         for cap in range(64):
-            if self.libc.prctl(PR_CAPBSET_DROP, self.ctypes.c_ulong(cap), 0, 0, 0) != 0:
+            if self.sys.libc.prctl(PR_CAPBSET_DROP, self.sys.ctypes.c_ulong(cap), 0, 0, 0) != 0:
                 break  # EINVAL past the last capability this kernel knows
-        header = (self.ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
-        data = (self.ctypes.c_uint32 * 6)()
-        self._check(self.libc.capset(header, data), "capset")
+        header = (self.sys.ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+        data = (self.sys.ctypes.c_uint32 * 6)()
+        self.sys.check(self.sys.libc.capset(header, data), "capset")
 
-    def child(self, step: dict[str, Any], lim: dict[str, Any], req: dict[str, Any],
+    def child(self, step: dict[str, Any], lim: RunLimits, req: dict[str, Any],
               in_r: int, out_w: int, err_w: int, exc_w: int, keep: tuple[int, ...] = ()) -> None:  # fmt: skip
         """Set up a run's process: fds 0-2 the pipes, 3 the set-up error pipe (close-on-exec), then
         ``keep`` at 4, 5, ...; rlimits, unprivileged uid, no_new_privs; its own IPC namespace only
         where the zygote cannot see what a run leaves there (``watch_ipc``)."""
         os.setsid()
         if not self.ipc_fds:
-            self.unshare(CLONE_NEWIPC)
+            self.sys.unshare(CLONE_NEWIPC)
         if req.get("network") and self.host_netns is not None:
-            self.setns(self.host_netns, CLONE_NEWNET)
+            self.sys.setns(self.host_netns, CLONE_NEWNET)
         sources = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (in_r, out_w, err_w, exc_w, *keep)]
         for target, src in enumerate(sources):
             os.dup2(src, target, inheritable=target != 3)
@@ -1246,13 +1335,13 @@ class Zygote:
         stack = lim.get("stack_bytes")
         if stack:
             resource.setrlimit(resource.RLIMIT_STACK, (stack, stack))
-        if "memory" not in self.cg:  # no memory cgroup (rootless): limit the address space instead
+        if not self.cgroup.has("memory"):  # no memory cgroup (rootless): limit the address space instead
             extra = lim.get("address_space_extra", 0) + (0 if step.get("argv") else self.vm_size)
             limit_as = lim["memory_bytes"] + extra
             resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
         self.become_run_user()
         if step.get("protect"):  # a trusted harness: safe from the processes it forks (see runtime)
-            self.prctl(PR_SET_DUMPABLE, 0)
+            self.sys.prctl(PR_SET_DUMPABLE, 0)
             import signal
 
             signal.pthread_sigmask(signal.SIG_BLOCK, self.blockable_signals)
