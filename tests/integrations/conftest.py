@@ -19,28 +19,19 @@ def arith_tasks(references: list[str]) -> list[Task]:
     return [next(t for t in pool if t.reference == ref) for ref in references]
 
 
-@pytest.fixture(scope="session")
-def submitting_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny model taught (a few seconds of supervised steps) to answer the chat prompts of the
-    tasks ``x + 1`` and ``x * 2`` with one tool call, ``submit(code="x + 1")``: right for the first,
-    wrong for the second. Sampled at temperature 1 it is right most of the time, not always."""
+def _teach_submit(path: Path, prompts: list[str]) -> Path:
+    """Teach the tiny model at ``path`` (a few seconds of supervised steps) to answer each of
+    ``prompts`` with one tool call, ``submit(code="x + 1")``."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from dojo.integrations.trl_env import DojoToolEnv
-
-    spec = TinyModelSpec(hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4, num_kv_heads=2)
-    path = build_tiny_model(tmp_path_factory.mktemp("submitting-model"), spec)
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path)
-    env = DojoToolEnv()
-    tools = [env.run_code, env.run_tests, env.submit]
     torch.manual_seed(0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     c = tok(SUBMIT_X_PLUS_1 + tok.eos_token, add_special_tokens=False)["input_ids"]
     rows = []
-    for task in arith_tasks(["x + 1", "x * 2"]):  # rendered as TRL renders them: with the tools
-        prompt = tok.apply_chat_template(task.messages(), tools=tools, add_generation_prompt=True, tokenize=False)
+    for prompt in prompts:
         p = tok(prompt, add_special_tokens=False)["input_ids"]
         rows.append((p + c, [-100] * len(p) + c))
     width = max(len(ids) for ids, _ in rows)
@@ -54,6 +45,47 @@ def submitting_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         opt.zero_grad()
     model.save_pretrained(path)
     return path
+
+
+SUBMIT_SPEC = TinyModelSpec(hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4, num_kv_heads=2)
+
+
+@pytest.fixture(scope="session")
+def submitting_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model taught to answer the chat prompts of the tasks ``x + 1`` and ``x * 2``, rendered
+    as TRL renders them (with the tools), with one tool call, ``submit(code="x + 1")``: right for
+    the first, wrong for the second. Sampled at temperature 1 it is right most of the time, not always."""
+    from transformers import AutoTokenizer
+
+    from dojo.integrations.trl_env import DojoToolEnv
+
+    path = build_tiny_model(tmp_path_factory.mktemp("submitting-model"), SUBMIT_SPEC)
+    tok = AutoTokenizer.from_pretrained(path)
+    env = DojoToolEnv()
+    tools = [env.run_code, env.run_tests, env.submit]
+    prompts = [
+        tok.apply_chat_template(task.messages(), tools=tools, add_generation_prompt=True, tokenize=False)
+        for task in arith_tasks(["x + 1", "x * 2"])
+    ]
+    return _teach_submit(path, prompts)
+
+
+@pytest.fixture(scope="session")
+def text_tools_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same reply taught on the prompts of dojo's ``tools`` episodes (the tool format described
+    in a system message, tool calls written as text)."""
+    from transformers import AutoTokenizer
+
+    from dojo.agent.episode import EpisodeConfig, EpisodeRunner
+
+    path = build_tiny_model(tmp_path_factory.mktemp("text-tools-model"), SUBMIT_SPEC)
+    tok = AutoTokenizer.from_pretrained(path)
+    runner = EpisodeRunner(None, None, EpisodeConfig(mode="tools", native_tools=False))  # type: ignore[arg-type]
+    prompts = [
+        tok.apply_chat_template(runner._initial_messages(task), add_generation_prompt=True, tokenize=False)
+        for task in arith_tasks(["x + 1", "x * 2"])
+    ]
+    return _teach_submit(path, prompts)
 
 
 class DeadSandbox:

@@ -20,17 +20,18 @@ from dojo.agent.policy import Completion, OpenAIPolicy
 from dojo.agent.tokens import episode_tokens
 from dojo.agent.weight_sync import ServedWeights
 from dojo.errors import InputError
+from dojo.integrations.event_loops import SANDBOXES
 from dojo.integrations.trl import DojoRollout, episode_reward, task_rows
 from dojo.rewards import Reward
 from dojo.rollout.scheduler import Group
 from tests.conftest import free_port
-from tests.integrations.conftest import arith_tasks, grpo_args
+from tests.integrations.conftest import DeadSandbox, arith_tasks, grpo_args
 
 TASKS = arith_tasks(["x + 1", "x * 2"])
 
 
 def _train(
-    model_dir: Path, out: Path, rollout: DojoRollout, *, chat: bool = True, steps: int = 1
+    model_dir: Path, out: Path, rollout: DojoRollout, *, chat: bool = True, steps: int = 1, tokens: int = 12
 ) -> tuple[Any, list[dict[str, Any]]]:
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
@@ -44,7 +45,7 @@ def _train(
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
-    args = grpo_args(out, max_completion_length=12, seed=0, max_steps=steps)
+    args = grpo_args(out, max_completion_length=tokens, seed=0, max_steps=steps)
     trainer = GRPOTrainer(
         model=str(model_dir), reward_funcs=episode_reward, args=args, rollout_func=rollout_func,
         train_dataset=Dataset.from_list(task_rows(TASKS, chat=chat)), processing_class=tokenizer,
@@ -119,6 +120,52 @@ def test_text_prompts_render_as_plain_text(tiny_model_dir: Path, tmp_path: Path)
     for ids, mask, turns in zip(out["completion_ids"], out["env_mask"], out["dojo_turns"], strict=True):
         env = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m == 0])
         assert (env.startswith("\n\nYour code did not pass") and env.endswith("\n\n")) if turns == 2 else env == ""
+
+
+def test_tool_episodes_train_with_the_tool_results_masked(text_tools_model_dir: Path, tmp_path: Path) -> None:
+    """``mode="tools"``: the model's ``<tool_call>`` text runs dojo's tools; what they return is
+    environment tokens. The model taught to submit ``x + 1`` passes the first task and fails the other."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(text_tools_model_dir)
+    seen: list[list[Group]] = []
+    rollout = DojoRollout(TASKS, mode="tools", max_turns=2, pool_size=1, on_groups=seen.append)
+    _, (out,) = _train(text_tools_model_dir, tmp_path, rollout, tokens=96)
+    episodes = [ep for group in seen[0] for ep in group.episodes]
+    assert all(ep.scored for ep in episodes) and out["dojo_reward"] == [ep.value for ep in episodes]
+    for ep, ids, mask in zip(episodes, out["completion_ids"], out["env_mask"], strict=True):
+        env = tokenizer.decode([t for t, m in zip(ids, mask, strict=True) if m == 0])
+        tool_messages = [m for m in ep.messages if m["role"] == "tool"]
+        if len(ep.turns) == 2:  # a tool ran between the replies: its result is in the environment tokens
+            assert tool_messages and "<tool_response>" in env
+        else:
+            assert env == ""
+    submitted = [ep for ep in episodes if ep.status == "submitted"]
+    assert submitted, [(ep.status, ep.final) for ep in episodes]  # the taught model calls submit
+    assert {ep.value for ep in submitted if ep.task_id == TASKS[0].id} <= {1.0}
+
+
+def test_a_sandbox_failure_is_retried_then_left_unscored(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every grading fails: each episode is tried twice by the scheduler, then reaches TRL as
+    ``None`` (unscorable), never as a 0; nothing moves the weights."""
+
+    class Dead(DeadSandbox):
+        pool_size = 1
+
+    async def dead(pool_size: int) -> Any:
+        return Dead()
+
+    monkeypatch.setattr(SANDBOXES, "get", dead)
+    seen: list[list[Group]] = []
+    rollout = DojoRollout(TASKS, mode="single", pool_size=1, on_groups=seen.append)
+    trainer, (out,) = _train(tiny_model_dir, tmp_path, rollout)
+    assert out["dojo_reward"] == [None] * 4
+    episodes = [ep for group in seen[0] for ep in group.episodes]
+    assert all(ep.status == "infra_error" and ep.attempt == 1 and "slot died" in (ep.error or "") for ep in episodes)
+    log = next(entry for entry in trainer.state.log_history if "loss" in entry)
+    assert float(log["loss"]) == 0.0 and float(log["grad_norm"]) == 0.0
 
 
 def test_an_episode_without_a_token_record_is_unscorable(tiny_model_dir: Path) -> None:

@@ -14,7 +14,7 @@ that calls them and never travels.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dojo.integrations.event_loops import BackgroundLoop
@@ -22,8 +22,6 @@ from dojo.rewards import Grader, GradingConfig, Reward
 from dojo.rewards.config import DEFAULT_GRADING
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks.model import Task
-
-RewardHook = Callable[[list[Task], list[str], list[Reward]], None]
 
 
 def task_rows(tasks: Iterable[Task], *, chat: bool = False) -> list[dict[str, Any]]:
@@ -54,14 +52,12 @@ class _RewardBase:
         *,
         grading: GradingConfig = DEFAULT_GRADING,
         pool_size: int = 2,
-        on_rewards: RewardHook | None = None,
     ) -> None:
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, got {pool_size}")
         self.tasks = {t.id: t for t in tasks}
         self.grading = grading
         self.pool_size = pool_size
-        self.on_rewards = on_rewards
         self.last_rewards: list[Reward] = []
         self._sandbox: AsyncSandbox | None = None
         self._grader: Grader | None = None
@@ -108,8 +104,6 @@ class _RewardBase:
             self._grader = Grader(self._sandbox, self.grading)
         rewards = await self._grader.grade_many(list(zip(tasks, texts, strict=True)))
         self.last_rewards = rewards
-        if self.on_rewards is not None:
-            self.on_rewards(tasks, texts, rewards)
         return rewards
 
     def _inputs(
