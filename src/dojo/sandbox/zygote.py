@@ -26,9 +26,10 @@ The parts, in this order: the framing (``encode_frame``, ``_read_frame``); the t
 (``RunLimits`` a step's limits, ``RunReply`` a step's facts, ``SessionWorker``); ``Syscalls`` (libc:
 mounts, namespaces, prctl, the raw fork); ``Capture`` (the one output pump: capped stdout and
 stderr, used by both run paths); ``classify_limit`` (the one limit classifier of both run paths);
-``CgroupHandle`` (per-run memory and pids limits, peak memory, OOM kills); and ``Zygote``: the jail
-(set-up: root, IPC, scratch), request handling, the one-shot run path (``run_step``), the session
-worker (``start_worker``, ``run_session_python``) and the child's set-up (``child``).
+``CgroupHandle`` (per-run memory and pids limits, peak memory, OOM kills); ``Jail`` (loopback, the
+new root, the watched IPC namespace, scratch wiping); and ``Zygote``: request handling, the
+one-shot run path (``run_step``), the session worker (``start_worker``, ``run_session_python``) and
+the child's set-up (``child``).
 """
 
 from __future__ import annotations
@@ -435,36 +436,18 @@ class CgroupHandle:
         return 0
 
 
-class Zygote:
-    def __init__(self, config: dict[str, Any]) -> None:
+class Jail:
+    """The slot's isolation, as the zygote builds and keeps it: the loopback interface, the new
+    root (read-only binds, a minimal /dev, a fresh /proc, scratch tmpfs), the IPC namespace it
+    watches, and the scratch space it wipes after each run."""
 
+    def __init__(self, config: dict[str, Any], sys: Syscalls, uid: int) -> None:
         self.config = config
-        self.streams: tuple[Any, Any, Any] | None = None
-        self.original_stdio: tuple[Any, ...] = ()
-        self.rootless: bool = bool(config.get("rootless"))
-        # Rootless: the zygote is root only inside its own user namespace (the caller outside), owns
-        # every file it makes as uid 0, and each run enters a nested user namespace where that uid
-        # appears as RUN_UID and nothing else exists.
-        self.uid: int = 0 if self.rootless else config["uid"]
-        self.sys = Syscalls()
-        self.cgroup = CgroupHandle(config.get("cgroup_version", 1))
+        self.sys = sys
+        self.uid = uid
         self.host_netns: int | None = None
         self.disk_bytes: int = config.get("disk_bytes", 64 << 20)
-        self.oom_count = 0
-        self.worker: SessionWorker | None = None
-        self.vm_size = 0
-        self.code_cache: dict[str, Any] = {}
         self.ipc_fds: list[int] = []
-        self.environment: dict[str, str] | None = None
-        self.cached_code: Any = None
-        self.request_body: bytearray | None = None
-        self.private_stdin: int | None = None
-        self.splice_pipe: tuple[int, int] | None = None
-        import signal
-
-        self.blockable_signals = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
-
-    # -- set-up --------------------------------------------------------------------------------
 
     def loopback_up(self) -> None:
         import socket
@@ -594,6 +577,36 @@ class Zygote:
             self.disk_bytes = disk_bytes
             self.mount_scratch()
 
+
+class Zygote:
+    def __init__(self, config: dict[str, Any]) -> None:
+
+        self.config = config
+        self.streams: tuple[Any, Any, Any] | None = None
+        self.original_stdio: tuple[Any, ...] = ()
+        self.rootless: bool = bool(config.get("rootless"))
+        # Rootless: the zygote is root only inside its own user namespace (the caller outside), owns
+        # every file it makes as uid 0, and each run enters a nested user namespace where that uid
+        # appears as RUN_UID and nothing else exists.
+        self.uid: int = 0 if self.rootless else config["uid"]
+        self.sys = Syscalls()
+        self.cgroup = CgroupHandle(config.get("cgroup_version", 1))
+        self.jail = Jail(config, self.sys, self.uid)
+        self.oom_count = 0
+        self.worker: SessionWorker | None = None
+        self.vm_size = 0
+        self.code_cache: dict[str, Any] = {}
+        self.environment: dict[str, str] | None = None
+        self.cached_code: Any = None
+        self.request_body: bytearray | None = None
+        self.private_stdin: int | None = None
+        self.splice_pipe: tuple[int, int] | None = None
+        import signal
+
+        self.blockable_signals = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
+
+    # -- set-up --------------------------------------------------------------------------------
+
     def preload(self) -> None:
         """Import common modules and rehearse one run, so children start on warm memory.
 
@@ -678,9 +691,9 @@ class Zygote:
         import socket
 
         socket.sethostname("dojo")
-        self.loopback_up()
-        self.build_root()
-        self.watch_ipc()
+        self.jail.loopback_up()
+        self.jail.build_root()
+        self.jail.watch_ipc()
         if self.cgroup.version == 1 and self.cgroup.has("memory"):
             try:
                 self.cgroup.write("memory", "memory.swappiness", "0")
@@ -784,7 +797,7 @@ class Zygote:
         if header.get("keep_files"):  # a session: the work dir is the program's; write as its uid
             self.write_files_as_user(header.get("files", []), blobs)
         else:
-            self.wipe_scratch(int(header.get("disk_bytes", self.disk_bytes)))
+            self.jail.wipe_scratch(int(header.get("disk_bytes", self.jail.disk_bytes)))
             self.marks.append(("wiped", time.perf_counter()))
             for f in header.get("files", []):  # a fresh /box: written as root, handed to the run uid
                 path = os.path.join(BOX, f["path"])
@@ -988,7 +1001,7 @@ class Zygote:
                     os.waitpid(-1, 0)
                 except ChildProcessError:
                     break
-        self.drop_ipc_if_used()
+        self.jail.drop_ipc_if_used()
 
     def fetch(self, paths: list[str], max_bytes: int, out_blobs: list[bytes]) -> list[dict[str, Any]]:
         """Read requested files as the run uid (never as root: a symlink must not leak host files)."""
@@ -1314,10 +1327,10 @@ class Zygote:
         ``keep`` at 4, 5, ...; rlimits, unprivileged uid, no_new_privs; its own IPC namespace only
         where the zygote cannot see what a run leaves there (``watch_ipc``)."""
         os.setsid()
-        if not self.ipc_fds:
+        if not self.jail.ipc_fds:
             self.sys.unshare(CLONE_NEWIPC)
-        if req.get("network") and self.host_netns is not None:
-            self.sys.setns(self.host_netns, CLONE_NEWNET)
+        if req.get("network") and self.jail.host_netns is not None:
+            self.sys.setns(self.jail.host_netns, CLONE_NEWNET)
         sources = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (in_r, out_w, err_w, exc_w, *keep)]
         for target, src in enumerate(sources):
             os.dup2(src, target, inheritable=target != 3)
