@@ -22,14 +22,18 @@ reaps them, moves to a fresh IPC namespace if the run left a SysV or POSIX IPC o
 (exit status, signal, times, peak memory, OOM kills, which limit it enforced); the host turns them
 into verdicts.
 
-The parts, in this order: the framing (``encode_frame``, ``_read_frame``); the typed wire messages
-(``RunLimits`` a step's limits, ``RunReply`` a step's facts, ``SessionWorker``); ``Syscalls`` (libc:
-mounts, namespaces, prctl, the raw fork); ``Capture`` (the one output pump: capped stdout and
-stderr, used by both run paths); ``classify_limit`` (the one limit classifier of both run paths);
-``CgroupHandle`` (per-run memory and pids limits, peak memory, OOM kills); ``Jail`` (loopback, the
-new root, the watched IPC namespace, scratch wiping); and ``Zygote``: request handling, the
-one-shot run path (``run_step``), the session worker (``start_worker``, ``run_session_python``) and
-the child's set-up (``child``).
+The parts, in this order:
+
+- the framing (``encode_frame``, ``_read_frame``), shared with the host;
+- the typed wire messages: ``RunStep`` (a request's step), ``RunLimits`` (its limits), ``RunReply``
+  (a step's facts), ``SessionWorker`` (a session's interpreter);
+- ``Syscalls``: libc (mounts, namespaces, prctl, the raw fork);
+- ``Capture``: the one output pump (capped stdout and stderr) of both run paths;
+- ``classify_limit``: the one limit classifier of both run paths;
+- ``CgroupHandle``: per-run memory and pids limits, peak memory, OOM kills;
+- ``Jail``: loopback, the new root, the watched IPC namespace, scratch wiping;
+- ``Zygote``: request handling, the one-shot run path (``run_step``), the session worker
+  (``start_worker``, ``run_session_python``) and the child's set-up (``child``).
 """
 
 from __future__ import annotations
@@ -186,6 +190,22 @@ class RunLimits(TypedDict):
     open_files: int
     stack_bytes: NotRequired[int]  # a stack limit, when the host sets one
     address_space_extra: NotRequired[int]  # a runtime that maps more than it uses (the JVM, Go)
+
+
+class RunStep(TypedDict, total=False):
+    """One step of a request (``runtime.build_request``): a compile or the run."""
+
+    role: str  # "compile" or "run" ("session" for a session's worker)
+    limits: RunLimits
+    stdin: bool  # whether the step reads the request's stdin
+    argv: list[str]  # a program to execve
+    inline_python: str  # or Python source run in the forked child (the file under /box)
+    args: list[str]
+    session_python: bool  # a session's exec, in its persistent interpreter
+    code: str  # that exec's source
+    cache_code: bool  # keep the compiled code for the next request with the same source
+    preload: bool  # run the module's top level once per slot, then call its main()
+    protect: bool  # a trusted harness: non-dumpable, signals blocked
 
 
 class RunReply(TypedDict, total=False):
@@ -810,6 +830,7 @@ class Zygote:
                     os.close(fd)
         stdin = blobs[header["stdin_blob"]] if header.get("stdin_blob") is not None else b""
         steps_out = []
+        step: RunStep
         for step in header["steps"]:
             if step.get("session_python"):
                 res, so, se = self.run_session_python(step, stdin, header)
@@ -832,7 +853,7 @@ class Zygote:
         timings = {name: round((t - t0) * 1e6) for name, t in self.marks}
         return {"steps": steps_out, "fetched": fetched, "timings_us": timings}, out_blobs
 
-    def run_step(self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
+    def run_step(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
         import select
         import time
 
@@ -1133,9 +1154,7 @@ class Zygote:
         except (OSError, IndexError, ValueError):
             return 0.0
 
-    def run_session_python(
-        self, step: dict[str, Any], stdin: bytes, req: dict[str, Any]
-    ) -> tuple[RunReply, bytes, bytes]:
+    def run_session_python(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
         """One exec in the session's persistent interpreter (started on first use)."""
         import select
         import time
@@ -1321,7 +1340,7 @@ class Zygote:
         data = (self.sys.ctypes.c_uint32 * 6)()
         self.sys.check(self.sys.libc.capset(header, data), "capset")
 
-    def child(self, step: dict[str, Any], lim: RunLimits, req: dict[str, Any],
+    def child(self, step: RunStep, lim: RunLimits, req: dict[str, Any],
               in_r: int, out_w: int, err_w: int, exc_w: int, keep: tuple[int, ...] = ()) -> None:  # fmt: skip
         """Set up a run's process: fds 0-2 the pipes, 3 the set-up error pipe (close-on-exec), then
         ``keep`` at 4, 5, ...; rlimits, unprivileged uid, no_new_privs; its own IPC namespace only
@@ -1375,7 +1394,7 @@ class Zygote:
         self.run_python_inline(step["inline_python"], list(step.get("args") or []), self.cached_code,
                                self.streams)  # fmt: skip
 
-    def cache_main(self, step: dict[str, Any], header: dict[str, Any], blobs: list[bytes]) -> None:
+    def cache_main(self, step: RunStep, header: dict[str, Any], blobs: list[bytes]) -> None:
         """Compile a trusted main file once per slot (the grader's harness, identical every run)
         so each run's child inherits the code object instead of compiling ~9 KB again."""
         self.cached_code = None
