@@ -106,6 +106,11 @@ class Episode(BaseModel):
         return self.status in SCORED_STATUSES and self.reward is not None and self.reward.value is not None
 
     @property
+    def passed(self) -> bool:
+        """Scored, and every test passed."""
+        return self.scored and self.reward is not None and self.reward.verdict == "pass"
+
+    @property
     def value(self) -> float | None:
         return self.reward.value if self.reward is not None else None
 

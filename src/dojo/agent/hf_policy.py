@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from dojo.agent.chat_turns import text_after_reply
 from dojo.agent.policy import Completion, PolicyError, SamplingParams
 from dojo.agent.tool_calls import parse_tool_calls
 
@@ -128,10 +129,18 @@ class HFPolicy:
 
     def _head(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
         """The text of a conversation that ends with an assistant reply, up to the reply's last character."""
-        *before, reply = messages
         if self.prompt_format == "text":
             return render_text(messages)
+        *before, reply = messages
         return self.render(before, tools) + str(reply.get("content") or "")
+
+    def _after(
+        self, messages: list[dict[str, Any]], j: int, tools: list[dict[str, Any]] | None, ended_with_eos: bool
+    ) -> str:
+        """The text after the reply ``messages[j]`` up to the next reply."""
+        if self.prompt_format == "text":
+            return render_text(messages)[len(render_text(messages[: j + 1])) :]
+        return text_after_reply(self.tokenizer, messages, j, ended_with_eos=ended_with_eos, tools=tools)
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -139,24 +148,21 @@ class HFPolicy:
     def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
         """The ids the model conditions on for ``messages``: the latest of this policy's replies in
         the conversation as its sampled ids, then the rendering of what follows it."""
-        full = self.render(messages, tools)
         for j in range(len(messages) - 1, -1, -1):
             m = messages[j]
             if m.get("role") != "assistant":
                 continue
             if m.get("tool_calls"):
                 break  # a template re-renders native tool calls: no exact continuation, render it all
-            head = self._head(messages[: j + 1], tools)
-            known = self._replies.get(head)
-            if known is None or not full.startswith(head):
+            known = self._replies.get(self._head(messages[: j + 1], tools))
+            if known is None:
                 break
             ids, ended_with_eos = known
-            rest = full[len(head) :]
-            eos = self.tokenizer.eos_token or ""
-            if ended_with_eos and eos and self.prompt_format == "chat" and rest.startswith(eos):
-                rest = rest[len(eos) :]
-            return ids + self._encode(rest)
-        return self._encode(full)
+            try:
+                return ids + self._encode(self._after(messages, j, tools, ended_with_eos))
+            except ValueError:  # a template that re-renders earlier turns: render it all
+                break
+        return self._encode(self.render(messages, tools))
 
     def _remember(self, head: str, ids: list[int], ended_with_eos: bool) -> None:
         self._replies[head] = (ids, ended_with_eos)
@@ -230,8 +236,9 @@ class HFPolicy:
         limit = getattr(self.model.config, "max_position_embeddings", None)
         out: list[list[Completion]] = [[] for _ in requests]
         fits = [i for i, r in enumerate(requests) if limit is None or len(r.prompt_ids) < int(limit)]
+        fitting = set(fits)
         for i, r in enumerate(requests):
-            if i not in fits:
+            if i not in fitting:
                 empty = Completion(
                     text="", finish_reason="length", token_ids=[], logprobs=[], prompt_token_ids=r.prompt_ids,
                     prompt_tokens=len(r.prompt_ids), completion_tokens=0,

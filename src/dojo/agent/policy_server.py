@@ -26,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dojo.agent.hf_policy import HFPolicy
 from dojo.agent.policy import Completion, PolicyError, SamplingParams
-from dojo.agent.tool_calls import parse_tool_calls
 
 
 class _Common(BaseModel):
@@ -152,7 +151,7 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
             message: dict[str, Any] = {"role": "assistant", "content": c.text}
             finish = c.finish_reason
             if req.tools:
-                calls = [t for t in parse_tool_calls(c.text) if t.name != "invalid"]
+                calls = [t for t in c.tool_calls if t.name != "invalid"]
                 if calls:
                     message["tool_calls"] = [
                         {

@@ -32,7 +32,7 @@ from verl.experimental.agent_loop.agent_loop import (
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from dojo.agent.chat_turns import feedback_turn_suffix
+from dojo.agent.chat_turns import text_after_reply
 from dojo.agent.feedback import feedback_step
 from dojo.agent.policy import ToolCall
 from dojo.agent.tools import TOOL_NAMES, Toolbox, tool_specs
@@ -197,8 +197,11 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
             assert step.message is not None
             messages += [{"role": "assistant", "content": final}, step.message]
             eos = self.tokenizer.eos_token_id
-            suffix = feedback_turn_suffix(
-                self.tokenizer, messages, ended_with_eos=bool(out.token_ids) and out.token_ids[-1] == eos
+            suffix = text_after_reply(
+                self.tokenizer,
+                messages,
+                len(messages) - 2,
+                ended_with_eos=bool(out.token_ids) and out.token_ids[-1] == eos,
             )
             env_ids = self.tokenizer(suffix, add_special_tokens=False)["input_ids"]
             ids += env_ids

@@ -100,7 +100,7 @@ class RolloutStats:
             if ep.scored and ep.reward is not None and ep.reward.value is not None:
                 self.scored += 1
                 self.reward_sum += ep.reward.value
-                self.passed += ep.reward.verdict == "pass"
+                self.passed += ep.passed
             else:
                 self.failures[ep.status] += 1
 

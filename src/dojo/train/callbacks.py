@@ -54,7 +54,7 @@ class StepRecorder:
             self.pending.append((group.task, group.episodes))
             self._episodes.extend(group.episodes)
             if self.curriculum is not None and group.complete and group.task.id in self.curriculum.tasks:
-                passes = [ep.reward is not None and ep.reward.verdict == "pass" for ep in group.episodes]
+                passes = [ep.passed for ep in group.episodes]
                 self.curriculum.update(group.task.id, sum(passes) / len(passes))
 
     def take_metrics(self) -> dict[str, float | None]:
@@ -64,7 +64,7 @@ class StepRecorder:
         scored = [ep for ep in episodes if ep.scored]
         if not scored:
             return {"pass_rate": None, "turns": None, "fixed_later": None}
-        passed = [ep for ep in scored if ep.reward is not None and ep.reward.verdict == "pass"]
+        passed = [ep for ep in scored if ep.passed]
         return {
             "pass_rate": len(passed) / len(scored),
             "turns": sum(len(ep.turns) for ep in scored) / len(scored),

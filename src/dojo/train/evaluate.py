@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dojo.agent.episode import Episode
 from dojo.agent.hf_policy import HFPolicy
 from dojo.agent.policy import SamplingParams
 from dojo.integrations.trl_rollout import DojoRollout
@@ -33,10 +32,6 @@ class EvalResult(BaseModel):
     pass_by_turn: list[float] = []
     fixed_later: float = 0.0
     mean_turns: float = 1.0
-
-
-def _passed(ep: Episode) -> bool:
-    return ep.scored and ep.reward is not None and ep.reward.verdict == "pass"
 
 
 def evaluate(
@@ -66,10 +61,10 @@ def evaluate(
         tasks=len(tasks),
         samples=samples,
         mean_reward=sum(values) / len(values) if values else 0.0,
-        pass_rate=sum(map(_passed, episodes)) / n,
-        greedy_pass=sum(map(_passed, greedy_eps)) / max(1, len(greedy_eps)),
+        pass_rate=sum(ep.passed for ep in episodes) / n,
+        greedy_pass=sum(ep.passed for ep in greedy_eps) / max(1, len(greedy_eps)),
         infrastructure_errors=sum(1 for ep in episodes + greedy_eps if not ep.scored),
-        pass_by_turn=[sum(_passed(ep) and len(ep.turns) <= t + 1 for ep in episodes) / n for t in range(turns)],
-        fixed_later=sum(_passed(ep) and len(ep.turns) >= 2 for ep in episodes) / n,
+        pass_by_turn=[sum(ep.passed and len(ep.turns) <= t + 1 for ep in episodes) / n for t in range(turns)],
+        fixed_later=sum(ep.passed and len(ep.turns) >= 2 for ep in episodes) / n,
         mean_turns=sum(len(ep.turns) for ep in episodes) / n,
     )
