@@ -8,7 +8,19 @@ from pathlib import Path
 
 import dojo
 
-ORDER = ["errors", "sandbox", "tasks", "rewards", "service", "agent", "rollout", "integrations", "train", "cli"]
+ORDER = [
+    "errors",
+    "sandbox",
+    "cluster",
+    "tasks",
+    "rewards",
+    "service",
+    "agent",
+    "rollout",
+    "integrations",
+    "train",
+    "cli",
+]
 # Modules at the top of the package, by the layer they belong to.
 TOP_LEVEL = {"errors": "errors", "client": "service"}
 ROOT = Path(dojo.__file__).parent

@@ -23,7 +23,7 @@ from dojo.agent.policy import ToolCall
 from dojo.rewards.config import GradingConfig
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import RewardStats
-from dojo.sandbox import AsyncSandbox, InputFile, Limits, Program, Verdict
+from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.program import check_relative_path
 from dojo.tasks.model import Task
 
@@ -114,7 +114,7 @@ class Toolbox:
     def __init__(
         self,
         task: Task,
-        sandbox: AsyncSandbox,
+        sandbox: SandboxAPI,
         *,
         tools: tuple[str, ...] | list[str] = TOOL_NAMES,
         limits: Limits | None = None,

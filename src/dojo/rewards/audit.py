@@ -24,7 +24,7 @@ from dojo.errors import InputError
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
-from dojo.sandbox import AsyncSandbox
+from dojo.sandbox import SandboxAPI
 from dojo.tasks.model import Task
 
 TRIVIAL_RETURNS = ("None", "0", "1", "''", "[]", "True", "False", "args[0] if args else None")
@@ -132,7 +132,7 @@ def near_duplicates(tasks: list[Task], threshold: float = 0.85, num_perm: int = 
 
 async def audit_tasks(
     tasks: list[Task],
-    sandbox: AsyncSandbox,
+    sandbox: SandboxAPI,
     *,
     repeats: int = 2,
     duplicate_threshold: float = 0.85,

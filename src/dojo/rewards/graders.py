@@ -38,7 +38,7 @@ from dojo.rewards.harness import (
 )
 from dojo.rewards.mapping import correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
-from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Limits, Program, Verdict
+from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.compare import stdout_matches
 from dojo.tasks.model import Task
 from dojo.tasks.values import decode_value, values_equal
@@ -100,7 +100,7 @@ def _loaded(run: HarnessRun, out: TestResults) -> bool:
 
 
 async def grade_function_task(
-    task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None, seed: int | None = None
+    task: Task, code: str, sandbox: SandboxAPI, limits: Limits | None = None, seed: int | None = None
 ) -> TestResults:
     """Call ``task.entry_point`` on every test's arguments in one sandbox run, twice, in two
     different shuffled orders; compare the returned data here. Expected values never enter the
@@ -167,7 +167,7 @@ def _answer_of(report: dict[str, Any]) -> str:
     return json.dumps(report.get("value"), sort_keys=True) if "error" not in report else "error"
 
 
-async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None) -> TestResults:
+async def grade_assert_task(task: Task, code: str, sandbox: SandboxAPI, limits: Limits | None = None) -> TestResults:
     """Run each test's ``check(candidate)`` with its asserts tallied, in the harness's trusted
     process; every assert is one test."""
     assert task.entry_point
@@ -202,7 +202,7 @@ async def grade_assert_task(task: Task, code: str, sandbox: AsyncSandbox, limits
     return out
 
 
-async def grade_stdio_task(task: Task, code: str, sandbox: AsyncSandbox, limits: Limits | None = None) -> TestResults:
+async def grade_stdio_task(task: Task, code: str, sandbox: SandboxAPI, limits: Limits | None = None) -> TestResults:
     """One run per test with its stdin; stdout compared here, or judged by the task's checker
     (a Python program run in its own sandbox run with input.txt, output.txt and expected.txt)."""
     lim = limits or task.limits or DEFAULT_GRADING_LIMITS
@@ -316,7 +316,7 @@ class Grader:
     (``GradingConfig``: reward mode, limits, static scan, shaping)."""
 
     def __init__(
-        self, sandbox: AsyncSandbox, config: GradingConfig = DEFAULT_GRADING, *, stats: RewardStats | None = None
+        self, sandbox: SandboxAPI, config: GradingConfig = DEFAULT_GRADING, *, stats: RewardStats | None = None
     ) -> None:
         if not isinstance(config, GradingConfig):
             raise TypeError(f"config must be a GradingConfig, not {type(config).__name__}")

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dojo.errors import InputError
-from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, LimitKind, Limits, Program, Verdict
+from dojo.sandbox import ExecutionResult, InputFile, LimitKind, Limits, Program, SandboxAPI, Verdict
 from dojo.tasks import values
 
 SOLUTION_FILE = "solution.py"
@@ -595,7 +595,7 @@ class HarnessRun:
 
 
 async def run_harness(
-    sandbox: AsyncSandbox, code: str, job: dict[str, Any], limits: Limits, like: Program | None = None
+    sandbox: SandboxAPI, code: str, job: dict[str, Any], limits: Limits, like: Program | None = None
 ) -> HarnessRun:
     """Run the harness on the candidate ``code`` with ``job``; its reports, sorted by kind.
     ``like``: a program whose files, environment and fetch list the run keeps."""
@@ -640,7 +640,7 @@ class CallOutcome:
 
 
 async def call_function(
-    sandbox: AsyncSandbox,
+    sandbox: SandboxAPI,
     program: Program,
     function: str,
     args: list[Any],

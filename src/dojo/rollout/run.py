@@ -13,7 +13,7 @@ from dojo.rewards.graders import Grader
 from dojo.rollout.costs import CostModel, save_costs
 from dojo.rollout.scheduler import Group, RolloutConfig, RolloutScheduler
 from dojo.rollout.store import TrajectoryStore
-from dojo.sandbox import AsyncSandbox
+from dojo.sandbox import AsyncSandbox, SandboxAPI
 from dojo.tasks.model import Task
 
 
@@ -28,18 +28,25 @@ async def rollout_to_store(
     shard_groups: int = 8,
     flush_seconds: float = 10.0,
     pool_size: int | None = None,
+    sandbox: SandboxAPI | None = None,
     on_group: Callable[[Group, RolloutScheduler], None] | None = None,
 ) -> RolloutScheduler:
     """Run ``tasks`` (minus ``skip``, the groups already stored) and store their groups: a shard
     every ``shard_groups`` groups or ``flush_seconds``, and whatever is finished when it stops
     (Ctrl-C included). Only complete groups are stored; a group the infrastructure failed is
-    counted by the scheduler and left for a resumed run. Returns the scheduler (its stats)."""
+    counted by the scheduler and left for a resumed run. Returns the scheduler (its stats).
+
+    ``sandbox``: where episodes run (a ``dojo.cluster.SandboxFleet`` for a Ray cluster); by default
+    a local ``AsyncSandbox`` of ``pool_size`` slots, started and closed here."""
     if shard_groups < 1 or flush_seconds <= 0:
         raise ValueError("shard_groups must be at least 1 and flush_seconds positive")
     if isinstance(policy, OpenAIPolicy):
         await policy.model_name()  # fail now, with the server's address, rather than retry every episode
     costs = costs if costs is not None else CostModel()
-    async with AsyncSandbox(pool_size=pool_size) as sandbox:
+    owned = sandbox is None
+    sandbox = sandbox if sandbox is not None else AsyncSandbox(pool_size=pool_size)
+    await sandbox.start()
+    try:
         scheduler = RolloutScheduler(policy, Grader(sandbox), config, costs=costs)
         buffer: list[Group] = []
         last_flush = time.monotonic()
@@ -62,4 +69,7 @@ async def rollout_to_store(
             flush()
         if hasattr(policy, "close"):
             await policy.close()
+    finally:
+        if owned:
+            await sandbox.close()
     return scheduler

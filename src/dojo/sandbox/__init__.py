@@ -6,6 +6,7 @@ async with AsyncSandbox() as sandbox:
     assert result.verdict == "Accepted" and result.stdout == "1\\n"
 """
 
+from dojo.sandbox.backend import SandboxAPI, SessionAPI
 from dojo.sandbox.errors import (
     IsolationUnavailable,
     LanguageUnavailable,
@@ -33,7 +34,9 @@ __all__ = [
     "Limits",
     "Program",
     "Sandbox",
+    "SandboxAPI",
     "SandboxError",
+    "SessionAPI",
     "StepResult",
     "UnknownLanguage",
     "Verdict",

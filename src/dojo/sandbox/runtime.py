@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from typing import Any, Literal, TypeVar
 
 from dojo.errors import InputError
+from dojo.sandbox.backend import Isolation
 from dojo.sandbox.cgroups import CgroupLayout, SlotCgroups, detect
 from dojo.sandbox.compare import tokens_equal
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
@@ -40,7 +41,6 @@ from dojo.sandbox.session import Session
 from dojo.sandbox.slot import NAMESPACE_FLAGS, ROOTLESS_FLAGS, SlotConfig
 from dojo.sandbox.verdict import Verdict
 
-Isolation = Literal["fast", "strict"]
 Mode = Literal["root", "rootless"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")

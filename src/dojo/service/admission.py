@@ -27,10 +27,16 @@ class AdmissionQueue:
         if slots < 1 or queue < 0:
             raise InputError("slots must be >= 1 and queue >= 0")
         self.slots = slots
+        self.queue = queue
         self.capacity = slots + queue
         self.retry_after = retry_after
         self.admitted = 0
         self.rejected = 0
+
+    def resize(self, slots: int) -> None:
+        """The sandbox behind the queue now has ``slots`` slots (a fleet that met its nodes)."""
+        self.slots = max(1, slots)
+        self.capacity = self.slots + self.queue
 
     @property
     def waiting(self) -> int:

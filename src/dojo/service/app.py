@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dojo.errors import DojoError, InputError
 from dojo.rewards.harness import call_function
-from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, Verdict
+from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, SandboxAPI, Verdict
 from dojo.service import fusion
 from dojo.service.admission import AdmissionQueue, Overloaded
 from dojo.service.logs import ACCESS_LOGGER
@@ -135,18 +135,20 @@ class BodyTooLarge(DojoError):
     pass
 
 
-def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | None = None) -> FastAPI:
-    """Build the app. It starts (and owns) an ``AsyncSandbox`` unless one is given."""
+def create_app(settings: ServiceSettings | None = None, sandbox: SandboxAPI | None = None) -> FastAPI:
+    """Build the app. It starts (and owns) an ``AsyncSandbox`` unless one is given (a
+    ``dojo.cluster.SandboxFleet`` makes it a gateway to a whole Ray cluster)."""
     settings = settings or ServiceSettings()
     metrics = ServiceMetrics()
     owned = sandbox is None
-    sb = sandbox or AsyncSandbox(pool_size=settings.pool_size)
+    sb: SandboxAPI = sandbox or AsyncSandbox(pool_size=settings.pool_size)
     admission = AdmissionQueue(sb.pool_size, settings.queue, settings.retry_after)
     sessions = SessionManager(sb, max_sessions=settings.max_sessions, ttl=settings.session_ttl)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await sb.start()
+        admission.resize(sb.pool_size)  # a fleet knows its slots once it has met its nodes
         await sessions.start()
         try:
             yield
@@ -261,7 +263,7 @@ def create_app(settings: ServiceSettings | None = None, sandbox: AsyncSandbox | 
         metrics.queue_depth.set(admission.waiting)
         metrics.admitted.set(admission.admitted)
         metrics.live_sessions.set(sessions.live)
-        metrics.slot_restarts.set(sb.pool.restarts if sb.started else 0)
+        metrics.slot_restarts.set(sb.pool.restarts if isinstance(sb, AsyncSandbox) and sb.started else 0)
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/v1/run", response_model=ExecutionResult, tags=["native"])

@@ -16,9 +16,8 @@ from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.errors import DojoError
-from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, SandboxError
+from dojo.sandbox import ExecutionResult, Limits, SandboxAPI, SandboxError, SessionAPI
 from dojo.sandbox.program import check_relative_path
-from dojo.sandbox.session import Session
 
 log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 16 << 20
@@ -54,12 +53,12 @@ class ExecRequest(BaseModel):
 
 @dataclass
 class Entry:
-    session: Session
+    session: SessionAPI
     ttl: float
 
 
 class SessionManager:
-    def __init__(self, sandbox: AsyncSandbox, max_sessions: int, ttl: float) -> None:
+    def __init__(self, sandbox: SandboxAPI, max_sessions: int, ttl: float) -> None:
         self.sandbox = sandbox
         self.max_sessions = max_sessions
         self.ttl = ttl
@@ -96,13 +95,19 @@ class SessionManager:
                 session = await self.sandbox.open_session(req.language, req.limits)
         finally:
             self._pending -= 1
-        sid = secrets.token_hex(12)
+        # A fleet's session names its node, so that any gateway of the cluster can reach it.
+        sid = str(getattr(session, "id", "") or secrets.token_hex(12))
         entry = Entry(session, min(req.ttl, self.ttl) if req.ttl else self.ttl)
         self._sessions[sid] = entry
         return sid, entry
 
-    def get(self, sid: str) -> Entry:
+    async def get(self, sid: str) -> Entry:
         entry = self._sessions.get(sid)
+        attach = getattr(self.sandbox, "attach_session", None)
+        if entry is None and attach is not None and len(self._sessions) < self.max_sessions:
+            session = await attach(sid)  # opened by another gateway of the same cluster
+            if session is not None:
+                entry = self._sessions[sid] = Entry(session, self.ttl)
         if entry is None or not entry.session.alive:
             if entry is not None:
                 self._sessions.pop(sid, None)
@@ -156,13 +161,13 @@ def register_session_routes(
 
     @app.get("/v1/sessions/{sid}", response_model=SessionInfo, tags=["sessions"])
     async def get_session(sid: str) -> SessionInfo:
-        return info(sid, sessions.get(sid))
+        return info(sid, await sessions.get(sid))
 
     @app.post("/v1/sessions/{sid}/exec", response_model=ExecutionResult, tags=["sessions"])
     async def exec_in_session(sid: str, body: ExecRequest, request: Request) -> ExecutionResult:
         """Run code in the session: Python variables, bash cwd, and files persist between calls."""
         check_limits(body.limits)
-        entry = sessions.get(sid)
+        entry = await sessions.get(sid)
         result = await entry.session.exec(body.code, body.stdin, body.limits)
         request.state.verdict = str(result.verdict)
         return result
@@ -171,7 +176,7 @@ def register_session_routes(
     async def put_file(sid: str, path: str, request: Request) -> dict[str, Any]:
         """Write the request body to PATH in the session's work dir."""
         check_relative_path(path)
-        entry = sessions.get(sid)
+        entry = await sessions.get(sid)
         data = await request.body()
         if len(data) > MAX_FILE_BYTES:
             raise HTTPException(413, f"file larger than {MAX_FILE_BYTES} bytes")
@@ -182,7 +187,7 @@ def register_session_routes(
     async def get_file(sid: str, path: str) -> Response:
         """The bytes of PATH in the session's work dir (404 if missing)."""
         check_relative_path(path)
-        entry = sessions.get(sid)
+        entry = await sessions.get(sid)
         try:
             data = await entry.session.read_file(path, MAX_FILE_BYTES)
         except FileNotFoundError as e:

@@ -1,0 +1,22 @@
+"""dojo on a Ray cluster: one sandbox over every node (``SandboxFleet``), with failover and draining.
+
+- ``node.py``: ``SandboxNode``, the actor that owns one node's warm pool and sessions;
+- ``health.py``: when a node is dead, drained or recovered;
+- ``fleet.py``: ``SandboxFleet`` (``AsyncSandbox``'s interface over all nodes) and ``FleetSession``;
+- ``connect.py``: joining the cluster, ``ClusterUnavailable``.
+"""
+
+from dojo.cluster.connect import ClusterUnavailable
+from dojo.cluster.fleet import FleetSession, NodeLost, SandboxFleet
+from dojo.cluster.health import HealthPolicy
+from dojo.cluster.node import NodeStats, SandboxNode
+
+__all__ = [
+    "ClusterUnavailable",
+    "FleetSession",
+    "HealthPolicy",
+    "NodeLost",
+    "NodeStats",
+    "SandboxFleet",
+    "SandboxNode",
+]

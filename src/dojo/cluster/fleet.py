@@ -1,0 +1,645 @@
+"""``SandboxFleet``: every node of a Ray cluster as one sandbox, with ``AsyncSandbox``'s interface.
+
+    async with SandboxFleet("127.0.0.1:6379") as fleet:       # or Grader(fleet), EpisodeRunner, ...
+        result = await fleet.run(Program(language="python", source="print(1)"))
+
+- Membership: one ``SandboxNode`` actor per alive Ray node, placed by node id and named after it (so
+  several fleets, one per gateway, share them); a node that joins gets an actor within
+  ``discover_interval`` plus its pool's start; a node that cannot isolate runs is left out and said so.
+- Routing: a run goes to the ready node with the least outstanding work per slot (this fleet's runs
+  plus what the node's last probe said others sent it); runs submitted in one event-loop turn to one
+  node cross to it as one actor call (``run_batch``).
+- Failover: a node whose actor died, or that missed ``dead_after`` probes, is dead: its outstanding
+  one-shot runs are re-run on other nodes (a run is idempotent; the first result wins), up to
+  ``max_attempts`` nodes per run, and then the run's result is a SandboxError, never a verdict of the
+  program. Its sessions end: their next call says the node was lost.
+- Draining: see ``dojo.cluster.health``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import statistics
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from dojo.cluster.connect import NAMESPACE, ClusterUnavailable, connect
+from dojo.cluster.health import HealthPolicy, NodeHealth, load_per_slot
+from dojo.cluster.node import NodeStats, RunCall, RunOutcome, SandboxNode
+from dojo.errors import InputError
+from dojo.sandbox.backend import Isolation, SandboxAPI, SessionAPI
+from dojo.sandbox.errors import SandboxError
+from dojo.sandbox.languages import Language, get_language
+from dojo.sandbox.limits import DEFAULT_LIMITS, Limits
+from dojo.sandbox.program import Program
+from dojo.sandbox.result import ExecutionResult
+
+log = logging.getLogger(__name__)
+NodeState = Literal["starting", "ready", "dead", "unusable"]
+ACTOR_PREFIX = "dojo-sandbox-"
+RESTART_AFTER = 5.0  # seconds before a node whose actor died (while Ray says the node lives) gets a new one
+
+
+class NodeLost(SandboxError):
+    """The node that held a session (or ran a batch) died; its state is gone."""
+
+
+@dataclass(eq=False)
+class _Pending:
+    id: int
+    call: RunCall
+    future: asyncio.Future[ExecutionResult]
+    attempts: int = 0
+    nodes: list[str] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class FleetNode:
+    """The fleet's view of one node."""
+
+    node_id: str
+    address: str
+    actor: Any = None
+    state: NodeState = "starting"
+    slots: int = 0
+    outstanding: dict[int, _Pending] = field(default_factory=dict)
+    queue: list[_Pending] = field(default_factory=list)
+    flush_scheduled: bool = False
+    health: NodeHealth | None = None
+    sessions: int = 0
+    lost: asyncio.Event = field(default_factory=asyncio.Event)
+    reason: str = ""
+    since: float = field(default_factory=time.monotonic)
+    others: int = 0  # runs the node holds for other callers, by its last probe
+    runs: int = 0
+    created: bool = False  # this fleet created the actor (and closes it); else another fleet shares it
+
+    @property
+    def short(self) -> str:
+        return self.node_id[:16]
+
+    @property
+    def drained(self) -> bool:
+        return self.health is not None and self.health.drained_for is not None
+
+    def load(self) -> float:
+        return (len(self.outstanding) + self.others) / max(1, self.slots)
+
+
+class SandboxFleet:
+    """A sandbox spread over a Ray cluster (see the module doc). ``pool_size`` is slots per node."""
+
+    def __init__(
+        self,
+        address: str = "auto",
+        *,
+        pool_size: int | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        session_ttl: float = 600.0,
+        health: HealthPolicy | None = None,
+        max_batch: int = 256,
+        max_attempts: int = 3,
+        start_timeout: float = 180.0,
+        min_nodes: int = 1,
+    ) -> None:
+        if pool_size is not None and pool_size < 1:
+            raise InputError(f"pool_size (slots per node) must be at least 1, got {pool_size}")
+        if max_batch < 1 or max_attempts < 1 or min_nodes < 1:
+            raise InputError("max_batch, max_attempts and min_nodes must be at least 1")
+        self.address = address
+        self.node_pool_size = pool_size
+        self.limits = limits
+        self.session_ttl = session_ttl
+        self.health = health or HealthPolicy()
+        self.max_batch = max_batch
+        self.max_attempts = max_attempts
+        self.start_timeout = start_timeout
+        self.min_nodes = min_nodes
+        self.nodes: dict[str, FleetNode] = {}
+        self.reruns = 0  # runs re-run because their node died
+        self.failed_runs = 0  # runs that exhausted max_attempts
+        self.events: list[tuple[float, str]] = []  # (monotonic time, what happened), for logs, tests and benches
+        self._ids = itertools.count()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._monitor: asyncio.Task[None] | None = None
+        self._owns_ray = False
+        self._started = False
+        self._ready = asyncio.Condition()
+        self._start_lock = asyncio.Lock()
+
+    # Lifecycle
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def pool_size(self) -> int:
+        return sum(n.slots for n in self.ready_nodes()) or (self.node_pool_size or 1)
+
+    async def start(self) -> Self:
+        async with self._start_lock:
+            if self._started:
+                return self
+            self._owns_ray = await asyncio.to_thread(connect, self.address)
+            try:
+                await self._discover()
+                await self._wait_first_nodes()
+            except BaseException:
+                await self._shutdown()
+                raise
+            self._started = True
+            self._monitor = asyncio.create_task(self._watch())
+        return self
+
+    async def _wait_first_nodes(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            starting = [n for n in self.nodes.values() if n.state == "starting"]
+            if len(self.ready_nodes()) >= self.min_nodes or (not starting and self.ready_nodes()):
+                return
+            if not starting:
+                await self._discover()
+                starting = [n for n in self.nodes.values() if n.state == "starting"]
+                if not starting:
+                    break
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        why = "; ".join(f"node {n.short} ({n.address}): {n.reason or n.state}" for n in self.nodes.values())
+        raise ClusterUnavailable(
+            f"no node of the Ray cluster at {self.address!r} can run dojo's sandbox"
+            f"{' (' + why + ')' if why else ' (the cluster has no alive node)'}. Each node needs Linux, root (or "
+            "unprivileged user namespaces) and dojo installed; see docs/scale.md"
+        )
+
+    async def close(self) -> None:
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        self._started = False
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor
+            self._monitor = None
+        for task in list(self._tasks):
+            task.cancel()
+        closing = [n.actor.close.remote() for n in self.nodes.values() if n.created and n.state == "ready"]
+        if closing:
+            await asyncio.wait([asyncio.ensure_future(_await(ref)) for ref in closing], timeout=10)
+        for node in self.nodes.values():
+            for p in [*node.queue, *node.outstanding.values()]:
+                if not p.future.done():
+                    p.future.set_exception(SandboxError("the sandbox fleet was closed"))
+        if self._owns_ray:
+            import ray
+
+            await asyncio.to_thread(ray.shutdown)
+            self._owns_ray = False
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def ready_nodes(self) -> list[FleetNode]:
+        return [n for n in self.nodes.values() if n.state == "ready"]
+
+    def _event(self, what: str) -> None:
+        self.events.append((time.monotonic(), what))
+        log.info("fleet: %s", what)
+
+    # Membership
+
+    async def _discover(self) -> None:
+        import ray
+
+        alive = {n["NodeID"]: n for n in await asyncio.to_thread(ray.nodes) if n.get("Alive")}
+        for node_id, node in list(self.nodes.items()):
+            if node_id not in alive and node.state in ("ready", "starting"):
+                self._node_dead(node, "Ray reports the node dead")
+        for node_id, info in alive.items():
+            known = self.nodes.get(node_id)
+            if known is not None and (known.state != "dead" or time.monotonic() - known.since < RESTART_AFTER):
+                continue
+            node = FleetNode(node_id=node_id, address=str(info.get("NodeManagerAddress", "?")))
+            node.health = NodeHealth(self.health)
+            self.nodes[node_id] = node
+            self._spawn(self._start_node(node))
+
+    def _actor_class(self) -> Any:
+        import ray
+
+        return ray.remote(SandboxNode)
+
+    async def _start_node(self, node: FleetNode) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        name = ACTOR_PREFIX + node.node_id
+        try:
+            node.created = not await asyncio.to_thread(_actor_exists, name)
+            node.actor = (
+                self._actor_class()
+                .options(
+                    name=name,
+                    namespace=NAMESPACE,
+                    get_if_exists=True,
+                    num_cpus=0,
+                    max_concurrency=100_000,
+                    max_restarts=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+                )
+                .remote(node.node_id, self.node_pool_size, self.session_ttl)
+            )
+            node.slots = await asyncio.wait_for(_await(node.actor.start.remote()), self.start_timeout)
+        except Exception as e:
+            reason = _cause(e)
+            if node.state == "starting":
+                node.state = "unusable"
+                node.reason = reason
+                node.since = time.monotonic()
+                self._event(f"node {node.short} cannot run the sandbox: {reason}")
+            return
+        if node.state != "starting":
+            return
+        node.state = "ready"
+        node.since = time.monotonic()
+        self._event(f"node {node.short} joined with {node.slots} slots")
+
+    def _node_dead(self, node: FleetNode, reason: str) -> None:
+        if node.state == "dead":
+            return
+        node.state = "dead"
+        node.reason = reason
+        node.since = time.monotonic()
+        node.lost.set()
+        orphans = [p for p in [*node.queue, *node.outstanding.values()] if not p.future.done()]
+        node.queue.clear()
+        node.outstanding.clear()
+        self._event(f"node {node.short} dead ({reason}); re-running {len(orphans)} runs elsewhere")
+        if node.actor is not None:
+            with contextlib.suppress(Exception):
+                import ray
+
+                ray.kill(node.actor, no_restart=True)
+        for p in orphans:
+            self.reruns += 1
+            self._submit(p)
+
+    # Health
+
+    async def _watch(self) -> None:
+        last_discover = time.monotonic()
+        while True:
+            await asyncio.sleep(self.health.probe_interval)
+            try:
+                await self._probe_all()
+                if time.monotonic() - last_discover >= self.health.discover_interval:
+                    last_discover = time.monotonic()
+                    await self._discover()
+            except Exception:  # keep watching whatever one round did
+                log.exception("fleet health round failed")
+
+    async def _probe_all(self) -> None:
+        nodes = self.ready_nodes()
+        answers = await asyncio.gather(*(self._probe(n) for n in nodes))
+        loads = [load_per_slot(s) for s, _ in answers if s is not None]
+        median = statistics.median(loads) if loads else 0.0
+        for node, (stats, rtt) in zip(nodes, answers, strict=True):
+            assert node.health is not None
+            if node.state != "ready":
+                continue
+            if stats is None:
+                if node.health.probe_failed():
+                    self._node_dead(node, f"no answer to {node.health.failed_probes} probes in a row")
+                continue
+            was = node.health.drained_for
+            node.others = max(0, stats.inflight - len(node.outstanding))
+            node.health.observe(stats, rtt, median)
+            if node.health.drained_for != was:
+                self._event(
+                    f"node {node.short} " + (f"drained ({node.health.drained_for})" if node.drained else "recovered")
+                )
+
+    async def _probe(self, node: FleetNode) -> tuple[NodeStats | None, float]:
+        t0 = time.monotonic()
+        try:
+            stats: NodeStats = await asyncio.wait_for(_await(node.actor.stats.remote()), self.health.probe_timeout)
+        except Exception:
+            return None, time.monotonic() - t0
+        return stats, time.monotonic() - t0
+
+    def stats(self) -> dict[str, Any]:
+        """Per node: state, slots, outstanding runs, sessions, drain reason, last probe."""
+        return {
+            n.node_id: {
+                "state": n.state,
+                "address": n.address,
+                "slots": n.slots,
+                "outstanding": len(n.outstanding),
+                "sessions": n.sessions,
+                "runs": n.runs,
+                "drained": n.health.drained_for if n.health else None,
+                "reason": n.reason or None,
+            }
+            for n in self.nodes.values()
+        }
+
+    # Runs
+
+    def _choose(self, exclude: Iterable[str] = ()) -> FleetNode | None:
+        skip = set(exclude)
+        ready = [n for n in self.ready_nodes() if n.node_id not in skip] or self.ready_nodes()
+        healthy = [n for n in ready if not n.drained] or ready
+        return min(healthy, key=FleetNode.load, default=None)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _submit(self, p: _Pending) -> None:
+        if p.future.done():
+            return
+        if p.attempts >= self.max_attempts:
+            self.failed_runs += 1
+            p.future.set_result(
+                ExecutionResult.from_sandbox_error(
+                    f"the run was lost with {p.attempts} nodes of the fleet ({', '.join(n[:16] for n in p.nodes)})",
+                    p.call.program.language,
+                )
+            )
+            return
+        node = self._choose(exclude=p.nodes)
+        if node is None:
+            self._spawn(self._submit_when_ready(p))
+            return
+        p.attempts += 1
+        p.nodes.append(node.node_id)
+        node.outstanding[p.id] = p
+        node.queue.append(p)
+        if not node.flush_scheduled:
+            node.flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush, node)
+
+    async def _submit_when_ready(self, p: _Pending) -> None:
+        """No ready node now: wait (up to the start timeout) for one to join."""
+        deadline = time.monotonic() + self.start_timeout
+        while not self.ready_nodes() and time.monotonic() < deadline and self._started:
+            await asyncio.sleep(0.1)
+        if not self.ready_nodes():
+            if not p.future.done():
+                self.failed_runs += 1
+                p.future.set_result(
+                    ExecutionResult.from_sandbox_error("no node of the fleet is alive", p.call.program.language)
+                )
+            return
+        self._submit(p)
+
+    def _flush(self, node: FleetNode) -> None:
+        node.flush_scheduled = False
+        if node.state != "ready":
+            waiting, node.queue = node.queue, []
+            for p in waiting:
+                node.outstanding.pop(p.id, None)
+                self._submit(p)
+            return
+        while node.queue:
+            batch = node.queue[: self.max_batch]
+            del node.queue[: self.max_batch]
+            ref = node.actor.run_batch.remote([p.call for p in batch])
+            self._spawn(self._collect(node, batch, ref))
+
+    async def _collect(self, node: FleetNode, batch: list[_Pending], ref: Any) -> None:
+        import ray.exceptions as rex
+
+        try:
+            outcomes: list[RunOutcome] = await _await_or_lost(ref, node)
+        except NodeLost:
+            return  # _node_dead re-submitted the batch
+        except rex.RayActorError as e:
+            self._node_dead(node, f"its sandbox actor died ({type(e).__name__})")
+            return
+        except Exception as e:  # the node failed this batch (not the programs): try them elsewhere
+            self._event(f"node {node.short} failed a batch of {len(batch)}: {_cause(e)}")
+            for p in batch:
+                if node.outstanding.pop(p.id, None) is not None:
+                    self._submit(p)
+            return
+        node.runs += len(batch)
+        for p, outcome in zip(batch, outcomes, strict=True):
+            node.outstanding.pop(p.id, None)
+            if p.future.done():
+                continue
+            if outcome.input_error is not None:
+                p.future.set_exception(InputError(outcome.input_error))
+            else:
+                assert outcome.result is not None
+                p.future.set_result(outcome.result)
+
+    async def run(
+        self,
+        program: Program,
+        limits: Limits | None = None,
+        *,
+        compile_limits: Limits | None = None,
+        isolation: Isolation | None = None,
+        cache_compiled: bool = False,
+        harness: bool = False,
+    ) -> ExecutionResult:
+        """Run one program on the least loaded node; see ``AsyncSandbox.run``."""
+        if not self._started:
+            await self.start()
+        get_language(program.language)  # an unknown language is the caller's input: say so here
+        call = RunCall(program, limits or self.limits, compile_limits, isolation, cache_compiled, harness)
+        p = _Pending(next(self._ids), call, asyncio.get_running_loop().create_future())
+        self._submit(p)
+        return await p.future
+
+    async def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
+        return list(await asyncio.gather(*(self.run(p, limits) for p in programs)))
+
+    # Sessions
+
+    async def open_session(self, language: str, limits: Limits | None = None) -> FleetSession:
+        """A session on the node with the fewest sessions; it lives and dies with that node."""
+        if not self._started:
+            await self.start()
+        lang = get_language(language)
+        ready = [n for n in self.ready_nodes() if not n.drained] or self.ready_nodes()
+        if not ready:
+            raise SandboxError("no node of the fleet is alive to hold a session")
+        node = min(ready, key=lambda n: (n.sessions / max(1, n.slots), n.load()))
+        node.sessions += 1
+        try:
+            token = await _call(node, node.actor.open_session.remote(language, limits or self.limits, self.session_ttl))
+        except BaseException:
+            node.sessions -= 1
+            raise
+        return FleetSession(self, node, token, lang, limits or self.limits)
+
+    async def attach_session(self, session_id: str) -> FleetSession | None:
+        """The live session ``session_id`` (opened by any fleet on this cluster), or None."""
+        prefix, sep, token = session_id.partition("-")
+        node = next((n for n in self.ready_nodes() if n.short == prefix), None)
+        if not sep or node is None:
+            return None
+        try:
+            language, limits, execs, idle = await _call(node, node.actor.session_info.remote(token))
+        except SandboxError:
+            return None
+        node.sessions += 1
+        session = FleetSession(self, node, token, get_language(language), limits)
+        session.execs = execs
+        session.last_used = time.monotonic() - idle
+        return session
+
+
+class FleetSession:
+    """A session on one node of a fleet (``dojo.sandbox.backend.SessionAPI``). Its ``id`` names the
+    node, so any gateway of the cluster can reach it (``SandboxFleet.attach_session``)."""
+
+    def __init__(self, fleet: SandboxFleet, node: FleetNode, token: str, language: Language, limits: Limits) -> None:
+        self.fleet = fleet
+        self.node = node
+        self.token = token
+        self.language = language
+        self.limits = limits
+        self.id = f"{node.short}-{token}"
+        self.execs = 0
+        self.last_used = time.monotonic()
+        self.closed = False
+        self._busy = False
+
+    @property
+    def alive(self) -> bool:
+        return not self.closed and self.node.state == "ready"
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    async def _request(self, method: str, *args: Any) -> Any:
+        if self.closed:
+            raise SandboxError("the session is closed")
+        if self.node.state != "ready":
+            await self._end()
+            raise NodeLost(f"the node holding this session ({self.node.short}) was lost; the session's state is gone")
+        if self._busy:
+            raise InputError("the session is already running an exec; sessions take one request at a time")
+        self._busy = True
+        self.last_used = time.monotonic()
+        try:
+            return await _call(self.node, getattr(self.node.actor, method).remote(self.token, *args), self.fleet)
+        except NodeLost:
+            await self._end()
+            raise
+        finally:
+            self._busy = False
+            self.last_used = time.monotonic()
+
+    async def exec(self, code: str, stdin: str = "", limits: Limits | None = None) -> ExecutionResult:
+        self.execs += 1
+        try:
+            result: ExecutionResult = await self._request("session_exec", code, stdin, limits)
+        except NodeLost as e:
+            return ExecutionResult.from_sandbox_error(str(e), self.language.name)
+        return result
+
+    async def write_file(self, path: str, content: bytes, executable: bool = False) -> None:
+        await self._request("session_write", path, content, executable)
+
+    async def read_file(self, path: str, max_bytes: int = 16 << 20) -> bytes:
+        data: bytes | None = await self._request("session_read", path, max_bytes)
+        if data is None:
+            raise FileNotFoundError(f"{path}: not found")
+        return data
+
+    async def _end(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.node.sessions = max(0, self.node.sessions - 1)
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        await self._end()
+        if self.node.state == "ready":
+            with contextlib.suppress(Exception):
+                await _call(self.node, self.node.actor.session_close.remote(self.token))
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _actor_exists(name: str) -> bool:
+    import ray
+
+    try:
+        ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return False
+    return True
+
+
+async def _await(ref: Any) -> Any:
+    return await asyncio.wrap_future(ref.future())
+
+
+async def _await_or_lost(ref: Any, node: FleetNode) -> Any:
+    """The call's value, or NodeLost as soon as the fleet declares the node dead."""
+    call = asyncio.ensure_future(_await(ref))
+    lost = asyncio.ensure_future(node.lost.wait())
+    try:
+        await asyncio.wait({call, lost}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        lost.cancel()
+    if not call.done():
+        call.cancel()
+        raise NodeLost(f"node {node.short} was lost ({node.reason})")
+    return call.result()
+
+
+async def _call(node: FleetNode, ref: Any, fleet: SandboxFleet | None = None) -> Any:
+    """A node call's value; the node's own errors come back as dojo's errors, its death as NodeLost."""
+    import ray.exceptions as rex
+
+    try:
+        return await _await_or_lost(ref, node)
+    except rex.RayActorError as e:
+        if fleet is not None:
+            fleet._node_dead(node, f"its sandbox actor died ({type(e).__name__})")
+        raise NodeLost(f"the node holding this session ({node.short}) died; the session's state is gone") from e
+    except rex.RayTaskError as e:
+        cause = e.cause if isinstance(e.cause, BaseException) else None
+        if isinstance(cause, (InputError, SandboxError)):
+            raise cause from None
+        raise SandboxError(f"node {node.short}: {_cause(e)}") from e
+
+
+def _cause(e: BaseException) -> str:
+    import ray.exceptions as rex
+
+    if isinstance(e, rex.RayTaskError) and isinstance(e.cause, BaseException):
+        e = e.cause
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[-1] if text else ''}"
+
+
+if TYPE_CHECKING:  # mypy proves that a fleet stands in for AsyncSandbox wherever one is used
+
+    def _a_fleet_is_a_sandbox(fleet: SandboxFleet) -> SandboxAPI:
+        return fleet
+
+    def _a_fleet_session_is_a_session(session: FleetSession) -> SessionAPI:
+        return session
