@@ -94,6 +94,8 @@ class FleetNode:
 class SandboxFleet:
     """A sandbox spread over a Ray cluster (see the module doc). ``pool_size`` is slots per node."""
 
+    actor_prefix = ACTOR_PREFIX  # node actors are named this plus the node id, in namespace "dojo"
+
     def __init__(
         self,
         address: str = "auto",
@@ -192,7 +194,10 @@ class SandboxFleet:
             task.cancel()
         closing = [n.actor.close.remote() for n in self.nodes.values() if n.created and n.state == "ready"]
         if closing:
-            await asyncio.wait([asyncio.ensure_future(_await(ref)) for ref in closing], timeout=10)
+            calls = [asyncio.ensure_future(_await(ref)) for ref in closing]
+            for call in calls:
+                call.add_done_callback(_retrieve)
+            await asyncio.wait(calls, timeout=10)
         for node in self.nodes.values():
             for p in [*node.queue, *node.outstanding.values()]:
                 if not p.future.done():
@@ -242,7 +247,7 @@ class SandboxFleet:
     async def _start_node(self, node: FleetNode) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        name = ACTOR_PREFIX + node.node_id
+        name = self.actor_prefix + node.node_id
         try:
             node.created = not await asyncio.to_thread(_actor_exists, name)
             node.actor = (
@@ -592,6 +597,11 @@ def _actor_exists(name: str) -> bool:
     return True
 
 
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 async def _await(ref: Any) -> Any:
     return await asyncio.wrap_future(ref.future())
 
@@ -599,6 +609,7 @@ async def _await(ref: Any) -> Any:
 async def _await_or_lost(ref: Any, node: FleetNode) -> Any:
     """The call's value, or NodeLost as soon as the fleet declares the node dead."""
     call = asyncio.ensure_future(_await(ref))
+    call.add_done_callback(_retrieve)  # a call abandoned for a lost node fails later, unheard
     lost = asyncio.ensure_future(node.lost.wait())
     try:
         await asyncio.wait({call, lost}, return_when=asyncio.FIRST_COMPLETED)
