@@ -16,6 +16,7 @@ from rich.table import Table
 from dojo.agent.episode import EpisodeConfig
 from dojo.agent.policy import OpenAIPolicy, Policy, PolicyError, SamplingParams
 from dojo.cli.output import console, err_console, fail
+from dojo.cluster import ClusterUnavailable, sandbox_for
 from dojo.rollout.costs import load_costs
 from dojo.rollout.run import rollout_to_store
 from dojo.rollout.scheduler import Group, RolloutConfig, RolloutScheduler
@@ -27,7 +28,14 @@ from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
 
 
-def _policy(spec: str, model: str | None, api: Literal["chat", "completions"]) -> Policy:
+def _policy(specs: list[str], model: str | None, api: Literal["chat", "completions"]) -> Policy:
+    if len(specs) > 1:  # several servers of one model: least requests and failover
+        if not all(s.startswith(("http://", "https://")) for s in specs):
+            fail("several --policy values must all be http(s) URLs of OpenAI-compatible servers of one model")
+        from dojo.agent.policy_pool import PolicyPool
+
+        return PolicyPool([OpenAIPolicy(s, model, api=api) for s in specs])
+    spec = specs[0]
     if spec.startswith(("http://", "https://")):
         if api == "completions":
             fail("--api completions needs a chat template; use --api chat with a server URL")
@@ -48,6 +56,7 @@ async def _rollout(
     skip: set[str],
     shard_groups: int,
     pool_size: int | None,
+    ray: str | None,
 ) -> RolloutScheduler:
     costs, warning = load_costs(store)
     if warning:
@@ -68,8 +77,12 @@ async def _rollout(
             progress.update(bar, advance=1, rate=stats.pass_rate, reward=stats.mean_reward,
                             eps=stats.episodes_per_second)  # fmt: skip
 
-        return await rollout_to_store(tasks, policy, config, store, costs=costs, skip=skip,
-                                      shard_groups=shard_groups, pool_size=pool_size, on_group=advance)  # fmt: skip
+        sandbox = sandbox_for(ray, pool_size)
+        try:
+            return await rollout_to_store(tasks, policy, config, store, costs=costs, skip=skip,
+                                          shard_groups=shard_groups, sandbox=sandbox, on_group=advance)  # fmt: skip
+        finally:
+            await sandbox.close()
 
 
 def _summary_table(summary: dict[str, Any], ks: list[int]) -> Table:
@@ -88,7 +101,13 @@ def _summary_table(summary: dict[str, Any], ks: list[int]) -> Table:
 
 def rollout(
     source: Annotated[str, typer.Argument(help="Task source: humaneval, reasoning_gym:..., family:..., or a file.")],
-    policy: Annotated[str, typer.Option(help="OpenAI-compatible base URL (http://host:port/v1) or a model directory.")],
+    policy: Annotated[
+        list[str],
+        typer.Option(
+            help="OpenAI-compatible base URL (http://host:port/v1) or a model directory; repeat it for several "
+            "servers of one model (least requests, failover)."
+        ),
+    ],
     out: Annotated[str, typer.Option(help="Trajectory store: a directory or an fsspec URL (s3://...).")],
     model: Annotated[str | None, typer.Option(help="Model name on the server (default: its first model).")] = None,
     samples: Annotated[
@@ -105,7 +124,13 @@ def rollout(
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue a stopped run in OUT, skipping stored groups.")] = False,
     shard_groups: Annotated[int, typer.Option(min=1, help="Groups per Parquet shard.")] = 8,
-    pool_size: Annotated[int | None, typer.Option(min=1, help="Sandbox slots (default: 2 per core).")] = None,
+    pool_size: Annotated[
+        int | None, typer.Option(min=1, help="Sandbox slots (default: 2 per core; with --ray: per node).")
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(help="Run episodes on the sandbox fleet of this Ray cluster (HOST:PORT, or auto)."),
+    ] = None,
     api: Annotated[str, typer.Option(help="chat or completions (server URLs: chat).")] = "chat",
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary as JSON here.")] = None,
 ) -> None:
@@ -148,7 +173,9 @@ def rollout(
         err_console.print(f"resuming: {len(done)} groups already stored, skipping them")
     started = time.perf_counter()
     try:
-        scheduler = asyncio.run(_rollout(tasks, chosen, config, store, done, shard_groups, pool_size))
+        scheduler = asyncio.run(_rollout(tasks, chosen, config, store, done, shard_groups, pool_size, ray))
+    except ClusterUnavailable as e:
+        fail(str(e))
     except SandboxError as e:
         fail(f"sandbox error: {e}", code=1)
     except PolicyError as e:

@@ -90,6 +90,13 @@ def serve(
     session_ttl: Annotated[float, typer.Option(help="Idle seconds before a session expires.", min=1)] = 600.0,
     max_body_bytes: Annotated[int, typer.Option(help="Largest request body.", min=1024)] = 32 << 20,
     allow_network: Annotated[bool, typer.Option(help="Let requests set limits.network=true.")] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            help="Serve the sandbox fleet of this Ray cluster (HOST:PORT of its head, or auto) instead of this "
+            "machine's slots; --pool-size is then slots per node. Several gateways may serve one cluster."
+        ),
+    ] = None,
 ) -> None:
     """Serve the sandbox over HTTP: native API (/v1), SandboxFusion's /run_code, sessions, /metrics."""
     from dojo.service.app import ServiceSettings
@@ -104,7 +111,15 @@ def serve(
         pool_size=pool_size, queue=queue, token=token, max_sessions=max_sessions,
         session_ttl=session_ttl, max_body_bytes=max_body_bytes, allow_network=allow_network,
     )  # fmt: skip
-    run_server(host, port, settings)
+    if ray is None:
+        run_server(host, port, settings)
+        return
+    from dojo.cluster import ClusterUnavailable, SandboxFleet
+
+    try:
+        run_server(host, port, settings, sandbox=SandboxFleet(ray, pool_size=pool_size, session_ttl=session_ttl))
+    except ClusterUnavailable as e:
+        fail(str(e))
 
 
 def languages() -> None:

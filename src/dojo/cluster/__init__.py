@@ -10,6 +10,7 @@ from dojo.cluster.connect import ClusterUnavailable
 from dojo.cluster.fleet import FleetSession, NodeLost, SandboxFleet
 from dojo.cluster.health import HealthPolicy
 from dojo.cluster.node import NodeStats, SandboxNode
+from dojo.sandbox import AsyncSandbox, SandboxAPI
 
 __all__ = [
     "ClusterUnavailable",
@@ -19,4 +20,13 @@ __all__ = [
     "NodeStats",
     "SandboxFleet",
     "SandboxNode",
+    "sandbox_for",
 ]
+
+
+def sandbox_for(ray: str | None, pool_size: int | None = None) -> SandboxAPI:
+    """Where runs go: the fleet of the Ray cluster at ``ray`` (slots per node: ``pool_size``), or this
+    machine's ``AsyncSandbox`` when ``ray`` is None. Not started yet."""
+    if ray:
+        return SandboxFleet(ray, pool_size=pool_size)
+    return AsyncSandbox(pool_size=pool_size)

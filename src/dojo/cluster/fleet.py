@@ -131,7 +131,6 @@ class SandboxFleet:
         self._monitor: asyncio.Task[None] | None = None
         self._owns_ray = False
         self._started = False
-        self._ready = asyncio.Condition()
         self._start_lock = asyncio.Lock()
 
     # Lifecycle
@@ -202,6 +201,7 @@ class SandboxFleet:
             for p in [*node.queue, *node.outstanding.values()]:
                 if not p.future.done():
                     p.future.set_exception(SandboxError("the sandbox fleet was closed"))
+        self.nodes = {}  # a restarted fleet meets its nodes again
         if self._owns_ray:
             import ray
 
@@ -266,6 +266,11 @@ class SandboxFleet:
             node.slots = await asyncio.wait_for(_await(node.actor.start.remote()), self.start_timeout)
         except Exception as e:
             reason = _cause(e)
+            if node.actor is not None and node.created:
+                with contextlib.suppress(Exception):
+                    import ray
+
+                    ray.kill(node.actor, no_restart=True)
             if node.state == "starting":
                 node.state = "unusable"
                 node.reason = reason

@@ -8,7 +8,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from dojo.sandbox import AsyncSandbox
+from dojo.cluster import sandbox_for
+from dojo.sandbox import SandboxAPI
 
 T = TypeVar("T")
 
@@ -47,15 +48,17 @@ class LoopSandboxes:
     """One warm sandbox pool per event loop, started on first use, shared by every environment."""
 
     def __init__(self) -> None:
-        self._by_loop: dict[asyncio.AbstractEventLoop, AsyncSandbox] = {}
+        self._by_loop: dict[asyncio.AbstractEventLoop, SandboxAPI] = {}
         self._starting: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
 
-    async def get(self, pool_size: int) -> AsyncSandbox:
+    async def get(self, pool_size: int, ray: str | None = None) -> SandboxAPI:
+        """This loop's sandbox: the fleet of the Ray cluster at ``ray`` (``pool_size`` slots per
+        node), else a local pool of ``pool_size`` slots."""
         loop = asyncio.get_running_loop()
         lock = self._starting.setdefault(loop, asyncio.Lock())
         async with lock:
             if loop not in self._by_loop:
-                self._by_loop[loop] = await AsyncSandbox(pool_size=pool_size).start()
+                self._by_loop[loop] = await sandbox_for(ray, pool_size).start()
         return self._by_loop[loop]
 
     async def close(self) -> None:

@@ -90,6 +90,7 @@ class DojoRollout:
         max_turns: int = 2,
         grading: GradingConfig = DEFAULT_GRADING,
         pool_size: int = 2,
+        ray: str | None = None,
         policy: Policy | None = None,
         weights: ServedWeights | None = None,
         prompt_format: PromptFormat | None = None,
@@ -112,6 +113,7 @@ class DojoRollout:
         self.max_turns = 1 if mode == "single" else max_turns
         self.grading = grading
         self.pool_size = pool_size
+        self.ray = ray
         self.policy = policy
         self.weights = weights
         self.prompt_format = prompt_format
@@ -198,7 +200,7 @@ class DojoRollout:
         return self._loop.run(self._run(policy, config, tasks, prefix))
 
     async def _run(self, policy: Policy, config: RolloutConfig, tasks: list[Task], prefix: str) -> list[Group]:
-        sandbox = await SANDBOXES.get(self.pool_size)
+        sandbox = await SANDBOXES.get(self.pool_size, self.ray)
         scheduler = RolloutScheduler(policy, Grader(sandbox, self.grading), config)
         by_id = {group.group_id: group async for group in scheduler.run(tasks, prefix=prefix)}
         seen: dict[str, int] = {}

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 from dojo.agent.policy import OpenAIPolicy, Policy
+from dojo.agent.policy_pool import PolicyPool
 from dojo.rewards.graders import Grader
 from dojo.rollout.costs import CostModel, save_costs
 from dojo.rollout.scheduler import Group, RolloutConfig, RolloutScheduler
@@ -40,7 +41,7 @@ async def rollout_to_store(
     a local ``AsyncSandbox`` of ``pool_size`` slots, started and closed here."""
     if shard_groups < 1 or flush_seconds <= 0:
         raise ValueError("shard_groups must be at least 1 and flush_seconds positive")
-    if isinstance(policy, OpenAIPolicy):
+    if isinstance(policy, OpenAIPolicy | PolicyPool):
         await policy.model_name()  # fail now, with the server's address, rather than retry every episode
     costs = costs if costs is not None else CostModel()
     owned = sandbox is None

@@ -55,6 +55,10 @@ class SandboxAPI(Protocol):
 
     async def close(self) -> None: ...
 
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
     async def run(
         self,
         program: Program,

@@ -170,6 +170,11 @@ class SandboxSettings(_Section):
     cpu_time: float = Field(2.0, gt=0.0, description="CPU seconds per grading run.")
     wall_time: float = Field(5.0, gt=0.0, description="Wall seconds per grading run.")
     memory_mb: int = Field(256, ge=16, description="Memory limit per grading run, MiB.")
+    ray: str | None = Field(
+        None,
+        description="Run episodes on the sandbox fleet of this Ray cluster (HOST:PORT of its head, or auto); "
+        "pool_size is then slots per node.",
+    )
 
 
 class EvalSettings(_Section):

@@ -213,6 +213,7 @@ def episode_rollout(
         max_turns=config.episode.max_turns,
         grading=config.grading(),
         pool_size=config.sandbox.pool_size,
+        ray=config.sandbox.ray,
         prompt_format="text",
         on_groups=on_groups,
         policy=policy,
@@ -226,13 +227,13 @@ def _fix_rows(config: TrainConfig, pairs: list[tuple[Task, str]], tokenizer: Any
     from dojo.agent.episode import EpisodeConfig
     from dojo.agent.feedback import feedback_step
     from dojo.agent.tools import Toolbox
-    from dojo.sandbox import AsyncSandbox
+    from dojo.cluster import sandbox_for
 
     limits = config.grading().limits
     chars = EpisodeConfig().max_observation_chars
 
     async def observe() -> list[dict[str, str] | None]:
-        async with AsyncSandbox(pool_size=config.sandbox.pool_size) as sandbox:
+        async with sandbox_for(config.sandbox.ray, config.sandbox.pool_size) as sandbox:
             boxes = [Toolbox(t, sandbox, limits=limits, max_observation_chars=chars) for t, _ in pairs]
             steps = await asyncio.gather(
                 *(feedback_step(box, wrong, last_turn=False) for box, (_, wrong) in zip(boxes, pairs, strict=True))

@@ -1,0 +1,109 @@
+"""``dojo serve --ray`` (two gateways in front of one cluster) and ``dojo rollout --ray``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from dojo.cli import app
+from dojo.client import SandboxClient
+from dojo.sandbox import Program, Verdict
+from tests.cluster.conftest import LocalCluster
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.timeout(600)
+runner = CliRunner()
+
+
+def _gateway(address: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dojo.cli", "serve", "--ray", address, "--port", str(port), "--pool-size", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the gateway exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the gateway did not start within 120 s")
+
+
+@pytest.fixture(scope="module")
+def gateways(ray_cluster: LocalCluster) -> Iterator[list[str]]:
+    started = [_gateway(ray_cluster.address) for _ in range(2)]
+    try:
+        yield [url for _, url in started]
+    finally:
+        for proc, _ in started:
+            proc.terminate()
+        for proc, _ in started:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def test_two_gateways_serve_one_cluster_and_share_sessions(gateways: list[str]) -> None:
+    a, b = gateways
+    health = httpx.get(a + "/healthz").json()
+    assert health["slots"] >= 8  # every node's slots, not one machine's
+    fusion = httpx.post(a + "/run_code", json={"code": "print(6 * 7)", "language": "python"}, timeout=60).json()
+    assert fusion["status"] == "Success" and fusion["run_result"]["stdout"] == "42\n"
+    with SandboxClient(a) as client_a, SandboxClient(b) as client_b:
+        results = [client_b.run(Program(language="python", source=f"print({i})")) for i in range(12)]
+        assert [r.stdout for r in results] == [f"{i}\n" for i in range(12)]
+        session = client_a.open_session("python")
+        session.exec("total = 40")
+        via_b = client_b._http.post(f"/v1/sessions/{session.id}/exec", json={"code": "print(total + 2)"})
+        assert via_b.status_code == 200, via_b.text
+        assert via_b.json()["stdout"] == "42\n" and via_b.json()["verdict"] == Verdict.ACCEPTED
+        assert client_b._http.get("/v1/sessions/" + session.id[:-4] + "beef").status_code == 404
+        session.close()
+
+
+def test_serve_and_rollout_name_what_to_fix_for_a_missing_cluster(policy_server: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["serve", "--ray", "127.0.0.1:9", "--port", str(free_port())])
+    assert result.exit_code != 0 and "ray start --head" in result.output
+    args = ["rollout", "family:expressions?n=2", "--policy", policy_server, "--out", str(tmp_path / "r"),
+            "--ray", "127.0.0.1:9"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code != 0 and "ray start --head" in result.output
+
+
+def test_rollout_on_the_fleet_matches_the_local_rollout(
+    ray_cluster: LocalCluster, policy_server: str, tmp_path: Path
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # a policy server that died: its requests go to the live one
+    common = ["family:expressions?n=6", "-n", "2", "--max-turns", "2", "--max-tokens", "16", "--temperature", "0"]
+    summaries = {}
+    for name, extra in {
+        "local": ["--policy", policy_server],
+        "fleet": ["--policy", policy_server, "--policy", dead, "--ray", ray_cluster.address, "--pool-size", "2"],
+    }.items():
+        out = tmp_path / name
+        result = runner.invoke(app, ["rollout", *common, *extra, "--out", str(out), "--json", str(out) + ".json"])
+        assert result.exit_code == 0, result.output
+        summaries[name] = json.loads(Path(str(out) + ".json").read_text())
+    local, fleet = summaries["local"], summaries["fleet"]
+    assert fleet["episodes"] == local["episodes"] == 12
+    assert fleet["pass@1"] == local["pass@1"] and fleet["verdicts"] == local["verdicts"]
+    assert fleet["statuses"] == local["statuses"] and not fleet["retries"]
