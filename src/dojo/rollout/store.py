@@ -3,8 +3,10 @@
 Layout: ``<url>/shard-<time>-<random>.parquet``, one shard per ``write`` call, each holding whole
 groups (a GRPO group is never split). A shard becomes visible atomically: on a local disk it is
 written as ``_tmp-<name>.partial`` (ignored by readers) and renamed into place; on object stores
-(``s3://``, ``gs://``, ...) a PUT is atomic by itself. A crash therefore loses at most the shard
-being written and never leaves a half shard or a duplicate; ``completed_groups()`` tells a resumed run what to skip.
+(``s3://``, ``gs://``, ...) an object appears only when its PUT, or its multipart upload, completes;
+a writer killed mid-shard leaves at most an incomplete multipart upload, which no listing shows
+(expire them with a bucket lifecycle rule). A crash therefore loses at most the shard being
+written and never leaves a half shard or a duplicate; ``completed_groups()`` tells a resumed run what to skip.
 
 Read it back with ``pandas.read_parquet(url)`` or ``datasets.load_dataset("parquet",
 data_files=f"{url}/*.parquet")``. The schema is ``SCHEMA`` (documented in docs/rollout.md).
@@ -24,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dojo.agent.episode import Episode, TurnRecord
+from dojo.errors import InputError
 from dojo.tasks.model import Task
 
 SCHEMA = pa.schema(
@@ -61,6 +64,42 @@ SCHEMA = pa.schema(
         pa.field("error", pa.string()),
     ]
 )
+
+
+BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"})
+
+
+def _protocols(fs: Any) -> set[str]:
+    return set(fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
+
+
+def is_local(fs: Any) -> bool:
+    return "file" in _protocols(fs)
+
+
+def open_url(url: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """The filesystem and path of ``url``; on an object store, a clear error when its bucket is
+    missing. S3-compatible servers (MinIO, Ceph, ...): set ``AWS_ENDPOINT_URL``."""
+    if not url:
+        raise InputError("the store needs a directory or fsspec URL (e.g. runs/r1 or s3://bucket/r1)")
+    try:
+        fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    except (ImportError, ValueError) as e:
+        raise InputError(f"cannot open {url!r}: {e}") from e
+    if not _protocols(fs) & BUCKET_PROTOCOLS:
+        fs.makedirs(root, exist_ok=True)  # a directory: local disk, memory, ...
+    else:
+        bucket = root.split("/", 1)[0]
+        try:
+            found = fs.exists(bucket)
+        except Exception as e:  # credentials, endpoint, network: say which URL failed and why
+            raise InputError(f"cannot reach the bucket of {url!r}: {type(e).__name__}: {e}") from e
+        if not found:
+            raise InputError(
+                f"the bucket {bucket!r} of {url!r} does not exist (or these credentials cannot see it): create it "
+                "first (e.g. 'aws s3 mb s3://BUCKET'), or fix the URL; for an S3-compatible server set AWS_ENDPOINT_URL"
+            )
+    return fs, root
 
 
 def episode_row(ep: Episode, task: Task, run_id: str) -> dict[str, Any]:
@@ -113,13 +152,10 @@ class TrajectoryStore:
     """Parquet shards of finished groups under one fsspec URL (a local directory by default)."""
 
     def __init__(self, url: str, *, run_id: str | None = None, storage_options: dict[str, Any] | None = None) -> None:
-        if not url:
-            raise ValueError("the trajectory store needs a directory or fsspec URL (e.g. runs/r1 or s3://bucket/r1)")
         self.url = url
-        self.fs, self.root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        self.fs, self.root = open_url(url, storage_options)
         self.run_id = run_id or uuid.uuid4().hex[:12]
-        self._local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
-        self.fs.makedirs(self.root, exist_ok=True)
+        self._local = is_local(self.fs)
         if self._local:
             self._clean_tmp()
 
@@ -133,6 +169,7 @@ class TrajectoryStore:
 
     def shards(self) -> list[str]:
         """The committed shard paths, oldest first."""
+        self.fs.invalidate_cache(self.root)  # another writer (or a resumed run) may have committed since
         try:
             names = self.fs.ls(self.root, detail=False)
         except FileNotFoundError:

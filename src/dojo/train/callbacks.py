@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import TrainerCallback
 
 from dojo.agent.episode import Episode
+from dojo.rollout.mirror import mirror_dir
 from dojo.rollout.scheduler import Group
 from dojo.rollout.store import TrajectoryStore
 from dojo.tasks.curriculum import CurriculumSampler
@@ -83,8 +84,10 @@ class DojoCallback(TrainerCallback):
         *,
         periodic_eval: Callable[[Any, Any], EvalResult] | None = None,
         eval_every: int = 0,
+        mirror: str | None = None,
     ) -> None:
         self.out = out
+        self.mirror = mirror
         self.periodic_eval = periodic_eval
         self.eval_every = eval_every
         self.recorder = recorder
@@ -163,6 +166,8 @@ class DojoCallback(TrainerCallback):
         ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if ckpt.is_dir() and self.recorder.curriculum is not None:
             (ckpt / CURRICULUM_FILE).write_text(json.dumps(self.recorder.curriculum.state_dict()))
+        if self.mirror:
+            mirror_dir(self.out, self.mirror)  # the checkpoint, metrics and trajectories so far
 
     # -- metrics -------------------------------------------------------------------------------
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:

@@ -189,6 +189,11 @@ class OutputSettings(_Section):
     save_every: int = Field(25, ge=1, description="Checkpoint every N GRPO steps (and on Ctrl-C).")
     keep_checkpoints: int = Field(2, ge=1, description="Checkpoints kept on disk (the newest).")
     tensorboard: bool = Field(True, description="Write TensorBoard event files under `<dir>/tensorboard`.")
+    mirror: str | None = Field(
+        None,
+        description="Copy the run directory (checkpoints, trajectories, metrics, report) to this fsspec URL "
+        "(s3://bucket/prefix) at every checkpoint and at the end; MANIFEST.json names the complete files.",
+    )
 
 
 class TrainConfig(_Section):

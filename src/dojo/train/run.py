@@ -40,7 +40,8 @@ from rich.console import Console
 
 from dojo.errors import InputError
 from dojo.integrations.trl_rollout import DojoRollout, GroupHook
-from dojo.rollout.store import TrajectoryStore
+from dojo.rollout.mirror import mirror_dir
+from dojo.rollout.store import TrajectoryStore, open_url
 from dojo.tasks.curriculum import CurriculumSampler
 from dojo.tasks.model import Task
 from dojo.train.config import TrainConfig
@@ -80,6 +81,8 @@ def _quiet_libraries() -> None:
 
 def prepare_output(config: TrainConfig, resume: bool) -> Path:
     out = Path(config.output.dir)
+    if config.output.mirror:
+        open_url(config.output.mirror)  # a missing bucket is a clear error now, not after the first checkpoint
     saved = out / "config.yaml"
     if resume:
         if not saved.is_file():
@@ -325,6 +328,8 @@ def train(
     )  # fmt: skip
     if not interrupted:
         write_report(out, config, result.before, result.after, steps)
+    if config.output.mirror:
+        mirror_dir(out, config.output.mirror)
     return result
 
 
@@ -398,7 +403,8 @@ def _grpo(
     model, tokenizer = load_policy(warm)
     dataset = Dataset.from_list(task_rows(train_tasks))
     sampler = CurriculumBatches(curriculum, index_tasks(train_tasks), per_step, g.group_size)
-    callback = DojoCallback(out, recorder, store, g.steps, quiet, periodic_eval=periodic, eval_every=config.eval.every)
+    callback = DojoCallback(out, recorder, store, g.steps, quiet, periodic_eval=periodic, eval_every=config.eval.every,
+                            mirror=config.output.mirror)  # fmt: skip
     os.environ["TENSORBOARD_LOGGING_DIR"] = str(out / "tensorboard")  # read by the TensorBoard callback
     trainer = DojoGRPOTrainer(
         model=model,
