@@ -125,6 +125,7 @@ class SandboxFleet:
         self.nodes: dict[str, FleetNode] = {}
         self.reruns = 0  # runs re-run because their node died
         self.failed_runs = 0  # runs that exhausted max_attempts
+        self.last_rerun_finished: float | None = None  # monotonic time the latest re-run run finished
         self.events: list[tuple[float, str]] = []  # (monotonic time, what happened), for logs, tests and benches
         self._ids = itertools.count()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -453,6 +454,8 @@ class SandboxFleet:
             else:
                 assert outcome.result is not None
                 p.future.set_result(outcome.result)
+            if p.attempts > 1:
+                self.last_rerun_finished = time.monotonic()
 
     async def run(
         self,

@@ -11,8 +11,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from dojo.sandbox.backend import SandboxAPI
 from dojo.sandbox.program import Program
-from dojo.sandbox.runtime import AsyncSandbox
 from dojo.sandbox.verdict import Verdict
 
 PRINT_ONE = "print(1)\n"
@@ -80,7 +80,7 @@ async def closed_loop(one_run: Callable[[], Awaitable[bool]], concurrency: int, 
     return LoadResult(runs, time.perf_counter() - start, latencies, wrong)
 
 
-def sandbox_runner(sandbox: AsyncSandbox, source: str, expected: str) -> Callable[[], Awaitable[bool]]:
+def sandbox_runner(sandbox: SandboxAPI, source: str, expected: str) -> Callable[[], Awaitable[bool]]:
     program = Program(language="python", source=source)
 
     async def one() -> bool:
