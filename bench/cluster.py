@@ -53,8 +53,14 @@ async def wait_ready(fleet: SandboxFleet, n: int, timeout: float = 120) -> float
     return time.monotonic() - t0
 
 
-async def throughput(sandbox: Any, runs: int, concurrency: int = 32) -> tuple[float, int, float]:
+CPU_MS: dict[str, list[float]] = {}  # this process's CPU per run (the fleet's driver, or the local pool's host)
+
+
+async def throughput(sandbox: Any, runs: int, concurrency: int = 32, name: str = "") -> tuple[float, int, float]:
+    cpu0 = time.process_time()
     r = await closed_loop(sandbox_runner(sandbox, PRINT_ONE, "1"), concurrency, runs)
+    if name:
+        CPU_MS.setdefault(name, []).append((time.process_time() - cpu0) * 1000 / runs)
     return r.throughput, r.wrong, r.p50
 
 
@@ -67,7 +73,7 @@ async def overhead_and_scaling(cluster: Any, args: argparse.Namespace, out: dict
     wrong = 0
     for _ in range(args.repeats):
         for name, sb in (("local", local), ("fleet-1", fleet)):
-            rps, bad, _ = await throughput(sb, args.runs)
+            rps, bad, _ = await throughput(sb, args.runs, name=name)
             rounds[name].append(rps)
             wrong += bad
     await local.close()
@@ -77,12 +83,13 @@ async def overhead_and_scaling(cluster: Any, args: argparse.Namespace, out: dict
         await throughput(fleet, 200)
         rounds[f"fleet-{n}"] = []
         for _ in range(args.repeats):
-            rps, bad, _ = await throughput(fleet, args.runs)
+            rps, bad, _ = await throughput(fleet, args.runs, name=f"fleet-{n}")
             rounds[f"fleet-{n}"].append(rps)
             wrong += bad
     out["throughput"] = {k: statistics.median(v) for k, v in rounds.items()}
     out["throughput_rounds"] = rounds
     out["fleet_1_vs_local"] = out["throughput"]["fleet-1"] / out["throughput"]["local"]
+    out["caller_cpu_ms_per_run"] = {k: statistics.median(v) for k, v in CPU_MS.items()}
     out["wrong"] = wrong
     return fleet
 
@@ -203,6 +210,9 @@ def table(r: dict[str, Any]) -> str:
         f"({r['fleet_1_vs_local']:.0%} of local) |",
         f"| print(1) runs/s, fleet of 2 / 3 nodes (one machine) | {t['fleet-2']:.0f} / {t['fleet-3']:.0f} |",
         f"| wrong outputs | {r['wrong']} |",
+        "| CPU of the calling process per run, local / fleet of 1, 2, 3 (ms) | "
+        + " / ".join(f"{r['caller_cpu_ms_per_run'][k]:.2f}" for k in ("local", "fleet-1", "fleet-2", "fleet-3"))
+        + " |",
         f"| failover: kill to last re-run result, median / max of {len(r['failover_seconds'])} kills (s) | "
         f"{r['failover_median']:.2f} / {r['failover_max']:.2f} |",
         f"| failover: runs re-run per kill / lost or wrong | {r['failover_reruns']} / {r['failover_lost_or_wrong']} |",

@@ -154,7 +154,7 @@ def test_a_sandbox_failure_is_retried_then_left_unscored(
     class Dead(DeadSandbox):
         pool_size = 1
 
-    async def dead(pool_size: int) -> Any:
+    async def dead(pool_size: int, ray: str | None = None) -> Any:
         return Dead()
 
     monkeypatch.setattr(SANDBOXES, "get", dead)

@@ -104,7 +104,7 @@ class SandboxFleet:
         limits: Limits = DEFAULT_LIMITS,
         session_ttl: float = 600.0,
         health: HealthPolicy | None = None,
-        max_batch: int = 256,
+        max_batch: int = 64,  # 64 results stay under Ray's 100 KB inline-return size: no object store on the path
         max_attempts: int = 3,
         start_timeout: float = 180.0,
         min_nodes: int = 1,
@@ -291,7 +291,8 @@ class SandboxFleet:
         node.reason = reason
         node.since = time.monotonic()
         node.lost.set()
-        orphans = [p for p in [*node.queue, *node.outstanding.values()] if not p.future.done()]
+        queued_or_sent = {p.id: p for p in [*node.queue, *node.outstanding.values()]}  # a queued run is in both
+        orphans = [p for p in queued_or_sent.values() if not p.future.done()]
         node.queue.clear()
         node.outstanding.clear()
         self._event(f"node {node.short} dead ({reason}); re-running {len(orphans)} runs elsewhere")
@@ -309,10 +310,13 @@ class SandboxFleet:
     async def _watch(self) -> None:
         last_discover = time.monotonic()
         while True:
-            await asyncio.sleep(self.health.probe_interval)
+            # A fleet's own cost stays bounded on a big cluster: at most max_probes_per_second probes,
+            # and the node list (a GCS call that grows with the cluster) at most once per 100 nodes-seconds.
+            n = len(self.nodes)
+            await asyncio.sleep(max(self.health.probe_interval, n / self.health.max_probes_per_second))
             try:
                 await self._probe_all()
-                if time.monotonic() - last_discover >= self.health.discover_interval:
+                if time.monotonic() - last_discover >= max(self.health.discover_interval, n / 100):
                     last_discover = time.monotonic()
                     await self._discover()
             except Exception:  # keep watching whatever one round did
@@ -492,7 +496,8 @@ class SandboxFleet:
         node = min(ready, key=lambda n: (n.sessions / max(1, n.slots), n.load()))
         node.sessions += 1
         try:
-            token = await _call(node, node.actor.open_session.remote(language, limits or self.limits, self.session_ttl))
+            ref = node.actor.open_session.remote(language, limits or self.limits, self.session_ttl)
+            token = await _call(node, ref, self)
         except BaseException:
             node.sessions -= 1
             raise
@@ -505,7 +510,7 @@ class SandboxFleet:
         if not sep or node is None:
             return None
         try:
-            language, limits, execs, idle = await _call(node, node.actor.session_info.remote(token))
+            language, limits, execs, idle = await _call(node, node.actor.session_info.remote(token), self)
         except SandboxError:
             return None
         node.sessions += 1

@@ -26,9 +26,10 @@ class HealthPolicy:
     max_error_rate: float = 0.5
     recover_probes: int = 2
     discover_interval: float = 1.0
+    max_probes_per_second: float = 500.0  # past 250 nodes, probes slow down rather than cost more
 
     def __post_init__(self) -> None:
-        if self.probe_interval <= 0 or self.probe_timeout <= 0 or self.discover_interval <= 0:
+        if min(self.probe_interval, self.probe_timeout, self.discover_interval, self.max_probes_per_second) <= 0:
             raise InputError("health intervals and timeouts must be positive")
         if self.dead_after < 1 or self.recover_probes < 1:
             raise InputError("dead_after and recover_probes must be at least 1")
