@@ -96,7 +96,7 @@ async def overhead_and_scaling(cluster: Any, args: argparse.Namespace, out: dict
 
 async def failover(cluster: Any, fleet: SandboxFleet, args: argparse.Namespace, out: dict[str, Any]) -> None:
     sleeper = Program(language="python", source="import time; time.sleep(0.2); print('ok')")
-    times, reruns, lost = [], [], 0
+    times, detect, reruns, lost = [], [], [], 0
     for _ in range(args.kills):
         victim = next(iter(cluster.worker_nodes))
         before = fleet.reruns
@@ -110,11 +110,13 @@ async def failover(cluster: Any, fleet: SandboxFleet, args: argparse.Namespace, 
         reruns.append(fleet.reruns - before)
         if fleet.last_rerun_finished is not None:
             times.append(fleet.last_rerun_finished - t_kill)
+        detect += [t - t_kill for t, what in fleet.events if t >= t_kill and " dead (" in what][:1]
         cluster.add_node(**NODE)
         await wait_ready(fleet, 3)
     out["failover_seconds"] = times
     out["failover_median"] = statistics.median(times) if times else None
     out["failover_max"] = max(times) if times else None
+    out["failover_detect_seconds"] = detect
     out["failover_reruns"] = reruns
     out["failover_lost_or_wrong"] = lost
 
@@ -215,6 +217,8 @@ def table(r: dict[str, Any]) -> str:
         + " |",
         f"| failover: kill to last re-run result, median / max of {len(r['failover_seconds'])} kills (s) | "
         f"{r['failover_median']:.2f} / {r['failover_max']:.2f} |",
+        "| failover: kill to the node declared dead, median (s) | "
+        f"{statistics.median(r['failover_detect_seconds']):.2f} |",
         f"| failover: runs re-run per kill / lost or wrong | {r['failover_reruns']} / {r['failover_lost_or_wrong']} |",
     ]
     if "sessions" in r:

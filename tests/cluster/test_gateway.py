@@ -107,3 +107,31 @@ def test_rollout_on_the_fleet_matches_the_local_rollout(
     assert fleet["episodes"] == local["episodes"] == 12
     assert fleet["pass@1"] == local["pass@1"] and fleet["verdicts"] == local["verdicts"]
     assert fleet["statuses"] == local["statuses"] and not fleet["retries"]
+
+
+def test_dojo_trains_rollouts_run_on_the_fleet(ray_cluster: LocalCluster) -> None:
+    """``dojo train``'s ``sandbox.ray``: DojoRollout's episodes are graded on the cluster's nodes."""
+    from dojo.agent.policy import SamplingParams
+    from dojo.integrations.event_loops import SANDBOXES
+    from dojo.integrations.trl_rollout import DojoRollout
+    from tests.agent.scripted import RIGHT, WRONG, ScriptedPolicy, double_task
+
+    tasks = [double_task(f"d{i}") for i in range(4)]
+    rollout = DojoRollout(tasks, mode="single", pool_size=2, ray=ray_cluster.address)
+    try:
+        policy = ScriptedPolicy(lambda m, i: RIGHT if i % 2 == 0 else WRONG)
+        groups = rollout.run_groups(policy, tasks, group_size=2, sampling=SamplingParams(max_tokens=8))
+
+        async def fleet_runs() -> int:
+            from dojo.cluster import SandboxFleet
+
+            sandbox = await SANDBOXES.get(2, ray_cluster.address)
+            assert isinstance(sandbox, SandboxFleet)
+            return sum(n.runs for n in sandbox.nodes.values())
+
+        runs = rollout._loop.run(fleet_runs())
+    finally:
+        rollout.close()
+    rewards = sorted(ep.reward.value for g in groups for ep in g.episodes if ep.reward is not None)
+    assert rewards == [0.5] * 4 + [1.0] * 4  # every episode scored, as a local grader scores them
+    assert runs >= 8  # every grading ran on the cluster's nodes

@@ -74,6 +74,14 @@ def test_a_missing_bucket_is_a_clear_error(s3: str) -> None:
         TrajectoryStore("s3://no-such-bucket/run")
     with pytest.raises(InputError, match="does not exist"):
         mirror_dir(Path("."), "s3://no-such-bucket/run")
+    from dojo.train.config import TrainConfig
+    from dojo.train.run import prepare_output
+
+    config = TrainConfig.model_validate(
+        {"output": {"dir": "/nonexistent/never-made", "mirror": "s3://no-such-bucket/r"}}
+    )
+    with pytest.raises(InputError, match="does not exist"):
+        prepare_output(config, resume=False)  # refused before anything is written
 
 
 async def test_a_writer_killed_mid_shard_loses_nothing_committed_and_shows_nothing_half_written(
