@@ -65,7 +65,9 @@ def gateways(ray_cluster: LocalCluster) -> Iterator[list[str]]:
 def test_two_gateways_serve_one_cluster_and_share_sessions(gateways: list[str]) -> None:
     a, b = gateways
     health = httpx.get(a + "/healthz").json()
-    assert health["slots"] >= 8  # every node's slots, not one machine's
+    assert health["slots"] >= 8 and health["nodes"] == {"ready": 4}  # every node's slots, not one machine's
+    metrics = httpx.get(a + "/metrics").text
+    assert 'dojo_fleet_nodes{state="ready"} 4.0' in metrics and "dojo_fleet_reruns 0.0" in metrics
     fusion = httpx.post(a + "/run_code", json={"code": "print(6 * 7)", "language": "python"}, timeout=60).json()
     assert fusion["status"] == "Success" and fusion["run_result"]["stdout"] == "42\n"
     with SandboxClient(a) as client_a, SandboxClient(b) as client_b:

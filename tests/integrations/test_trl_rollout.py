@@ -168,6 +168,37 @@ def test_a_sandbox_failure_is_retried_then_left_unscored(
     assert float(log["loss"]) == 0.0 and float(log["grad_norm"]) == 0.0
 
 
+def test_a_pool_server_that_misses_a_weight_push_gets_no_request(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """``policy.server: [a, b]``: the weights go to both before each step; a server that did not load
+    them would sample from stale weights, so the pool sends it nothing (here: one server is down)."""
+    from dojo.agent.policy import PolicyError
+    from dojo.agent.policy_pool import PolicyPool
+
+    proc, base = _serve(tiny_model_dir)
+    try:
+        dead = f"http://127.0.0.1:{free_port()}"
+        weights = ServedWeights([f"{dead}/v1", base], tmp_path / "sync")
+        pool = PolicyPool([OpenAIPolicy(f"{dead}/v1", "tiny", timeout=5), OpenAIPolicy(f"{base}/v1", "tiny")])
+        rollout = DojoRollout(TASKS, max_turns=1, mode="single", pool_size=1, policy=pool, weights=weights)
+        _, captured = _train(tiny_model_dir, tmp_path / "run", rollout)
+        assert weights.loaded == [base] and list(weights.failed) == [dead] and weights.pushes == 1
+        stats = {s["server"]: s for s in pool.stats()}
+        assert stats[f"{dead}/v1"]["stale"] and stats[f"{dead}/v1"]["requests"] == 0
+        assert stats[f"{base}/v1"]["requests"] > 0
+        assert all(r is not None for r in captured[0]["dojo_reward"])  # every episode scored
+        with pytest.raises(PolicyError, match="cannot push weights"):
+            ServedWeights([dead], tmp_path / "sync2").push(_tiny_model(tiny_model_dir))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _tiny_model(model_dir: Path) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(model_dir)
+
+
 def test_an_episode_without_a_token_record_is_unscorable(tiny_model_dir: Path) -> None:
     from transformers import AutoTokenizer
 

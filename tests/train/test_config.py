@@ -36,6 +36,9 @@ def test_yaml_overrides_and_dotted_overrides(tmp_path: Path) -> None:
         ({"episode": {"mode": "chat"}}, "episode.mode: Input should be 'single', 'feedback' or 'tools'"),
         ({"episode": {"max_turns": 0}}, "episode.max_turns: Input should be greater than or equal to 1"),
         ({"policy": {"server": "localhost:8000"}}, "policy.server must be an http(s) URL"),
+        ({"policy": {"server": ["http://a:8000/v1", "b:8000"]}}, "policy.server must be an http(s) URL"),
+        ({"policy": {"server": []}}, "policy.server is an empty list"),
+        ({"sandbox": {"ray": 6379}}, "sandbox.ray: Input should be a valid string"),
     ],
 )
 def test_bad_fields_are_named_with_the_reason(data: dict[str, object], message: str) -> None:

@@ -18,11 +18,12 @@ import hashlib
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams
+from dojo.agent.weight_sync import server_root
 from dojo.errors import InputError
 
 STICKY_CONVERSATIONS = 100_000  # remembered conversation heads (LRU)
@@ -37,6 +38,7 @@ class PoolMember:
     failures: int = 0
     benched_until: float = 0.0
     last_error: str = ""
+    stale: bool = False  # it failed to load the trainer's latest weights: it gets nothing until it does
 
     def benched(self, now: float) -> bool:
         return now < self.benched_until
@@ -80,7 +82,7 @@ class PolicyPool:
 
     def _choose(self, head: str, tried: set[int]) -> PoolMember | None:
         now = time.monotonic()
-        candidates = [m for m in self.members if id(m) not in tried]
+        candidates = [m for m in self.members if id(m) not in tried and not m.stale]
         up = [m for m in candidates if not m.benched(now)] or candidates  # all benched: try them anyway
         if not up:
             return None
@@ -123,11 +125,18 @@ class PolicyPool:
             return out
         raise PolicyError("every policy server failed this request: " + "; ".join(errors))
 
+    def only(self, servers: Iterable[str]) -> None:
+        """Send requests only to ``servers`` (URLs, with or without ``/v1``): those that hold the
+        trainer's latest weights (``ServedWeights.loaded``)."""
+        keep = {server_root(s) for s in servers}
+        for m in self.members:
+            m.stale = server_root(m.name) not in keep
+
     def stats(self) -> list[dict[str, Any]]:
         now = time.monotonic()
         return [
             {"server": m.name, "inflight": m.inflight, "requests": m.requests, "failures": m.failures,
-             "benched": m.benched(now), "last_error": m.last_error or None}
+             "benched": m.benched(now), "stale": m.stale, "last_error": m.last_error or None}
             for m in self.members
         ]  # fmt: skip
 

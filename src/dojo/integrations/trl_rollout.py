@@ -35,6 +35,7 @@ from typing import Any, Literal
 from dojo.agent.episode import Episode, EpisodeConfig
 from dojo.agent.hf_policy import HFPolicy, PromptFormat
 from dojo.agent.policy import Policy, SamplingParams
+from dojo.agent.policy_pool import PolicyPool
 from dojo.agent.tokens import EpisodeTokens, TokenRecordError, episode_tokens
 from dojo.agent.weight_sync import ServedWeights
 from dojo.errors import DojoError, InputError
@@ -158,6 +159,8 @@ class DojoRollout:
         step = int(trainer.state.global_step)
         if self.weights is not None and self._synced_step != step:
             self.weights.push(model, tokenizer)
+            if isinstance(self.policy, PolicyPool):  # a server that missed the weights would sample stale
+                self.policy.only(self.weights.loaded)
             self._synced_step = step
         policy = self.policy or self._local_policy(model, tokenizer)
         sampling = SamplingParams(

@@ -149,10 +149,18 @@ def create_app(settings: ServiceSettings | None = None, sandbox: SandboxAPI | No
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await sb.start()
         admission.resize(sb.pool_size)  # a fleet knows its slots once it has met its nodes
+
+        async def follow_slots() -> None:  # and they change as nodes join, die or drain
+            while True:
+                await asyncio.sleep(2.0)
+                admission.resize(sb.pool_size)
+
+        follower = asyncio.create_task(follow_slots())
         await sessions.start()
         try:
             yield
         finally:
+            follower.cancel()
             await sessions.close()
             if owned:
                 await sb.close()
@@ -246,16 +254,31 @@ def create_app(settings: ServiceSettings | None = None, sandbox: SandboxAPI | No
         metrics.runs.labels(verdict=str(result.verdict), language="python").inc()
         return result, outcome.value
 
+    def fleet_nodes() -> dict[str, int] | None:
+        """Nodes by state (ready, drained, dead, ...) when the sandbox is a fleet; else None."""
+        stats = getattr(sb, "stats", None)
+        if stats is None:
+            return None
+        counts: dict[str, int] = {}
+        for node in stats().values():
+            state = "drained" if node["state"] == "ready" and node["drained"] else node["state"]
+            counts[state] = counts.get(state, 0) + 1
+        return counts
+
     @app.get("/healthz", tags=["service"])
     async def healthz() -> dict[str, Any]:
-        """Liveness and load: slots, admitted requests, live sessions."""
-        return {
+        """Liveness and load: slots, admitted requests, live sessions (and a fleet's nodes)."""
+        body: dict[str, Any] = {
             "status": "ok",
             "slots": sb.pool_size,
             "admitted": admission.admitted,
             "capacity": admission.capacity,
             "live_sessions": sessions.live,
         }
+        nodes = fleet_nodes()
+        if nodes is not None:
+            body["nodes"] = nodes
+        return body
 
     @app.get("/metrics", tags=["service"])
     async def prometheus_metrics() -> Response:
@@ -264,6 +287,12 @@ def create_app(settings: ServiceSettings | None = None, sandbox: SandboxAPI | No
         metrics.admitted.set(admission.admitted)
         metrics.live_sessions.set(sessions.live)
         metrics.slot_restarts.set(sb.pool.restarts if isinstance(sb, AsyncSandbox) and sb.started else 0)
+        nodes = fleet_nodes()
+        if nodes is not None:
+            for state in ("starting", "ready", "drained", "dead", "unusable"):
+                metrics.fleet_nodes.labels(state=state).set(nodes.get(state, 0))
+            metrics.fleet_slots.set(sb.pool_size)
+            metrics.fleet_reruns.set(getattr(sb, "reruns", 0))
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/v1/run", response_model=ExecutionResult, tags=["native"])

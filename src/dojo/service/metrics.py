@@ -22,3 +22,7 @@ class ServiceMetrics:
         self.admitted = Gauge("dojo_admitted", "Requests admitted (running or waiting)", registry=self.registry)
         self.live_sessions = Gauge("dojo_live_sessions", "Live sessions", registry=self.registry)
         self.slot_restarts = Gauge("dojo_slot_restarts", "Slots replaced after dying", registry=self.registry)
+        # In front of a Ray cluster (dojo serve --ray): the fleet's nodes and failovers.
+        self.fleet_nodes = Gauge("dojo_fleet_nodes", "Fleet nodes by state", ["state"], registry=self.registry)
+        self.fleet_slots = Gauge("dojo_fleet_slots", "Slots on the fleet's ready nodes", registry=self.registry)
+        self.fleet_reruns = Gauge("dojo_fleet_reruns", "Runs re-run because their node died", registry=self.registry)

@@ -69,18 +69,29 @@ class PolicySettings(_Section):
         "otherwise the path of a local Hugging Face model directory.",
     )
     tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Shape of the tiny model.")
-    server: str | None = Field(
+    server: str | list[str] | None = Field(
         None,
         description="Generate GRPO's episodes with a served policy at this OpenAI-compatible URL (e.g. "
         "http://127.0.0.1:8000/v1, `dojo policy serve MODEL --prompt-format text`) instead of in process; the "
-        "trainer's weights are pushed to it (POST /update_weights_from_disk) before each step's generation.",
+        "trainer's weights are pushed to it (POST /update_weights_from_disk) before each step's generation. "
+        "A list of URLs (servers of one model) forms a policy pool: least requests, failover, and a server "
+        "that missed a weight push gets no request until it loads the next.",
     )
 
     @model_validator(mode="after")
     def _server(self) -> PolicySettings:
-        if self.server is not None and not self.server.startswith(("http://", "https://")):
-            raise ValueError(f"policy.server must be an http(s) URL, got {self.server!r}")
+        for url in self.servers:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"policy.server must be an http(s) URL (or a list of them), got {url!r}")
+        if isinstance(self.server, list) and not self.server:
+            raise ValueError("policy.server is an empty list: give one URL or several, or leave it out")
         return self
+
+    @property
+    def servers(self) -> list[str]:
+        if self.server is None:
+            return []
+        return [self.server] if isinstance(self.server, str) else list(self.server)
 
 
 class EpisodeSettings(_Section):

@@ -204,12 +204,15 @@ def episode_rollout(
     """The run's episodes (mode, turns, grading, sandbox) on ``tasks``: plain-text prompts, as the
     warm start trains on; ``served``: sampled by ``policy.server``, with the weights pushed each step."""
     policy = weights = None
-    if served and config.policy.server is not None:
+    servers = config.policy.servers
+    if served and servers:
         from dojo.agent.policy import OpenAIPolicy
+        from dojo.agent.policy_pool import PolicyPool
         from dojo.agent.weight_sync import ServedWeights
 
-        policy = OpenAIPolicy(config.policy.server)
-        weights = ServedWeights(config.policy.server, Path(config.output.dir) / "policy-sync")
+        clients = [OpenAIPolicy(url) for url in servers]
+        policy = clients[0] if len(clients) == 1 else PolicyPool(clients)
+        weights = ServedWeights(servers, Path(config.output.dir) / "policy-sync")
     return DojoRollout(
         tasks,
         mode=config.episode.mode,
