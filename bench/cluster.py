@@ -67,16 +67,18 @@ async def throughput(sandbox: Any, runs: int, concurrency: int = 32, name: str =
 async def overhead_and_scaling(cluster: Any, args: argparse.Namespace, out: dict[str, Any]) -> SandboxFleet:
     local = await AsyncSandbox(pool_size=args.pool_size).start()
     fleet = await SandboxFleet(cluster.address, pool_size=args.pool_size).start()
+    unbatched = await SandboxFleet(cluster.address, pool_size=args.pool_size, max_batch=1).start()  # same actor
     await throughput(local, 200)
     await throughput(fleet, 200)  # warm both
-    rounds: dict[str, list[float]] = {"local": [], "fleet-1": []}
+    rounds: dict[str, list[float]] = {"local": [], "fleet-1": [], "fleet-1-unbatched": []}
     wrong = 0
     for _ in range(args.repeats):
-        for name, sb in (("local", local), ("fleet-1", fleet)):
+        for name, sb in (("local", local), ("fleet-1", fleet), ("fleet-1-unbatched", unbatched)):
             rps, bad, _ = await throughput(sb, args.runs, name=name)
             rounds[name].append(rps)
             wrong += bad
     await local.close()
+    await unbatched.close()
     for n in (2, 3):
         cluster.add_node(**NODE)
         await wait_ready(fleet, n)
@@ -210,6 +212,9 @@ def table(r: dict[str, Any]) -> str:
         f"| print(1) runs/s, local AsyncSandbox ({r['pool_size_per_node']} slots) | {t['local']:.0f} |",
         f"| print(1) runs/s, fleet of 1 node (same slots) | {t['fleet-1']:.0f} "
         f"({r['fleet_1_vs_local']:.0%} of local) |",
+        f"| print(1) runs/s, fleet of 1 node, one actor call per run (max_batch=1) | {t['fleet-1-unbatched']:.0f} |",
+        "| CPU of the calling process per run, fleet of 1 unbatched (ms) | "
+        f"{r['caller_cpu_ms_per_run']['fleet-1-unbatched']:.2f} |",
         f"| print(1) runs/s, fleet of 2 / 3 nodes (one machine) | {t['fleet-2']:.0f} / {t['fleet-3']:.0f} |",
         f"| wrong outputs | {r['wrong']} |",
         "| CPU of the calling process per run, local / fleet of 1, 2, 3 (ms) | "
