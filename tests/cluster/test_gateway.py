@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 
 from dojo.cli import app
 from dojo.client import SandboxClient
+from dojo.cluster import SandboxFleet
 from dojo.sandbox import Program, Verdict
 from tests.cluster.conftest import LocalCluster
 from tests.conftest import free_port
@@ -137,3 +139,48 @@ def test_dojo_trains_rollouts_run_on_the_fleet(ray_cluster: LocalCluster) -> Non
     rewards = sorted(ep.reward.value for g in groups for ep in g.episodes if ep.reward is not None)
     assert rewards == [0.5] * 4 + [1.0] * 4  # every episode scored, as a local grader scores them
     assert runs >= 8  # every grading ran on the cluster's nodes
+
+
+class _TestPrefixFleet(SandboxFleet):
+    actor_prefix = "dojo-test-detached-"  # actors of their own, not the shared fleet's
+
+
+async def test_a_gateways_node_actors_and_sessions_outlive_it(ray_cluster: LocalCluster) -> None:
+    """``dojo serve --ray`` makes detached node actors: a gateway that stops (or restarts) leaves
+    every node's pool and sessions to the other gateways."""
+    import ray
+
+    script = f"""
+import asyncio
+from dojo.cluster import SandboxFleet
+
+class Fleet(SandboxFleet):
+    actor_prefix = {_TestPrefixFleet.actor_prefix!r}
+
+async def main():
+    fleet = Fleet({ray_cluster.address!r}, pool_size=1, detached=True, min_nodes=4)
+    await fleet.start()
+    session = await fleet.open_session("python")
+    await session.exec("kept = 7")
+    print(session.id, flush=True)
+    await fleet.close()
+
+asyncio.run(main())
+"""
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    session_id = proc.stdout.strip().splitlines()[-1]
+    other = _TestPrefixFleet(ray_cluster.address, pool_size=1, detached=True, min_nodes=4)
+    await other.start()
+    try:
+        session = await other.attach_session(session_id)
+        assert session is not None, "the session died with the gateway that opened it"
+        assert (await session.exec("print(kept)")).stdout == "7\n"
+        await session.close()
+    finally:
+        node_ids = list(other.nodes)
+        await other.close()
+        for node_id in node_ids:  # detached: nothing closes them but this
+            with contextlib.suppress(ValueError):
+                ray.kill(ray.get_actor(_TestPrefixFleet.actor_prefix + node_id, namespace="dojo"))

@@ -117,7 +117,9 @@ def serve(
     from dojo.cluster import ClusterUnavailable, SandboxFleet
 
     try:
-        run_server(host, port, settings, sandbox=SandboxFleet(ray, pool_size=pool_size, session_ttl=session_ttl))
+        # Detached node actors: a gateway that stops or restarts leaves the nodes' pools and sessions to the others.
+        fleet = SandboxFleet(ray, pool_size=pool_size, session_ttl=session_ttl, detached=True)
+        run_server(host, port, settings, sandbox=fleet)
     except ClusterUnavailable as e:
         fail(str(e))
 

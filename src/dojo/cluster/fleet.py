@@ -4,8 +4,10 @@
         result = await fleet.run(Program(language="python", source="print(1)"))
 
 - Membership: one ``SandboxNode`` actor per alive Ray node, placed by node id and named after it (so
-  several fleets, one per gateway, share them); a node that joins gets an actor within
-  ``discover_interval`` plus its pool's start; a node that cannot isolate runs is left out and said so.
+  several fleets, one per gateway, share them; ``detached=True``, as ``dojo serve --ray`` sets it,
+  makes them outlive the fleet, so a gateway's restart keeps every node's warm pool and sessions);
+  a node that joins gets an actor within ``discover_interval`` plus its pool's start; a node that
+  cannot isolate runs is left out and said so.
 - Routing: a run goes to the ready node with the least outstanding work per slot (this fleet's runs
   plus what the node's last probe said others sent it); runs submitted in one event-loop turn to one
   node cross to it as one actor call (``run_batch``).
@@ -108,6 +110,7 @@ class SandboxFleet:
         max_attempts: int = 3,
         start_timeout: float = 180.0,
         min_nodes: int = 1,
+        detached: bool = False,
     ) -> None:
         if pool_size is not None and pool_size < 1:
             raise InputError(f"pool_size (slots per node) must be at least 1, got {pool_size}")
@@ -122,6 +125,7 @@ class SandboxFleet:
         self.max_attempts = max_attempts
         self.start_timeout = start_timeout
         self.min_nodes = min_nodes
+        self.detached = detached
         self.nodes: dict[str, FleetNode] = {}
         self.reruns = 0  # runs re-run because their node died
         self.failed_runs = 0  # runs that exhausted max_attempts
@@ -250,7 +254,8 @@ class SandboxFleet:
 
         name = self.actor_prefix + node.node_id
         try:
-            node.created = not await asyncio.to_thread(_actor_exists, name)
+            # A detached actor outlives this fleet (a gateway's restart keeps the node's sessions): never closed here.
+            node.created = not self.detached and not await asyncio.to_thread(_actor_exists, name)
             node.actor = (
                 self._actor_class()
                 .options(
@@ -260,6 +265,7 @@ class SandboxFleet:
                     num_cpus=0,
                     max_concurrency=100_000,
                     max_restarts=0,
+                    lifetime="detached" if self.detached else None,
                     scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
                 )
                 .remote(node.node_id, self.node_pool_size, self.session_ttl)
