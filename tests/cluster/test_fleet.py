@@ -148,12 +148,13 @@ class _NoIsolationFleet(SandboxFleet):
         return ray.remote(_NoIsolationNode)
 
 
-async def test_a_cluster_with_no_capable_node_says_what_to_fix(ray_cluster: LocalCluster) -> None:
+async def test_a_cluster_with_no_capable_node_says_what_to_fix(ray_cluster: LocalCluster, fleet: SandboxFleet) -> None:
     import ray
 
-    fleet = _NoIsolationFleet(ray_cluster.address, start_timeout=60)
+    incapable = _NoIsolationFleet(ray_cluster.address, start_timeout=60)
     with pytest.raises(ClusterUnavailable) as info:
-        await fleet.start()
+        await incapable.start()
     message = str(info.value)
     assert "no node of the Ray cluster" in message and "IsolationUnavailable" in message and "root" in message
-    assert ray.is_initialized()  # the fleet that joined an existing driver leaves it connected
+    assert ray.is_initialized()  # a fleet that joined this process's existing connection leaves it connected
+    assert (await fleet.run(Program(language="python", source="print(2)"))).stdout == "2\n"

@@ -175,6 +175,9 @@ class SandboxFleet:
                 if not starting:
                     break
             if time.monotonic() > deadline:
+                if self.ready_nodes():  # fewer than min_nodes came up in time: serve with those
+                    self._event(f"started with {len(self.ready_nodes())} of {self.min_nodes} nodes")
+                    return
                 break
             await asyncio.sleep(0.05)
         why = "; ".join(f"node {n.short} ({n.address}): {n.reason or n.state}" for n in self.nodes.values())
