@@ -2,14 +2,18 @@
 
 - ``node.py``: ``SandboxNode``, the actor that owns one node's warm pool and sessions;
 - ``health.py``: when a node is dead, drained or recovered;
-- ``fleet.py``: ``SandboxFleet`` (``AsyncSandbox``'s interface over all nodes) and ``FleetSession``;
+- ``member.py``: ``FleetNode`` (a node as the fleet sees it) and calls to its actor (``NodeLost``);
+- ``fleet.py``: ``SandboxFleet``, ``AsyncSandbox``'s interface over all nodes: membership, routing, failover;
+- ``session.py``: ``FleetSession``, a session that lives and dies with its node;
 - ``connect.py``: joining the cluster, ``ClusterUnavailable``.
 """
 
 from dojo.cluster.connect import ClusterUnavailable
-from dojo.cluster.fleet import FleetSession, NodeLost, SandboxFleet
+from dojo.cluster.fleet import SandboxFleet
 from dojo.cluster.health import HealthPolicy
+from dojo.cluster.member import NodeLost
 from dojo.cluster.node import NodeStats, SandboxNode
+from dojo.cluster.session import FleetSession
 from dojo.sandbox import AsyncSandbox, SandboxAPI
 
 __all__ = [

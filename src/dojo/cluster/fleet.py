@@ -27,70 +27,34 @@ import logging
 import statistics
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from dojo.cluster.connect import NAMESPACE, ClusterUnavailable, connect
 from dojo.cluster.health import HealthPolicy, NodeHealth, load_per_slot
+from dojo.cluster.member import (
+    FleetNode,
+    NodeLost,
+    PendingRun,
+    actor_exists,
+    await_or_lost,
+    await_ref,
+    call_node,
+    cause_of,
+    retrieve,
+)
 from dojo.cluster.node import NodeStats, RunCall, RunOutcome, SandboxNode
+from dojo.cluster.session import FleetSession
 from dojo.errors import InputError
 from dojo.sandbox.backend import Isolation, SandboxAPI, SessionAPI
 from dojo.sandbox.errors import SandboxError
-from dojo.sandbox.languages import Language, get_language
+from dojo.sandbox.languages import get_language
 from dojo.sandbox.limits import DEFAULT_LIMITS, Limits
 from dojo.sandbox.program import Program
 from dojo.sandbox.result import ExecutionResult
 
 log = logging.getLogger(__name__)
-NodeState = Literal["starting", "ready", "dead", "unusable"]
 ACTOR_PREFIX = "dojo-sandbox-"
 RESTART_AFTER = 5.0  # seconds before a node whose actor died (while Ray says the node lives) gets a new one
-
-
-class NodeLost(SandboxError):
-    """The node that held a session (or ran a batch) died; its state is gone."""
-
-
-@dataclass(eq=False)
-class _Pending:
-    id: int
-    call: RunCall
-    future: asyncio.Future[ExecutionResult]
-    attempts: int = 0
-    nodes: list[str] = field(default_factory=list)
-
-
-@dataclass(eq=False)
-class FleetNode:
-    """The fleet's view of one node."""
-
-    node_id: str
-    address: str
-    actor: Any = None
-    state: NodeState = "starting"
-    slots: int = 0
-    outstanding: dict[int, _Pending] = field(default_factory=dict)
-    queue: list[_Pending] = field(default_factory=list)
-    flush_scheduled: bool = False
-    health: NodeHealth | None = None
-    sessions: int = 0
-    lost: asyncio.Event = field(default_factory=asyncio.Event)
-    reason: str = ""
-    since: float = field(default_factory=time.monotonic)
-    others: int = 0  # runs the node holds for other callers, by its last probe
-    runs: int = 0
-    created: bool = False  # this fleet created the actor (and closes it); else another fleet shares it
-
-    @property
-    def short(self) -> str:
-        return self.node_id[:16]
-
-    @property
-    def drained(self) -> bool:
-        return self.health is not None and self.health.drained_for is not None
-
-    def load(self) -> float:
-        return (len(self.outstanding) + self.others) / max(1, self.slots)
 
 
 class SandboxFleet:
@@ -201,9 +165,9 @@ class SandboxFleet:
             task.cancel()
         closing = [n.actor.close.remote() for n in self.nodes.values() if n.created and n.state == "ready"]
         if closing:
-            calls = [asyncio.ensure_future(_await(ref)) for ref in closing]
+            calls = [asyncio.ensure_future(await_ref(ref)) for ref in closing]
             for call in calls:
-                call.add_done_callback(_retrieve)
+                call.add_done_callback(retrieve)
             await asyncio.wait(calls, timeout=10)
         for node in self.nodes.values():
             for p in [*node.queue, *node.outstanding.values()]:
@@ -237,7 +201,7 @@ class SandboxFleet:
         alive = {n["NodeID"]: n for n in await asyncio.to_thread(ray.nodes) if n.get("Alive")}
         for node_id, node in list(self.nodes.items()):
             if node_id not in alive and node.state in ("ready", "starting"):
-                self._node_dead(node, "Ray reports the node dead")
+                self.mark_dead(node, "Ray reports the node dead")
         for node_id, info in alive.items():
             known = self.nodes.get(node_id)
             if known is not None and (known.state != "dead" or time.monotonic() - known.since < RESTART_AFTER):
@@ -258,7 +222,7 @@ class SandboxFleet:
         name = self.actor_prefix + node.node_id
         try:
             # A detached actor outlives this fleet (a gateway's restart keeps the node's sessions): never closed here.
-            node.created = not self.detached and not await asyncio.to_thread(_actor_exists, name)
+            node.created = not self.detached and not await asyncio.to_thread(actor_exists, name)
             node.actor = (
                 self._actor_class()
                 .options(
@@ -273,9 +237,9 @@ class SandboxFleet:
                 )
                 .remote(node.node_id, self.node_pool_size, self.session_ttl)
             )
-            node.slots = await asyncio.wait_for(_await(node.actor.start.remote()), self.start_timeout)
+            node.slots = await asyncio.wait_for(await_ref(node.actor.start.remote()), self.start_timeout)
         except Exception as e:
-            reason = _cause(e)
+            reason = cause_of(e)
             if node.actor is not None and node.created:
                 with contextlib.suppress(Exception):
                     import ray
@@ -293,7 +257,7 @@ class SandboxFleet:
         node.since = time.monotonic()
         self._event(f"node {node.short} joined with {node.slots} slots")
 
-    def _node_dead(self, node: FleetNode, reason: str) -> None:
+    def mark_dead(self, node: FleetNode, reason: str) -> None:
         if node.state == "dead":
             return
         node.state = "dead"
@@ -342,7 +306,7 @@ class SandboxFleet:
                 continue
             if stats is None:
                 if node.health.probe_failed():
-                    self._node_dead(node, f"no answer to {node.health.failed_probes} probes in a row")
+                    self.mark_dead(node, f"no answer to {node.health.failed_probes} probes in a row")
                 continue
             was = node.health.drained_for
             node.others = max(0, stats.inflight - len(node.outstanding))
@@ -355,7 +319,7 @@ class SandboxFleet:
     async def _probe(self, node: FleetNode) -> tuple[NodeStats | None, float]:
         t0 = time.monotonic()
         try:
-            stats: NodeStats = await asyncio.wait_for(_await(node.actor.stats.remote()), self.health.probe_timeout)
+            stats: NodeStats = await asyncio.wait_for(await_ref(node.actor.stats.remote()), self.health.probe_timeout)
         except Exception:
             return None, time.monotonic() - t0
         return stats, time.monotonic() - t0
@@ -389,7 +353,7 @@ class SandboxFleet:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _submit(self, p: _Pending) -> None:
+    def _submit(self, p: PendingRun) -> None:
         if p.future.done():
             return
         if p.attempts >= self.max_attempts:
@@ -413,7 +377,7 @@ class SandboxFleet:
             node.flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush, node)
 
-    async def _submit_when_ready(self, p: _Pending) -> None:
+    async def _submit_when_ready(self, p: PendingRun) -> None:
         """No ready node now: wait (up to the start timeout) for one to join."""
         deadline = time.monotonic() + self.start_timeout
         while not self.ready_nodes() and time.monotonic() < deadline and self._started:
@@ -441,18 +405,18 @@ class SandboxFleet:
             ref = node.actor.run_batch.remote([p.call for p in batch])
             self._spawn(self._collect(node, batch, ref))
 
-    async def _collect(self, node: FleetNode, batch: list[_Pending], ref: Any) -> None:
+    async def _collect(self, node: FleetNode, batch: list[PendingRun], ref: Any) -> None:
         import ray.exceptions as rex
 
         try:
-            outcomes: list[RunOutcome] = await _await_or_lost(ref, node)
+            outcomes: list[RunOutcome] = await await_or_lost(ref, node)
         except NodeLost:
-            return  # _node_dead re-submitted the batch
+            return  # mark_dead re-submitted the batch
         except rex.RayActorError as e:
-            self._node_dead(node, f"its sandbox actor died ({type(e).__name__})")
+            self.mark_dead(node, f"its sandbox actor died ({type(e).__name__})")
             return
         except Exception as e:  # the node failed this batch (not the programs): try them elsewhere
-            self._event(f"node {node.short} failed a batch of {len(batch)}: {_cause(e)}")
+            self._event(f"node {node.short} failed a batch of {len(batch)}: {cause_of(e)}")
             for p in batch:
                 if node.outstanding.pop(p.id, None) is not None:
                     self._submit(p)
@@ -485,7 +449,7 @@ class SandboxFleet:
             await self.start()
         get_language(program.language)  # an unknown language is the caller's input: say so here
         call = RunCall(program, limits or self.limits, compile_limits, isolation, cache_compiled, harness)
-        p = _Pending(next(self._ids), call, asyncio.get_running_loop().create_future())
+        p = PendingRun(next(self._ids), call, asyncio.get_running_loop().create_future())
         self._submit(p)
         return await p.future
 
@@ -506,7 +470,7 @@ class SandboxFleet:
         node.sessions += 1
         try:
             ref = node.actor.open_session.remote(language, limits or self.limits, self.session_ttl)
-            token = await _call(node, ref, self)
+            token = await call_node(node, ref, self.mark_dead)
         except BaseException:
             node.sessions -= 1
             raise
@@ -519,7 +483,7 @@ class SandboxFleet:
         if not sep or node is None:
             return None
         try:
-            language, limits, execs, idle = await _call(node, node.actor.session_info.remote(token), self)
+            language, limits, execs, idle = await call_node(node, node.actor.session_info.remote(token), self.mark_dead)
         except SandboxError:
             return None
         node.sessions += 1
@@ -527,146 +491,6 @@ class SandboxFleet:
         session.execs = execs
         session.last_used = time.monotonic() - idle
         return session
-
-
-class FleetSession:
-    """A session on one node of a fleet (``dojo.sandbox.backend.SessionAPI``). Its ``id`` names the
-    node, so any gateway of the cluster can reach it (``SandboxFleet.attach_session``)."""
-
-    def __init__(self, fleet: SandboxFleet, node: FleetNode, token: str, language: Language, limits: Limits) -> None:
-        self.fleet = fleet
-        self.node = node
-        self.token = token
-        self.language = language
-        self.limits = limits
-        self.id = f"{node.short}-{token}"
-        self.execs = 0
-        self.last_used = time.monotonic()
-        self.closed = False
-        self._busy = False
-
-    @property
-    def alive(self) -> bool:
-        return not self.closed and self.node.state == "ready"
-
-    @property
-    def busy(self) -> bool:
-        return self._busy
-
-    async def _request(self, method: str, *args: Any) -> Any:
-        if self.closed:
-            raise SandboxError("the session is closed")
-        if self.node.state != "ready":
-            await self._end()
-            raise NodeLost(f"the node holding this session ({self.node.short}) was lost; the session's state is gone")
-        if self._busy:
-            raise InputError("the session is already running an exec; sessions take one request at a time")
-        self._busy = True
-        self.last_used = time.monotonic()
-        try:
-            return await _call(self.node, getattr(self.node.actor, method).remote(self.token, *args), self.fleet)
-        except NodeLost:
-            await self._end()
-            raise
-        finally:
-            self._busy = False
-            self.last_used = time.monotonic()
-
-    async def exec(self, code: str, stdin: str = "", limits: Limits | None = None) -> ExecutionResult:
-        self.execs += 1
-        try:
-            result: ExecutionResult = await self._request("session_exec", code, stdin, limits)
-        except NodeLost as e:
-            return ExecutionResult.from_sandbox_error(str(e), self.language.name)
-        return result
-
-    async def write_file(self, path: str, content: bytes, executable: bool = False) -> None:
-        await self._request("session_write", path, content, executable)
-
-    async def read_file(self, path: str, max_bytes: int = 16 << 20) -> bytes:
-        data: bytes | None = await self._request("session_read", path, max_bytes)
-        if data is None:
-            raise FileNotFoundError(f"{path}: not found")
-        return data
-
-    async def _end(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.node.sessions = max(0, self.node.sessions - 1)
-
-    async def close(self) -> None:
-        if self.closed:
-            return
-        await self._end()
-        if self.node.state == "ready":
-            with contextlib.suppress(Exception):
-                await _call(self.node, self.node.actor.session_close.remote(self.token))
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-
-def _actor_exists(name: str) -> bool:
-    import ray
-
-    try:
-        ray.get_actor(name, namespace=NAMESPACE)
-    except ValueError:
-        return False
-    return True
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
-
-
-async def _await(ref: Any) -> Any:
-    return await asyncio.wrap_future(ref.future())
-
-
-async def _await_or_lost(ref: Any, node: FleetNode) -> Any:
-    """The call's value, or NodeLost as soon as the fleet declares the node dead."""
-    call = asyncio.ensure_future(_await(ref))
-    call.add_done_callback(_retrieve)  # a call abandoned for a lost node fails later, unheard
-    lost = asyncio.ensure_future(node.lost.wait())
-    try:
-        await asyncio.wait({call, lost}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        lost.cancel()
-    if not call.done():
-        call.cancel()
-        raise NodeLost(f"node {node.short} was lost ({node.reason})")
-    return call.result()
-
-
-async def _call(node: FleetNode, ref: Any, fleet: SandboxFleet | None = None) -> Any:
-    """A node call's value; the node's own errors come back as dojo's errors, its death as NodeLost."""
-    import ray.exceptions as rex
-
-    try:
-        return await _await_or_lost(ref, node)
-    except rex.RayActorError as e:
-        if fleet is not None:
-            fleet._node_dead(node, f"its sandbox actor died ({type(e).__name__})")
-        raise NodeLost(f"the node holding this session ({node.short}) died; the session's state is gone") from e
-    except rex.RayTaskError as e:
-        cause = e.cause if isinstance(e.cause, BaseException) else None
-        if isinstance(cause, (InputError, SandboxError)):
-            raise cause from None
-        raise SandboxError(f"node {node.short}: {_cause(e)}") from e
-
-
-def _cause(e: BaseException) -> str:
-    import ray.exceptions as rex
-
-    if isinstance(e, rex.RayTaskError) and isinstance(e.cause, BaseException):
-        e = e.cause
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[-1] if text else ''}"
 
 
 if TYPE_CHECKING:  # mypy proves that a fleet stands in for AsyncSandbox wherever one is used
