@@ -7,11 +7,10 @@ import time
 from typing import TYPE_CHECKING, Any, Self
 
 from dojo.cluster.member import FleetNode, NodeLost, call_node
-from dojo.errors import InputError
-from dojo.sandbox.errors import SandboxError
 from dojo.sandbox.languages import Language
 from dojo.sandbox.limits import Limits
 from dojo.sandbox.result import ExecutionResult
+from dojo.sandbox.session import one_request_at_a_time
 
 if TYPE_CHECKING:
     from dojo.cluster.fleet import SandboxFleet
@@ -31,36 +30,23 @@ class FleetSession:
         self.execs = 0
         self.last_used = time.monotonic()
         self.closed = False
-        self._busy = False
+        self.busy = False
 
     @property
     def alive(self) -> bool:
         return not self.closed and self.node.state == "ready"
 
-    @property
-    def busy(self) -> bool:
-        return self._busy
-
     async def _request(self, method: str, *args: Any) -> Any:
-        if self.closed:
-            raise SandboxError("the session is closed")
-        if self.node.state != "ready":
+        if not self.closed and self.node.state != "ready":
             await self._end()
             raise NodeLost(f"the node holding this session ({self.node.short}) was lost; the session's state is gone")
-        if self._busy:
-            raise InputError("the session is already running an exec; sessions take one request at a time")
-        self._busy = True
-        self.last_used = time.monotonic()
-        try:
-            return await call_node(
-                self.node, getattr(self.node.actor, method).remote(self.token, *args), self.fleet.mark_dead
-            )
-        except NodeLost:
-            await self._end()
-            raise
-        finally:
-            self._busy = False
-            self.last_used = time.monotonic()
+        with one_request_at_a_time(self):
+            try:
+                ref = getattr(self.node.actor, method).remote(self.token, *args)
+                return await call_node(self.node, ref, self.fleet.mark_dead)
+            except NodeLost:
+                await self._end()
+                raise
 
     async def exec(self, code: str, stdin: str = "", limits: Limits | None = None) -> ExecutionResult:
         self.execs += 1

@@ -13,8 +13,10 @@ but keeps its files; the result says ``session_restarted`` on the next exec.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 from dojo.errors import InputError
 from dojo.sandbox.errors import SandboxError
@@ -25,6 +27,28 @@ from dojo.sandbox.result import ExecutionResult, result_from_wire
 from dojo.sandbox.slot import Slot, SlotDied
 
 BASH_CWD_FILE = "/tmp/.dojo-session-cwd"
+
+
+class _Exclusive(Protocol):
+    closed: bool
+    busy: bool
+    last_used: float
+
+
+@contextlib.contextmanager
+def one_request_at_a_time(session: _Exclusive) -> Iterator[None]:
+    """A session takes one request at a time, and knows when it was last used (for idle expiry)."""
+    if session.closed:
+        raise SandboxError("the session is closed")
+    if session.busy:
+        raise InputError("the session is already running an exec; sessions take one request at a time")
+    session.busy = True
+    session.last_used = time.monotonic()
+    try:
+        yield
+    finally:
+        session.busy = False
+        session.last_used = time.monotonic()
 
 
 class Session:
@@ -40,11 +64,7 @@ class Session:
         self.last_used = self.created
         self.execs = 0
         self.closed = False
-        self._busy = False
-
-    @property
-    def busy(self) -> bool:
-        return self._busy
+        self.busy = False
 
     @property
     def alive(self) -> bool:
@@ -53,20 +73,12 @@ class Session:
     async def _request(
         self, header: dict[str, Any], blobs: list[bytes], timeout: float
     ) -> tuple[dict[str, Any], list[bytes]]:
-        if self.closed:
-            raise SandboxError("the session is closed")
-        if self._busy:
-            raise InputError("the session is already running an exec; sessions take one request at a time")
-        self._busy = True
-        self.last_used = time.monotonic()
-        try:
-            return await self.slot.request({**header, "keep_files": True}, blobs, timeout)
-        except SlotDied:
-            await self.close()
-            raise
-        finally:
-            self._busy = False
-            self.last_used = time.monotonic()
+        with one_request_at_a_time(self):
+            try:
+                return await self.slot.request({**header, "keep_files": True}, blobs, timeout)
+            except SlotDied:
+                await self.close()
+                raise
 
     async def exec(self, code: str, stdin: str = "", limits: Limits | None = None) -> ExecutionResult:
         """Run ``code`` in the session. Limits apply to this exec (memory is fixed at creation)."""
