@@ -91,3 +91,38 @@ async def test_a_node_that_joins_gets_work(fleet: SandboxFleet, ray_cluster: Loc
     assert all(r.stdout == "5\n" for r in results)
     assert fleet.nodes[new_id].runs > 0
     assert len(fleet.ready_nodes()) == 4  # head + 2 survivors + the new node
+
+
+async def test_a_hung_node_is_declared_dead_and_its_runs_finish_elsewhere_once(fleet: SandboxFleet) -> None:
+    """A node whose sandbox actor stops answering (SIGSTOP: a machine swapping to death, a hung
+    kernel) mid-batch: its runs are re-run elsewhere, each result arrives once, then the node gets
+    a fresh actor and work again."""
+    import os
+    import signal
+
+    import ray
+
+    victim = next(n for n in fleet.ready_nodes())
+    actor = ray.get_actor(f"{fleet.actor_prefix}{victim.node_id}", namespace="dojo")
+    pid = (await asyncio.wrap_future(actor.stats.remote().future())).pid
+    programs = [Program(language="python", source=f"import time; time.sleep(0.3); print({i})") for i in range(48)]
+    reruns = fleet.reruns
+    task = asyncio.ensure_future(fleet.run_many(programs))
+    await asyncio.sleep(0.4)  # the victim holds some of them now
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        results = await task
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert [r.stdout for r in results] == [f"{i}\n" for i in range(48)]  # each once, in order, none lost
+    assert fleet.stats()[victim.node_id]["state"] == "dead"
+    assert "no answer" in (fleet.stats()[victim.node_id]["reason"] or "")
+    assert fleet.reruns > reruns
+    for _ in range(300):  # the node itself lives: it gets a fresh actor
+        node = fleet.nodes.get(victim.node_id)
+        if node is not None and node.state == "ready":
+            break
+        await asyncio.sleep(0.1)
+    assert fleet.nodes[victim.node_id].state == "ready"
+    again = await fleet.run_many([Program(language="python", source="print(3)")] * 40)
+    assert all(r.stdout == "3\n" for r in again) and fleet.nodes[victim.node_id].runs > 0
