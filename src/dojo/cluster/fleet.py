@@ -170,7 +170,7 @@ class SandboxFleet:
                 call.add_done_callback(retrieve)
             await asyncio.wait(calls, timeout=10)
         for node in self.nodes.values():
-            for p in [*node.queue, *node.outstanding.values()]:
+            for p in node.outstanding.values():  # a queued run is outstanding too
                 if not p.future.done():
                     p.future.set_exception(SandboxError("the sandbox fleet was closed"))
         self.nodes = {}  # a restarted fleet meets its nodes again
@@ -264,8 +264,7 @@ class SandboxFleet:
         node.reason = reason
         node.since = time.monotonic()
         node.lost.set()
-        queued_or_sent = {p.id: p for p in [*node.queue, *node.outstanding.values()]}  # a queued run is in both
-        orphans = [p for p in queued_or_sent.values() if not p.future.done()]
+        orphans = [p for p in node.outstanding.values() if not p.future.done()]  # queued runs are in it too
         node.queue.clear()
         node.outstanding.clear()
         self._event(f"node {node.short} dead ({reason}); re-running {len(orphans)} runs elsewhere")

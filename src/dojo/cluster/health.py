@@ -71,8 +71,7 @@ class NodeHealth:
         p = self.policy
         if rtt > p.slow_probe:
             return f"slow: a probe took {rtt:.2f}s (more than {p.slow_probe}s)"
-        load = stats.inflight / max(1, stats.slots)
-        if load > p.backlog_factor * (fleet_median_load + 1):
+        if load_per_slot(stats) > p.backlog_factor * (fleet_median_load + 1):
             return (
                 f"backed up: {stats.inflight} runs on {stats.slots} slots (fleet median {fleet_median_load:.1f}/slot)"
             )

@@ -44,8 +44,8 @@ class FleetNode:
     actor: Any = None
     state: NodeState = "starting"
     slots: int = 0
-    outstanding: dict[int, PendingRun] = field(default_factory=dict)
-    queue: list[PendingRun] = field(default_factory=list)
+    outstanding: dict[int, PendingRun] = field(default_factory=dict)  # sent or queued, by id, until answered
+    queue: list[PendingRun] = field(default_factory=list)  # outstanding runs not sent yet (the next batch)
     flush_scheduled: bool = False
     health: NodeHealth | None = None
     sessions: int = 0
