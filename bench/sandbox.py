@@ -2,10 +2,11 @@
 
     .venv/bin/python bench/sandbox.py [--repeats 3] [--runs 600] [--pool-size N] [--json out.json]
 
-For `print(1)` and a HumanEval-style function with 5 asserts it measures, per way of running:
-p50/p99 latency at concurrency 1, throughput at concurrency 2/8/32, and wrong outputs (a run that
-did not finish Accepted with the right stdout). Each figure is the median over --repeats rounds;
-the rounds interleave the two ways so machine noise hits both alike. It also reports the idle
+For `print(1)` and a HumanEval-style function with 5 asserts it measures, per way of running
+(dojo, dojo with its syscall filter off to show the filter's cost, and naive): p50/p99 latency at
+concurrency 1, throughput at concurrency 2/8/32, and wrong outputs (a run that did not finish
+Accepted with the right stdout). Each figure is the median over --repeats rounds; the rounds
+interleave the ways so machine noise hits all alike. It also reports the idle
 memory (PSS) of each warm slot. Prints a Markdown table.
 """
 
@@ -47,18 +48,23 @@ def slot_memory(sandbox: AsyncSandbox) -> dict[str, float]:
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     python = default_python()
     results: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": python}, "workloads": {}}
-    async with AsyncSandbox(pool_size=args.pool_size) as sandbox:
+    async with (
+        AsyncSandbox(pool_size=args.pool_size) as sandbox,
+        AsyncSandbox(pool_size=args.pool_size, syscall_filter=False) as unfiltered,
+    ):
         await asyncio.sleep(0.5)
         results["slot_memory"] = slot_memory(sandbox)
         results["pool_size"] = sandbox.pool_size
         for name, (source, expected) in WORKLOADS.items():
             ways = {
                 "dojo": sandbox_runner(sandbox, source, expected),
+                "dojo, no syscall filter": sandbox_runner(unfiltered, source, expected),
                 "naive": naive_runner(python, source, expected),
             }
             rounds: dict[str, dict[str, list[float]]] = {w: {} for w in ways}
             wrong = {w: 0 for w in ways}
             await closed_loop(ways["dojo"], 4, 50)  # warm-up
+            await closed_loop(ways["dojo, no syscall filter"], 4, 50)
             for _ in range(args.repeats):
                 for way, runner in ways.items():
                     c1 = await closed_loop(runner, 1, args.runs // 3)
@@ -88,6 +94,8 @@ def table(results: dict[str, Any]) -> str:
             lines.append(f"| {name} | {way} | " + " | ".join(cells) + " |")
         ratio = ways["dojo"]["runs_per_s_c8"] / max(ways["naive"]["runs_per_s_c8"], 1e-9)
         lines.append(f"| {name} | dojo / naive at c=8 | | | | {ratio:.1f}x | | |")
+        cost = ways["dojo"]["p50_ms"] - ways["dojo, no syscall filter"]["p50_ms"]
+        lines.append(f"| {name} | syscall filter's cost at p50 | {cost:+.3f} ms | | | | | |")
     mem = results["slot_memory"]
     lines.append("")
     lines.append(

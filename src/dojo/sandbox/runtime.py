@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import platform
 import shutil
 import subprocess
 import threading
@@ -37,6 +38,7 @@ from dojo.sandbox.limits import DEFAULT_COMPILE_LIMITS, DEFAULT_LIMITS, Limits
 from dojo.sandbox.pool import SlotPool, default_pool_size
 from dojo.sandbox.program import Program
 from dojo.sandbox.result import ExecutionResult, result_from_wire
+from dojo.sandbox.seccomp import filter_for_this_machine
 from dojo.sandbox.session import Session
 from dojo.sandbox.slot import NAMESPACE_FLAGS, ROOTLESS_FLAGS, SlotConfig
 from dojo.sandbox.verdict import Verdict
@@ -102,6 +104,7 @@ class AsyncSandbox:
         limits: Limits = DEFAULT_LIMITS,
         compile_limits: Limits = DEFAULT_COMPILE_LIMITS,
         python: str | None = None,
+        syscall_filter: bool = True,
     ) -> None:
         if isolation not in ("fast", "strict"):
             raise InputError(f"isolation must be 'fast' or 'strict', not {isolation!r}")
@@ -111,6 +114,10 @@ class AsyncSandbox:
         self.limits = limits
         self.compile_limits = compile_limits
         self.python = python or default_python()
+        # Off only to show what the filter stops (tests, docs/threat-model.md); never in production.
+        self.syscall_filter = filter_for_this_machine() if syscall_filter else None
+        if syscall_filter and self.syscall_filter is None:
+            log.warning("no syscall table for %s: runs are not under dojo's seccomp filter", platform.machine())
         self.pool_size = pool_size or default_pool_size()
         self._pool: SlotPool | None = None
         self.mode: Mode | None = None  # "root" or "rootless", known once started
@@ -130,6 +137,7 @@ class AsyncSandbox:
                 disk_bytes=self.limits.disk,
                 cgroup_version=layout.version,
                 rootless=mode == "rootless",
+                syscall_filter=self.syscall_filter,
             )
             cgroups = SlotCgroups(layout) if mode == "root" else rootless_cgroups(layout)
             pool = SlotPool(self.pool_size, config, cgroups)

@@ -74,6 +74,7 @@ class SlotConfig:
     disk_bytes: int = 64 << 20
     cgroup_version: int = 1
     rootless: bool = False
+    syscall_filter: bytes | None = None  # dojo.sandbox.seccomp's program, installed in every run
     unshare: str = field(default_factory=lambda: shutil.which("unshare") or "/usr/bin/unshare")
 
 
@@ -102,6 +103,7 @@ class Slot:
             "disk_bytes": self.config.disk_bytes,
             "keep_host_netns": None if self.config.rootless else f"/proc/{os.getpid()}/ns/net",
             "rootless": self.config.rootless,
+            "seccomp": self.config.syscall_filter.hex() if self.config.syscall_filter else None,
         }
         flags = (*ROOTLESS_FLAGS, *NAMESPACE_FLAGS) if self.config.rootless else NAMESPACE_FLAGS
         code = await compiled_zygote(self.config.python)

@@ -140,6 +140,8 @@ MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_DUMPABLE = 4
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
@@ -289,6 +291,19 @@ class Syscalls:
 
     def prctl(self, option: int, arg: int) -> None:
         self.check(self.libc.prctl(option, self.ctypes.c_ulong(arg), 0, 0, 0), "prctl")
+
+    def syscall_filter(self, program: bytes) -> Any:
+        """A ``struct sock_fprog`` over the filter's instructions (built once, installed per run):
+        an unsigned short count, padding, then the instructions' address (64-bit layout)."""
+        ctypes = self.ctypes
+        instructions = ctypes.create_string_buffer(program, len(program))
+        address = ctypes.cast(instructions, ctypes.c_void_p).value or 0
+        fprog = ctypes.create_string_buffer(struct.pack("=H6xQ", len(program) // 8, address), 16)
+        return fprog, instructions  # the header and the instructions it points to, alive together
+
+    def install_filter(self, fprog: Any) -> None:
+        """Put this process (and every process it starts) under the syscall filter, for good."""
+        self.check(self.libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog[0], 0, 0), "seccomp")
 
     def fork(self) -> int:
         pid = self.raw_fork()
@@ -615,6 +630,9 @@ class Zygote:
         self.jail = Jail(config, self.sys, self.uid)
         self.oom_count = 0
         self.sessions = Sessions(self)
+        # The syscall filter (dojo.sandbox.seccomp builds it on the host), installed in every run.
+        program = config.get("seccomp")
+        self.seccomp = self.sys.syscall_filter(bytes.fromhex(program)) if program else None
         self.vm_size = 0
         self.code_cache: dict[str, Any] = {}
         self.environment: dict[str, str] | None = None
@@ -1161,6 +1179,8 @@ class Zygote:
             import signal
 
             signal.pthread_sigmask(signal.SIG_BLOCK, self.blockable_signals)
+        if self.seccomp is not None:  # last: the set-up above uses calls the filter refuses
+            self.sys.install_filter(self.seccomp)
         os.chdir(BOX)
         os.umask(0o022)
         if step.get("role") == "session":
