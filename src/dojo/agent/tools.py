@@ -206,6 +206,7 @@ class Toolbox:
             source=call.arguments["code"],
             stdin=call.arguments.get("stdin", ""),
             files=[InputFile(path=p, content=c.encode()) for p, c in self.files.items()],
+            environment=self.task.environment,
         )
         async with held(self._slots):
             result = await self.sandbox.run(program, self.limits or self.task.limits)

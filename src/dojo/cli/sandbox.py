@@ -32,7 +32,9 @@ def run(
     wall_time: Annotated[float, typer.Option(help="Wall-clock limit, seconds.", min=0.001, max=3600)] = 10.0,
     cpu_time: Annotated[float, typer.Option(help="CPU limit, seconds.", min=0.001, max=3600)] = 5.0,
     memory_mb: Annotated[int, typer.Option(help="Memory limit, MiB.", min=4, max=65536)] = 512,
-    network: Annotated[bool, typer.Option(help="Allow the host's network.")] = False,
+    network: Annotated[
+        str, typer.Option(help="none, host, or destinations to allow, comma-separated (HOST:PORT, CIDR:PORT, names).")
+    ] = "none",
     strict: Annotated[bool, typer.Option(help="Fresh namespaces and interpreter for this run.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
 ) -> None:
@@ -50,7 +52,8 @@ def run(
         return
     try:
         get_language(lang)
-        limits = Limits(wall_time=wall_time, cpu_time=cpu_time, memory=memory_mb << 20, network=network)
+        policy: str | list[str] = network if network in ("none", "host") else [e for e in network.split(",") if e]
+        limits = Limits(wall_time=wall_time, cpu_time=cpu_time, memory=memory_mb << 20, network=policy)
         program = Program(language=lang, source=source, stdin=stdin.read_text() if stdin else "")
     except ValueError as e:
         fail(str(e))
@@ -89,7 +92,13 @@ def serve(
     max_sessions: Annotated[int, typer.Option(help="Live sessions before 429.", min=1)] = 1000,
     session_ttl: Annotated[float, typer.Option(help="Idle seconds before a session expires.", min=1)] = 600.0,
     max_body_bytes: Annotated[int, typer.Option(help="Largest request body.", min=1024)] = 32 << 20,
-    allow_network: Annotated[bool, typer.Option(help="Let requests set limits.network=true.")] = False,
+    allow_network: Annotated[bool, typer.Option(help="Let requests open the host's network (network 'host').")] = False,
+    network_allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A destination requests may list under network 'allow' (HOST:PORT, CIDR:PORT, a name); repeatable."
+        ),
+    ] = None,
     ray: Annotated[
         str | None,
         typer.Option(
@@ -105,11 +114,16 @@ def serve(
 
     try:
         check_bind(host, token)
+        if network_allow:
+            Limits(network={"mode": "allow", "allow": network_allow})  # validates each entry
     except UnsafeBind as e:
         fail(str(e))
+    except ValueError as e:
+        fail(f"--network-allow: {e}")
     settings = ServiceSettings(
         pool_size=pool_size, queue=queue, token=token, max_sessions=max_sessions,
         session_ttl=session_ttl, max_body_bytes=max_body_bytes, allow_network=allow_network,
+        network_allow=tuple(network_allow or ()),
     )  # fmt: skip
     if ray is None:
         run_server(host, port, settings)

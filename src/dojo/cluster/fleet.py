@@ -457,8 +457,11 @@ class SandboxFleet:
 
     # Sessions
 
-    async def open_session(self, language: str, limits: Limits | None = None) -> FleetSession:
-        """A session on the node with the fewest sessions; it lives and dies with that node."""
+    async def open_session(
+        self, language: str, limits: Limits | None = None, environment: str | None = None
+    ) -> FleetSession:
+        """A session on the node with the fewest sessions; it lives and dies with that node. An
+        environment must be built on every node (``dojo env build`` there, same name)."""
         if not self._started:
             await self.start()
         lang = get_language(language)
@@ -468,7 +471,7 @@ class SandboxFleet:
         node = min(ready, key=lambda n: (n.sessions / max(1, n.slots), n.load()))
         node.sessions += 1
         try:
-            ref = node.actor.open_session.remote(language, limits or self.limits, self.session_ttl)
+            ref = node.actor.open_session.remote(language, limits or self.limits, self.session_ttl, environment)
             token = await call_node(node, ref, self.mark_dead)
         except BaseException:
             node.sessions -= 1

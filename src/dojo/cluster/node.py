@@ -155,9 +155,11 @@ class SandboxNode:
 
     # Sessions: a token per session; the fleet names it with this node's id.
 
-    async def open_session(self, language: str, limits: Limits | None, ttl: float | None = None) -> str:
+    async def open_session(
+        self, language: str, limits: Limits | None, ttl: float | None = None, environment: str | None = None
+    ) -> str:
         sandbox = self._sb()
-        session = await sandbox.open_session(language, limits)
+        session = await sandbox.open_session(language, limits, environment)
         token = secrets.token_hex(12)
         self._sessions[token] = _SessionEntry(session, ttl or self.session_ttl, language, session.limits)
         return token

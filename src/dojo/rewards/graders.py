@@ -117,7 +117,9 @@ async def grade_function_task(
     calls = [(i, tests[i].args, tests[i].kwargs) for i in first + second]
     out = TestResults(total=len(tests))
     job = function_job(task.entry_point, calls, task.float_tolerance)
-    run = await run_harness(sandbox, code, job, limits or task.limits or DEFAULT_GRADING_LIMITS)
+    run = await run_harness(
+        sandbox, code, job, limits or task.limits or DEFAULT_GRADING_LIMITS, environment=task.environment
+    )
     if not _loaded(run, out):
         return out
     by_case: dict[int, dict[str, Any]] = {}
@@ -174,7 +176,9 @@ async def grade_assert_task(task: Task, code: str, sandbox: SandboxAPI, limits: 
     rewritten, context = check_program(task)
     job = assert_job(task.entry_point, [src for src, _ in rewritten], task.float_tolerance, context)
     out = TestResults(total=sum(max(1, n) for _, n in rewritten))  # until the reports say how many ran
-    run = await run_harness(sandbox, code, job, limits or task.limits or DEFAULT_GRADING_LIMITS)
+    run = await run_harness(
+        sandbox, code, job, limits or task.limits or DEFAULT_GRADING_LIMITS, environment=task.environment
+    )
     if run.task_error is not None and run.sandbox_error is None:
         raise InvalidTask(f"task {task.id}: {run.task_error}")
     if not _loaded(run, out):
@@ -206,7 +210,9 @@ async def grade_stdio_task(task: Task, code: str, sandbox: SandboxAPI, limits: L
     """One run per test with its stdin; stdout compared here, or judged by the task's checker
     (a Python program run in its own sandbox run with input.txt, output.txt and expected.txt)."""
     lim = limits or task.limits or DEFAULT_GRADING_LIMITS
-    programs = [Program(language=task.language, source=code, stdin=t.stdin) for t in task.tests]
+    programs = [
+        Program(language=task.language, source=code, stdin=t.stdin, environment=task.environment) for t in task.tests
+    ]
     results = await sandbox.run_many(programs, lim)
     out = TestResults(total=len(task.tests))
     if any(_sandbox_failed(r) for r in results):

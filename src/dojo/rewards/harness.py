@@ -595,10 +595,16 @@ class HarnessRun:
 
 
 async def run_harness(
-    sandbox: SandboxAPI, code: str, job: dict[str, Any], limits: Limits, like: Program | None = None
+    sandbox: SandboxAPI,
+    code: str,
+    job: dict[str, Any],
+    limits: Limits,
+    like: Program | None = None,
+    environment: str | None = None,
 ) -> HarnessRun:
     """Run the harness on the candidate ``code`` with ``job``; its reports, sorted by kind.
-    ``like``: a program whose files, environment and fetch list the run keeps."""
+    ``like``: a program whose files, environment variables, Python environment and fetch list the
+    run keeps; ``environment``: the Python environment (``dojo env build``) to run in."""
     if limits.processes < 2:
         raise InputError(
             f"Limits(processes={limits.processes}) is too few to grade: the harness runs the candidate in a "
@@ -606,10 +612,10 @@ async def run_harness(
         )
     nonce = new_nonce()
     files = [InputFile(path=SOLUTION_FILE, content=code.encode())]
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"environment": environment}
     if like is not None:
         files += [f for f in like.files if f.path != SOLUTION_FILE]
-        extra = {"env": like.env, "fetch": like.fetch}
+        extra = {"env": like.env, "fetch": like.fetch, "environment": like.environment or environment}
     program = Program(language="python", source=HARNESS_SOURCE, files=files, stdin=job_stdin(nonce, job), **extra)
     result = await sandbox.run(program, limits, harness=True)
     run = HarnessRun(result=result)

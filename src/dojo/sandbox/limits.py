@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from dojo.sandbox.network import NetworkPolicy
 
 MiB = 1 << 20
 
@@ -12,7 +14,9 @@ MiB = 1 << 20
 class Limits(BaseModel):
     """Limits for one execution step. Times in seconds, sizes in bytes.
 
-    ``network`` is off by default: the run sees only a private loopback, never the host's.
+    ``network`` is ``none`` by default: the run sees only a private loopback, never the host's;
+    ``allow`` lists what it may reach; ``host`` opens the host's network (see ``dojo.sandbox.network``).
+    ``True``/``False`` still mean ``host``/``none``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -35,7 +39,10 @@ class Limits(BaseModel):
         description="Size of each scratch filesystem (work dir, /tmp, /dev/shm).",
     )
     open_files: int = Field(256, ge=8, le=65536, description="Open file descriptors per process.")
-    network: bool = Field(False, description="Allow the host's network. Off: private loopback only.")
+    network: Annotated[NetworkPolicy, BeforeValidator(NetworkPolicy.coerce)] = Field(
+        default_factory=NetworkPolicy,
+        description="none (private loopback only), allow (listed destinations), or host (the host's network).",
+    )
 
     def merged(self, **overrides: Any) -> Limits:
         """A copy with some fields replaced (validated)."""

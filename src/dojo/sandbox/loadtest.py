@@ -80,8 +80,10 @@ async def closed_loop(one_run: Callable[[], Awaitable[bool]], concurrency: int, 
     return LoadResult(runs, time.perf_counter() - start, latencies, wrong)
 
 
-def sandbox_runner(sandbox: SandboxAPI, source: str, expected: str) -> Callable[[], Awaitable[bool]]:
-    program = Program(language="python", source=source)
+def sandbox_runner(
+    sandbox: SandboxAPI, source: str, expected: str, environment: str | None = None
+) -> Callable[[], Awaitable[bool]]:
+    program = Program(language="python", source=source, environment=environment)
 
     async def one() -> bool:
         result = await sandbox.run(program)
@@ -90,13 +92,18 @@ def sandbox_runner(sandbox: SandboxAPI, source: str, expected: str) -> Callable[
     return one
 
 
-def naive_runner(python: str, source: str, expected: str) -> Callable[[], Awaitable[bool]]:
-    """The way RL scripts often do it: a fresh ``python3 -I -S -c`` per run, no isolation at all."""
+def naive_runner(
+    python: str, source: str, expected: str, python_path: str | None = None
+) -> Callable[[], Awaitable[bool]]:
+    """The way RL scripts often do it: a fresh ``python3 -I -S -c`` per run, no isolation at all
+    (with ``python_path``: ``-S -s`` and that PYTHONPATH, to import an environment's packages)."""
+    flags = ("-I", "-S") if python_path is None else ("-S", "-s")
+    env = None if python_path is None else {"PYTHONPATH": python_path, "PATH": "/usr/bin:/bin"}
 
     async def one() -> bool:
         proc = await asyncio.create_subprocess_exec(
-            python, "-I", "-S", "-c", source,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            python, *flags, "-c", source,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
         )  # fmt: skip
         out, _ = await proc.communicate()
         return proc.returncode == 0 and out.decode().strip() == expected

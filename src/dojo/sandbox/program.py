@@ -74,6 +74,13 @@ class Program(BaseModel):
     fetch: list[str] = Field(default_factory=list, description="Work-dir paths returned after the run.")
     args: list[str] = Field(default_factory=list, description="Command-line arguments.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    environment: str | None = Field(
+        None,
+        max_length=100,
+        pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}(@[0-9a-f]{16})?$",
+        description="A Python environment built with 'dojo env build NAME' (NAME, or NAME@VERSION): its "
+        "packages are importable and its declared modules already imported.",
+    )
     expected_stdout: str | None = Field(
         None,
         description="If set, an Accepted run whose stdout differs (ignoring whitespace) is WrongAnswer.",

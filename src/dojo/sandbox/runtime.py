@@ -10,6 +10,7 @@ and a fresh interpreter for every run. Both enforce the same limits and pass the
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import platform
@@ -24,6 +25,7 @@ from dojo.errors import InputError
 from dojo.sandbox.backend import Isolation
 from dojo.sandbox.cgroups import CgroupLayout, SlotCgroups, detect
 from dojo.sandbox.compare import tokens_equal
+from dojo.sandbox.environment import Environment, EnvironmentStore
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 from dojo.sandbox.languages import (
     EXPOSED_PREFIXES,
@@ -35,17 +37,24 @@ from dojo.sandbox.languages import (
     resolve_toolchain,
 )
 from dojo.sandbox.limits import DEFAULT_COMPILE_LIMITS, DEFAULT_LIMITS, Limits
+from dojo.sandbox.network import RESOLV_CONF, Endpoint, NetworkPolicy, NetworkRelay, hosts_file
+from dojo.sandbox.network import resolve as resolve_network
+from dojo.sandbox.packages import PROXY_ADDRESS, PROXY_HOST, PROXY_PORT, PackageProxy
+from dojo.sandbox.packages import run_environment as packages_environment
 from dojo.sandbox.pool import SlotPool, default_pool_size
 from dojo.sandbox.program import Program
 from dojo.sandbox.result import ExecutionResult, result_from_wire
-from dojo.sandbox.seccomp import filter_for_this_machine
+from dojo.sandbox.seccomp import ARCHITECTURES, filters_for_this_machine
 from dojo.sandbox.session import Session
 from dojo.sandbox.slot import NAMESPACE_FLAGS, ROOTLESS_FLAGS, SlotConfig
 from dojo.sandbox.verdict import Verdict
+from dojo.sandbox.zygote import THREAD_POOL_VARIABLES
 
 Mode = Literal["root", "rootless"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+ENVIRONMENT_MOUNT = "/env"  # where a run sees its environment (read-only)
+ENVIRONMENT_SITE = ENVIRONMENT_MOUNT + "/site-packages"
 HOST_MARGIN_S = 10.0  # the host waits this much past the run's own wall limit before killing the slot
 
 
@@ -105,6 +114,9 @@ class AsyncSandbox:
         compile_limits: Limits = DEFAULT_COMPILE_LIMITS,
         python: str | None = None,
         syscall_filter: bool = True,
+        environments: EnvironmentStore | None = None,
+        environment_pool_size: int | None = None,
+        packages: PackageProxy | None = None,
     ) -> None:
         if isolation not in ("fast", "strict"):
             raise InputError(f"isolation must be 'fast' or 'strict', not {isolation!r}")
@@ -115,11 +127,22 @@ class AsyncSandbox:
         self.compile_limits = compile_limits
         self.python = python or default_python()
         # Off only to show what the filter stops (tests, docs/threat-model.md); never in production.
-        self.syscall_filter = filter_for_this_machine() if syscall_filter else None
-        if syscall_filter and self.syscall_filter is None:
+        self.syscall_filter = syscall_filter
+        if syscall_filter and platform.machine() not in ARCHITECTURES:
             log.warning("no syscall table for %s: runs are not under dojo's seccomp filter", platform.machine())
         self.pool_size = pool_size or default_pool_size()
+        if environment_pool_size is not None and environment_pool_size < 1:
+            raise InputError(f"environment_pool_size must be at least 1, got {environment_pool_size}")
+        # Each environment in use gets warm slots of its own (its zygotes preload its modules).
+        self.environment_pool_size = environment_pool_size or self.pool_size
+        self.environments = environments or EnvironmentStore(python=self.python)
+        # What runs under the network policy "packages" reach (started on first use; a default
+        # one proxies PyPI and the npm registry).
+        self.packages = packages
         self._pool: SlotPool | None = None
+        self._extra_pools: dict[str, SlotPool] = {}  # by environment and network policy
+        self._slot_config: SlotConfig | None = None
+        self._layout: CgroupLayout | None = None
         self.mode: Mode | None = None  # "root" or "rootless", known once started
         self._start_lock = asyncio.Lock()
 
@@ -137,17 +160,83 @@ class AsyncSandbox:
                 disk_bytes=self.limits.disk,
                 cgroup_version=layout.version,
                 rootless=mode == "rootless",
-                syscall_filter=self.syscall_filter,
+                syscall_filters=filters_for_this_machine(mode == "rootless") if self.syscall_filter else None,
             )
-            cgroups = SlotCgroups(layout) if mode == "root" else rootless_cgroups(layout)
-            pool = SlotPool(self.pool_size, config, cgroups)
+            pool = SlotPool(self.pool_size, config, self._cgroups(mode, layout))
             await pool.start()
             self._pool = pool
             self.mode = mode
+            self._slot_config, self._layout = config, layout
         return self
+
+    @staticmethod
+    def _cgroups(mode: Mode, layout: CgroupLayout) -> SlotCgroups | None:
+        return SlotCgroups(layout) if mode == "root" else rootless_cgroups(layout)
+
+    async def _pool_for(self, environment: str | None, network: NetworkPolicy) -> tuple[SlotPool, Environment | None]:
+        """The warm slots a run needs: the sandbox's own, or (started on first use) those of an
+        environment (its packages read-only at /env, its modules imported in every zygote) and/or of
+        an ``allow`` network policy (its destinations relayed into each slot's namespace)."""
+        if self._pool is None:
+            await self.start()
+        env = await asyncio.to_thread(self.environments.get, environment) if environment else None
+        if env is None and network.mode != "allow":
+            return self.pool, None
+        key = f"{env.version if env else ''}|{network.model_dump_json() if network.mode == 'allow' else ''}"
+        pool = self._extra_pools.get(key)
+        if pool is not None:
+            return pool, env
+        async with self._start_lock:
+            pool = self._extra_pools.get(key)
+            if pool is None:
+                pool = await self._start_extra_pool(env, network)
+                self._extra_pools[key] = pool
+        return pool, env
+
+    async def _start_extra_pool(self, env: Environment | None, network: NetworkPolicy) -> SlotPool:
+        assert self._slot_config is not None and self._layout is not None and self.mode is not None
+        config = self._slot_config
+        what = []
+        if env is not None:
+            what.append(f"environment {env.ref}")
+            config = dataclasses.replace(
+                config,
+                mounts=((str(env.path), ENVIRONMENT_MOUNT),),
+                python_paths=(ENVIRONMENT_SITE,),
+                preload_modules=env.preload,
+            )
+        if network.mode == "allow":
+            what.append(f"network allow {', '.join(network.allow)}")
+            endpoints = await asyncio.to_thread(resolve_network, network)
+            if network.packages:
+                if self.packages is None:
+                    self.packages = PackageProxy()
+                proxy = await self.packages.start()
+                endpoints.append(Endpoint(PROXY_ADDRESS, PROXY_PORT, (PROXY_HOST,), target=(proxy.host, proxy.port)))
+            config = dataclasses.replace(
+                config,
+                etc_files=(("hosts", hosts_file(endpoints)), ("resolv.conf", RESOLV_CONF)),
+                network_relay=NetworkRelay(endpoints),
+            )
+        size = self.environment_pool_size if env is not None else max(1, min(self.pool_size, 2))
+        pool = SlotPool(size, config, self._cgroups(self.mode, self._layout))
+        try:
+            await pool.start()
+        except IsolationUnavailable as e:
+            if config.network_relay is not None:
+                config.network_relay.close()
+            raise SandboxError(f"the slots of {' and '.join(what)} did not start: {e}") from e
+        return pool
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
+        if self.packages is not None:
+            await self.packages.close()
+        extra, self._extra_pools = list(self._extra_pools.values()), {}
+        await asyncio.gather(*(p.close() for p in extra), return_exceptions=True)
+        for p in extra:
+            if p.config.network_relay is not None:
+                p.config.network_relay.close()
         if pool is not None:
             await pool.close()
 
@@ -161,22 +250,27 @@ class AsyncSandbox:
     def started(self) -> bool:
         return self._pool is not None
 
-    async def open_session(self, language: str, limits: Limits | None = None) -> Session:
-        """A stateful session on a slot of its own (see ``dojo.sandbox.session``)."""
+    async def open_session(
+        self, language: str, limits: Limits | None = None, environment: str | None = None
+    ) -> Session:
+        """A stateful session on a slot of its own (see ``dojo.sandbox.session``), in an environment
+        (``dojo env build``) when one is named."""
         lang = get_language(language)
         resolve_toolchain(lang, self.python)
         if self._pool is None:
             await self.start()
         limits = limits or self.limits
-        slot = await self.pool.start_fresh("session")
+        pool, env = await self._pool_for(environment, limits.network)
+        slot = await pool.start_fresh("session")
 
         def build(program: Program, lang: Language, lim: Limits) -> tuple[dict[str, Any], list[bytes], float]:
             return build_request(
-                program, lang, lim, self.compile_limits, self.python, strict=False, rootless=self.mode == "rootless"
-            )
+                program, lang, lim, self.compile_limits, self.python, strict=False, rootless=self.mode == "rootless",
+                environment=env,
+            )  # fmt: skip
 
         async def release(session: Session) -> None:
-            await self.pool.stop_fresh(session.slot)
+            await pool.stop_fresh(session.slot)
 
         return Session(slot, lang, limits, build, release)
 
@@ -220,9 +314,15 @@ class AsyncSandbox:
         limits = limits or self.limits
         compile_limits = compile_limits or self.compile_limits
         strict = (isolation or self.isolation) == "strict"
+        require_root_for_network(limits, compile_limits, self.mode == "rootless")
+        try:
+            pool, env = await self._pool_for(program.environment, limits.network)
+        except SandboxError as e:  # its slots did not start: the machine's fault, not the program's
+            return ExecutionResult.from_sandbox_error(str(e), lang.name)
         header, blobs, timeout = build_request(
-            program, lang, limits, compile_limits, self.python, strict, rootless=self.mode == "rootless"
-        )
+            program, lang, limits, compile_limits, self.python, strict, rootless=self.mode == "rootless",
+            environment=env,
+        )  # fmt: skip
         if cache_compiled and lang.inline_python:
             header["steps"][-1]["cache_code"] = True
         if harness:
@@ -232,9 +332,9 @@ class AsyncSandbox:
                 header["steps"][-1].update(cache_code=True, preload=True)
         try:
             if strict:
-                resp, out = await self.pool.execute_fresh(header, blobs, timeout)
+                resp, out = await pool.execute_fresh(header, blobs, timeout)
             else:
-                resp, out = await self.pool.execute(header, blobs, timeout)
+                resp, out = await pool.execute(header, blobs, timeout)
         except SandboxError as e:  # includes SlotDied
             return ExecutionResult.from_sandbox_error(str(e), lang.name)
         result = result_from_wire(resp, out, lang.name, compiled=lang.compiled)
@@ -251,6 +351,14 @@ class AsyncSandbox:
         return list(await asyncio.gather(*(self.run(p, limits) for p in programs)))
 
 
+def require_root_for_network(limits: Limits, compile_limits: Limits, rootless: bool) -> None:
+    if rootless and (limits.network or compile_limits.network):
+        raise InputError(
+            "limits.network needs the sandbox to run as root: a rootless sandbox cannot reach into its slots' "
+            "network namespaces. Run dojo as root, or leave network at 'none'."
+        )
+
+
 def build_request(
     program: Program,
     lang: Language,
@@ -259,13 +367,10 @@ def build_request(
     python: str,
     strict: bool,
     rootless: bool = False,
+    environment: Environment | None = None,
 ) -> tuple[dict[str, Any], list[bytes], float]:
     """Turn a Program into a zygote request: files, steps with their limits, and a host timeout."""
-    if rootless and (limits.network or compile_limits.network):
-        raise InputError(
-            "limits.network needs the sandbox to run as root: a rootless sandbox cannot join the host's "
-            "network namespace. Run dojo as root, or leave network off."
-        )
+    require_root_for_network(limits, compile_limits, rootless)
     exe = resolve_toolchain(lang, python)
     blobs: list[bytes] = [program.source.encode()]
     files: list[dict[str, Any]] = [{"path": lang.source_file, "blob": 0, "mode": 0o644}]
@@ -295,7 +400,10 @@ def build_request(
     if lang.inline_python and not strict:
         run_step["inline_python"] = lang.source_file
     else:
-        run_step["argv"] = [a.replace("{exe}", exe) for a in lang.run_argv] + list(program.args)
+        run_argv = lang.run_argv
+        if environment is not None and lang.inline_python:  # a fresh interpreter must read PYTHONPATH
+            run_argv = tuple(a for a in run_argv if a != "-E")
+        run_step["argv"] = [a.replace("{exe}", exe) for a in run_argv] + list(program.args)
     steps.append(run_step)
     timeout += limits.wall_time
     env = {
@@ -305,6 +413,11 @@ def build_request(
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
     }
+    if limits.network.packages:  # pip and npm pointed at the package proxy
+        env.update(packages_environment())
+    if environment is not None:  # what any Python the run starts needs to find the environment
+        env["PYTHONPATH"] = ENVIRONMENT_SITE
+        env.update(dict.fromkeys(THREAD_POOL_VARIABLES, "1"))
     env.update(program.env)
     header = {
         "files": files,
@@ -313,7 +426,7 @@ def build_request(
         "fetch": program.fetch,
         "fetch_max_bytes": limits.file_size,
         "env": env,
-        "network": limits.network,
+        "network": limits.network.mode == "host",  # the zygote joins the host's namespace for this run
         "disk_bytes": limits.disk,
     }
     return header, blobs, timeout
@@ -350,9 +463,9 @@ class Sandbox:
     def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
         return self._call(self._async.run_many(list(programs), limits))
 
-    def open_session(self, language: str, limits: Limits | None = None) -> SyncSession:
+    def open_session(self, language: str, limits: Limits | None = None, environment: str | None = None) -> SyncSession:
         """A stateful session (see ``AsyncSandbox.open_session``), with blocking methods."""
-        return SyncSession(self, self._call(self._async.open_session(language, limits)))
+        return SyncSession(self, self._call(self._async.open_session(language, limits, environment)))
 
     @property
     def pool(self) -> SlotPool:

@@ -1,9 +1,14 @@
 """The syscall filter every run is under: a seccomp BPF program that makes the system calls a
 program under test has no use for fail with EPERM.
 
-The host builds the program here, for the machine's architecture, and hands its bytes to each
-slot's zygote, which installs it in every run's process after dropping privileges (a run's
-children inherit it; no run can remove it). Each blocked family names why: the kernel code behind
+The host builds the programs here, for the machine's architecture, and hands their bytes to each
+slot's zygote. The zygote installs its filter on itself once it is set up, so every run it forks
+inherits it (installing a filter costs ~0.1-0.3 ms of kernel time, too much to pay per run); the
+few calls the zygote still needs stay open only in their exact forms, each one needing a
+capability no run has (``zygote_rules``). In rootless mode each run also installs the full filter
+after entering its user namespace. A run's children inherit the filters; no run can remove them.
+
+Each blocked family names why: the kernel code behind
 these calls is where container escapes have come from (user namespaces, eBPF, io_uring, perf,
 keyrings, mounts), or they act on something outside the run (another process's memory, the clock,
 the machine). The list is docs/threat-model.md's "Syscall filter" table.
@@ -207,9 +212,43 @@ def blocked_syscalls() -> list[str]:
     return [name for family in BLOCKED for name in family.syscalls]
 
 
-def build_filter(arch: Architecture) -> bytes:
+@dataclass(frozen=True)
+class ArgumentRule:
+    """Allow a blocked call only with one argument equal to one of ``values`` (an exact form the
+    slot's zygote itself uses; a run lacks the capability every such form needs)."""
+
+    syscall: str
+    arg: int
+    values: tuple[int, ...]
+    wide: bool = False  # an unsigned long: its upper 32 bits must be 0 too (an int's are ignored)
+
+
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+MNT_DETACH = 2
+
+
+def zygote_rules(rootless: bool) -> tuple[ArgumentRule, ...]:
+    """What a slot's zygote still calls once it is under the filter, in exactly its forms: fresh
+    scratch mounts (tmpfs, mqueue) and their unmounts, a new IPC namespace, joining the host's
+    network for a run that may use it, and (rootless) each run's nested user namespace. Every one
+    needs CAP_SYS_ADMIN, which no run has (root mode: an unprivileged uid, and no way to a user
+    namespace; rootless: the run's own filter, installed after that namespace, refuses them all)."""
+    unshare = (CLONE_NEWIPC, CLONE_NEWUSER) if rootless else (CLONE_NEWIPC,)
+    return (
+        ArgumentRule("unshare", 0, unshare),
+        ArgumentRule("setns", 1, (CLONE_NEWNET,)),
+        ArgumentRule("mount", 3, (MS_NOSUID | MS_NODEV, MS_NOSUID | MS_NODEV | MS_NOEXEC), wide=True),
+        ArgumentRule("umount2", 1, (MNT_DETACH,)),
+    )
+
+
+def build_filter(arch: Architecture, rules: tuple[ArgumentRule, ...] = ()) -> bytes:
     """The filter as an array of ``struct sock_filter`` (what ``PR_SET_SECCOMP`` takes)."""
-    deny = [name for name in blocked_syscalls() if name in arch.numbers]
+    ruled = {r.syscall for r in rules}
+    deny = [name for name in blocked_syscalls() if name in arch.numbers and name not in ruled]
     # Instructions as (code, jump-if-true label, jump-if-false label, k); labels resolve below.
     program: list[tuple[int, str | None, str | None, int]] = [
         (LD_W_ABS, None, None, OFFSET_ARCH),
@@ -220,15 +259,24 @@ def build_filter(arch: Architecture) -> bytes:
         program.append((JGE_K, "deny", None, X32_SYSCALL_BIT))
     program.append((JEQ_K, "enosys", None, arch.numbers["clone3"]))
     program.append((JEQ_K, "clone", None, arch.numbers["clone"]))
+    program += [(JEQ_K, f"rule:{r.syscall}", None, arch.numbers[r.syscall]) for r in rules]
     program += [(JEQ_K, "deny", None, arch.numbers[name]) for name in deny]
-    labels = {"allow": len(program)}
-    program.append((RET_K, None, None, RET_ALLOW))
-    labels["clone"] = len(program)
+    program.append((RET_K, None, None, RET_ALLOW))  # no call of the list
+    labels = {"clone": len(program)}
     program += [
         (LD_W_ABS, None, None, OFFSET_ARG0_LOW),
-        (JSET_K, "deny", None, CLONE_NAMESPACE_FLAGS),
-        (RET_K, None, None, RET_ALLOW),
+        (JSET_K, "deny", "allow", CLONE_NAMESPACE_FLAGS),
     ]
+    for rule in rules:  # BPF jumps only forward: every block ends at "allow" or "deny" below
+        labels[f"rule:{rule.syscall}"] = len(program)
+        low = OFFSET_ARG0_LOW + 8 * rule.arg
+        if rule.wide:
+            program += [(LD_W_ABS, None, None, low + 4), (JEQ_K, None, "deny", 0)]
+        program.append((LD_W_ABS, None, None, low))
+        program += [(JEQ_K, "allow", None, value & 0xFFFFFFFF) for value in rule.values]
+        program.append((JEQ_K, "deny", "deny", 0))  # none matched
+    labels["allow"] = len(program)
+    program.append((RET_K, None, None, RET_ALLOW))
     labels["enosys"] = len(program)
     program.append((RET_K, None, None, RET_ERRNO | ENOSYS))
     labels["deny"] = len(program)
@@ -247,7 +295,19 @@ def build_filter(arch: Architecture) -> bytes:
     )
 
 
-def filter_for_this_machine() -> bytes | None:
-    """The filter for the machine's architecture, or None where dojo has no syscall table for it."""
+@dataclass(frozen=True)
+class SlotFilters:
+    """The programs a slot installs: ``zygote`` once, in the zygote when it is ready (every run
+    inherits it, at no cost per run); ``run`` in each run's process after its set-up, only where the
+    zygote's filter must leave a run's set-up call open (rootless: the nested user namespace)."""
+
+    zygote: bytes
+    run: bytes | None
+
+
+def filters_for_this_machine(rootless: bool) -> SlotFilters | None:
+    """The slot filters for the machine's architecture, or None where dojo has no syscall table."""
     arch = ARCHITECTURES.get(platform.machine())
-    return build_filter(arch) if arch else None
+    if arch is None:
+        return None
+    return SlotFilters(zygote=build_filter(arch, zygote_rules(rootless)), run=build_filter(arch) if rootless else None)

@@ -14,6 +14,8 @@ from typing import Any
 from dojo.sandbox import zygote
 from dojo.sandbox.cgroups import SlotCgroups
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
+from dojo.sandbox.network import NetworkRelay
+from dojo.sandbox.seccomp import SlotFilters
 
 ZYGOTE_PATH = Path(zygote.__file__).resolve()
 NAMESPACE_FLAGS = ("--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts")
@@ -74,7 +76,12 @@ class SlotConfig:
     disk_bytes: int = 64 << 20
     cgroup_version: int = 1
     rootless: bool = False
-    syscall_filter: bytes | None = None  # dojo.sandbox.seccomp's program, installed in every run
+    syscall_filters: SlotFilters | None = None  # dojo.sandbox.seccomp's programs
+    mounts: tuple[tuple[str, str], ...] = ()  # (host path, path inside), read-only: an environment
+    python_paths: tuple[str, ...] = ()  # put first on the zygote's sys.path
+    preload_modules: tuple[str, ...] = ()  # imported by the zygote, so every run forks with them
+    etc_files: tuple[tuple[str, str], ...] = ()  # (name, text): files shown over /etc/<name>
+    network_relay: NetworkRelay | None = None  # an allow policy's listeners, attached to each slot
     unshare: str = field(default_factory=lambda: shutil.which("unshare") or "/usr/bin/unshare")
 
 
@@ -103,7 +110,11 @@ class Slot:
             "disk_bytes": self.config.disk_bytes,
             "keep_host_netns": None if self.config.rootless else f"/proc/{os.getpid()}/ns/net",
             "rootless": self.config.rootless,
-            "seccomp": self.config.syscall_filter.hex() if self.config.syscall_filter else None,
+            "seccomp": self._filters(),
+            "mounts": [list(m) for m in self.config.mounts],
+            "python_paths": list(self.config.python_paths),
+            "preload_modules": list(self.config.preload_modules),
+            "etc_files": dict(self.config.etc_files),
         }
         flags = (*ROOTLESS_FLAGS, *NAMESPACE_FLAGS) if self.config.rootless else NAMESPACE_FLAGS
         code = await compiled_zygote(self.config.python)
@@ -132,7 +143,19 @@ class Slot:
         if not header.get("ready"):
             await self.kill()
             raise IsolationUnavailable(f"slot {self.name} could not isolate itself: {header.get('error')}")
+        if self.config.network_relay is not None:
+            try:
+                await self.config.network_relay.attach(self.proc.pid)
+            except OSError as e:
+                await self.kill()
+                raise IsolationUnavailable(f"slot {self.name} could not open its allowed destinations: {e}") from e
         self.alive = True
+
+    def _filters(self) -> dict[str, str | None] | None:
+        filters = self.config.syscall_filters
+        if filters is None:
+            return None
+        return {"zygote": filters.zygote.hex(), "run": filters.run.hex() if filters.run else None}
 
     async def _collect_stderr(self) -> str:
         if self.proc is None or self.proc.stderr is None:
@@ -176,6 +199,8 @@ class Slot:
         """Kill the zygote and everything in its namespaces and groups; remove its groups."""
         self.alive = False
         if self.proc is not None:
+            if self.config.network_relay is not None:
+                self.config.network_relay.detach(self.proc.pid)
             if self.proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     self.proc.kill()

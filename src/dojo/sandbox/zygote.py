@@ -181,6 +181,11 @@ PYTHON_PRELOAD = (
 )  # fmt: skip
 
 
+# What keeps numerical libraries from starting thread pools when the zygote imports them.
+THREAD_POOL_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                         "VECLIB_MAXIMUM_THREADS", "RAYON_NUM_THREADS", "POLARS_MAX_THREADS")  # fmt: skip
+
+
 class RunLimits(TypedDict):
     """A run step's limits, as the host sends them (``dojo.sandbox.slot``)."""
 
@@ -497,6 +502,9 @@ class Jail:
         if self.config.get("keep_host_netns"):
             self.host_netns = os.open(self.config["keep_host_netns"], os.O_RDONLY | os.O_CLOEXEC)
         self.sys.mount(None, "/", None, MS_REC | MS_PRIVATE)
+        # Extra mounts' sources are held open first: the new root's tmpfs goes over the host's /tmp,
+        # and a source under it (a store in a temporary directory) would be hidden by then.
+        held = [(os.open(src, os.O_PATH | os.O_CLOEXEC), inside) for src, inside in self.config.get("mounts", [])]
         self.sys.mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
         r = NEW_ROOT
         ro_flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
@@ -518,6 +526,22 @@ class Jail:
                 open(dst, "w").close()
             self.sys.mount(src, dst, None, MS_BIND)
             self.sys.mount(None, dst, None, ro_flags)
+        for fd, inside in held:  # e.g. an environment at /env, read-only
+            os.makedirs(r + inside, exist_ok=True)
+            self.sys.mount(f"/proc/self/fd/{fd}", r + inside, None, MS_BIND | MS_REC)
+            self.sys.mount(None, r + inside, None, ro_flags)
+            os.close(fd)
+        etc_files = self.config.get("etc_files") or {}
+        if etc_files:  # the slot's own /etc/hosts and resolv.conf (a network policy's names)
+            os.makedirs(r + "/.dojo")
+            for name, text in etc_files.items():
+                with open(f"{r}/.dojo/{name}", "w") as f:
+                    f.write(text)
+                os.chmod(f"{r}/.dojo/{name}", 0o644)
+                if not os.path.exists(f"{r}/etc/{name}"):
+                    continue  # /etc is read-only: a file it lacks cannot be shown
+                self.sys.mount(f"{r}/.dojo/{name}", f"{r}/etc/{name}", None, MS_BIND)
+                self.sys.mount(None, f"{r}/etc/{name}", None, ro_flags)
         # /dev: a few safe devices, nothing else.
         os.makedirs(r + "/dev", exist_ok=True)
         self.sys.mount("tmpfs", r + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
@@ -630,9 +654,11 @@ class Zygote:
         self.jail = Jail(config, self.sys, self.uid)
         self.oom_count = 0
         self.sessions = Sessions(self)
-        # The syscall filter (dojo.sandbox.seccomp builds it on the host), installed in every run.
-        program = config.get("seccomp")
-        self.seccomp = self.sys.syscall_filter(bytes.fromhex(program)) if program else None
+        # The syscall filters (dojo.sandbox.seccomp builds them on the host): the zygote's, on
+        # itself once set up (every run inherits it); a run's own, only where the host sends one.
+        filters = config.get("seccomp") or {}
+        self.zygote_filter = self.sys.syscall_filter(bytes.fromhex(filters["zygote"])) if filters else None
+        self.run_filter = self.sys.syscall_filter(bytes.fromhex(filters["run"])) if filters.get("run") else None
         self.vm_size = 0
         self.code_cache: dict[str, Any] = {}
         self.environment: dict[str, str] | None = None
@@ -679,6 +705,32 @@ class Zygote:
         gc.freeze()  # forked children never scan (and so never copy) the zygote's objects
         self.sys.libc.malloc_trim(0)  # give freed heap back: idle memory per slot is what scales
         self.vm_size = self._vm_size()
+
+    def preload_environment(self) -> None:
+        """An environment's slot: its packages on ``sys.path`` and the modules it declares imported
+        here, once, so every run forks with them (``import pandas`` costs a run nothing). Their
+        thread pools are held at one thread: the zygote must stay single-threaded to fork."""
+        paths = list(self.config.get("python_paths") or [])
+        sys.path[0:0] = paths
+        modules = list(self.config.get("preload_modules") or [])
+        if not modules:
+            return
+        import importlib
+
+        for var in THREAD_POOL_VARIABLES:
+            os.environ[var] = "1"
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except BaseException as e:
+                why = f"{type(e).__name__}: {e}"
+                raise RuntimeError(f"the environment's module {name!r} failed to import: {why}") from e
+        threads = len(os.listdir("/proc/self/task"))
+        if threads != 1:
+            raise RuntimeError(
+                f"importing {', '.join(modules)} started {threads - 1} thread(s) in the zygote; a slot can only "
+                "fork single-threaded: leave that module out of the preload list"
+            )
 
     @staticmethod
     def build_streams() -> tuple[Any, Any, Any]:
@@ -753,8 +805,11 @@ class Zygote:
         except OSError:
             pass
         self.prebuild_streams()
+        self.preload_environment()
         self.preload()
         self.use_environment({})
+        if self.zygote_filter is not None:  # from here on, for the zygote and every run it forks
+            self.sys.install_filter(self.zygote_filter)
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -1179,8 +1234,8 @@ class Zygote:
             import signal
 
             signal.pthread_sigmask(signal.SIG_BLOCK, self.blockable_signals)
-        if self.seccomp is not None:  # last: the set-up above uses calls the filter refuses
-            self.sys.install_filter(self.seccomp)
+        if self.run_filter is not None:  # last: the set-up above uses calls it refuses
+            self.sys.install_filter(self.run_filter)
         os.chdir(BOX)
         os.umask(0o022)
         if step.get("role") == "session":

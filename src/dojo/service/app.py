@@ -46,7 +46,8 @@ class ServiceSettings:
     max_sessions: int = 1000
     session_ttl: float = 600.0
     max_wall_time: float = 300.0
-    allow_network: bool = False
+    allow_network: bool = False  # requests may set network "host"
+    network_allow: tuple[str, ...] = ()  # destinations requests may list under network "allow"
     retry_after: float = 1.0
 
 
@@ -226,8 +227,17 @@ def create_app(settings: ServiceSettings | None = None, sandbox: SandboxAPI | No
         for lim in limits:
             if lim is not None and lim.wall_time > settings.max_wall_time:
                 raise InputError(f"wall_time {lim.wall_time}s is over this service's maximum {settings.max_wall_time}s")
-            if lim is not None and lim.network and not settings.allow_network:
-                raise InputError("this service does not let programs reach the network; start it with --allow-network")
+            if lim is not None and lim.network.mode == "host" and not settings.allow_network:
+                raise InputError(
+                    "this service does not let programs reach the host's network; start it with --allow-network"
+                )
+            if lim is not None and lim.network.mode == "allow":
+                outside = [e for e in lim.network.allow if e not in settings.network_allow]
+                if outside:
+                    raise InputError(
+                        f"this service does not let programs reach {', '.join(outside)}; the operator lists what "
+                        "runs may reach with dojo serve --network-allow ENTRY"
+                    )
 
     async def run_one(
         program: Program, limits: Limits, compile_limits: Limits | None, isolation: str = "fast"

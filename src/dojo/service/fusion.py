@@ -49,6 +49,8 @@ class RunCodeRequest(BaseModel):
     stdin: str | None = None
     files: dict[str, str | None] = Field(default_factory=dict, description="Path -> base64 content.")
     fetch_files: list[str] = Field(default_factory=list)
+    # dojo's extra: a Python environment built with 'dojo env build' (SandboxFusion has one fixed image)
+    environment: str | None = Field(None, max_length=100)
 
     @field_validator("files")
     @classmethod
@@ -100,7 +102,10 @@ def to_program(req: RunCodeRequest) -> tuple[Program, Limits, Limits]:
         )
     memory = (req.memory_limit_MB if req.memory_limit_MB > 0 else DEFAULT_MEMORY_MB) << 20
     files = [InputFile(path=p, content=base64.b64decode(c or "")) for p, c in req.files.items()]
-    program = Program(language=lang, source=req.code, stdin=req.stdin or "", files=files, fetch=req.fetch_files)
+    program = Program(
+        language=lang, source=req.code, stdin=req.stdin or "", files=files, fetch=req.fetch_files,
+        environment=req.environment,
+    )  # fmt: skip
     limits = Limits(wall_time=req.run_timeout, cpu_time=req.run_timeout, memory=max(memory, 4 << 20))
     compile_limits = Limits(
         wall_time=req.compile_timeout, cpu_time=req.compile_timeout, memory=max(memory, 1024 << 20), processes=32

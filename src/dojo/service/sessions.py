@@ -33,6 +33,9 @@ class CreateSession(BaseModel):
     language: str = Field(max_length=32, description="python (variables persist), bash (cwd and files persist), ...")
     limits: Limits = Field(default_factory=Limits, description="Default limits of each exec; memory is fixed here.")
     ttl: float | None = Field(None, gt=0, le=86400, description="Idle seconds before the session expires.")
+    environment: str | None = Field(
+        None, max_length=100, description="A Python environment built with 'dojo env build' (NAME or NAME@VERSION)."
+    )
 
 
 class SessionInfo(BaseModel):
@@ -92,7 +95,7 @@ class SessionManager:
         self._pending += 1
         try:
             async with self._starting:
-                session = await self.sandbox.open_session(req.language, req.limits)
+                session = await self.sandbox.open_session(req.language, req.limits, req.environment)
         finally:
             self._pending -= 1
         # A fleet's session names its node, so that any gateway of the cluster can reach it.

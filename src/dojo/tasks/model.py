@@ -89,6 +89,12 @@ class Task(BaseModel):
     float_tolerance: float = Field(1e-6, ge=0.0, description="Relative/absolute tolerance for float comparison.")
     answer_match: AnswerMatch = Field("exact", description="answer form: exact, numeric, or the source's scorer.")
     checker: str | None = Field(None, description="stdio form: Python checker program (special judge).")
+    environment: str | None = Field(
+        None,
+        max_length=100,
+        pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}(@[0-9a-f]{16})?$",
+        description="The Python environment candidate code runs in ('dojo env build NAME'): NAME or NAME@VERSION.",
+    )
     metadata: TaskMetadata = Field(default_factory=TaskMetadata)
 
     @model_validator(mode="after")
