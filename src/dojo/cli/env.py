@@ -57,6 +57,11 @@ def build(
         str | None,
         typer.Option(help="Modules every warm slot imports, comma-separated (default: the packages asked for)."),
     ] = None,
+    warmup: Annotated[
+        Path | None,
+        typer.Option(help="A Python file each warm slot runs once after the imports (exercise the libraries so "
+                     "their lazy set-up is done there, not in every run)."),
+    ] = None,
     index_url: Annotated[str | None, typer.Option(help="Package index (default: pip's configuration).")] = None,
     find_links: Annotated[
         list[str] | None, typer.Option(help="A local wheelhouse (directory) or links page; repeatable.")
@@ -76,6 +81,7 @@ def build(
             lock=_read_lines(lock, "lock") if lock else None,
             preload=[m.strip() for m in preload.split(",") if m.strip()] if preload is not None else None,
             index=PipIndex(index_url, tuple(find_links or ()), no_index),
+            warmup="\n".join(_read_lines(warmup, "warm-up")) if warmup else None,
         )
     except EnvironmentSpecError as e:
         fail(str(e))

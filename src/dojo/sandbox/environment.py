@@ -10,9 +10,9 @@ Layout under the store's root (``$DOJO_HOME/environments``, default ``~/.cache/d
 - ``store/<version>/site-packages``: the installed packages; ``<version>`` is the first 16 hex
   digits of the SHA-256 of the lock (the Python ABI and every ``name==version`` line), so two names
   with the same lock share one copy and a lock always means the same files;
-- ``store/<version>/environment.json``: the lock, the modules the slots preload, when it was built;
-- ``names/<name>.json``: the versions built under a name, newest last; ``name`` means the newest,
-  ``name@version`` one of them.
+- ``store/<version>/environment.json``: the lock, the default modules to preload, when it was built;
+- ``names/<name>.json``: the versions built under a name, newest last (``name`` means the newest,
+  ``name@version`` one of them), and for each how its slots start (preload modules, warm-up code).
 
 The packages are installed by pip for the sandbox's interpreter (``pip --python``), from the
 configured index or a local wheelhouse; nothing of them runs on the host (pip installs wheels, and
@@ -65,6 +65,7 @@ class Environment:
     python_tag: str
     created: float = 0.0
     requirements: tuple[str, ...] = field(default=())
+    warmup: str = ""  # Python each zygote runs once after the imports, so lazy set-up happens there
 
     @property
     def site_packages(self) -> Path:
@@ -84,6 +85,7 @@ class Environment:
             "path": str(self.path),
             "python": self.python_tag,
             "preload": list(self.preload),
+            "warmup": self.warmup,
             "requirements": list(self.requirements),
             "lock": list(self.lock),
             "created": self.created,
@@ -248,15 +250,17 @@ class EnvironmentStore:
     def _load(self, name: str, version: str) -> Environment:
         path = self.root / "store" / version
         meta = json.loads((path / "environment.json").read_text())
+        settings = self._record(name).get("settings", {}).get(version, {})
         return Environment(
             name=name,
             version=version,
             path=path,
             lock=tuple(meta["lock"]),
-            preload=tuple(meta.get("preload", ())),
+            preload=tuple(settings.get("preload", meta.get("preload", ()))),
             python_tag=meta["python"],
             created=float(meta.get("created", 0.0)),
             requirements=tuple(meta.get("requirements", ())),
+            warmup=str(settings.get("warmup", "")),
         )
 
     def get(self, ref: str) -> Environment:
@@ -305,10 +309,13 @@ class EnvironmentStore:
         lock: list[str] | None = None,
         preload: list[str] | None = None,
         index: PipIndex | None = None,
+        warmup: str | None = None,
     ) -> Environment:
         """Resolve (or take the lock), install into the content-addressed store unless that lock is
         already there, and point ``name`` at it. Preload defaults to the top-level modules of the
-        packages asked for."""
+        packages asked for. ``warmup``: Python source each of the environment's zygotes runs once
+        after importing them (exercise the libraries, so that what they set up lazily on first use
+        is done there, once, instead of in every run)."""
         check_name(name)
         if (requirements is None) == (lock is None):
             raise EnvironmentSpecError("give either requirements (-r requirements.txt) or a lock (--lock lock.txt)")
@@ -316,6 +323,11 @@ class EnvironmentStore:
         for module in preload or ():
             if not MODULE.match(module):
                 raise EnvironmentSpecError(f"preload {module!r} is not a module name (e.g. numpy or scipy.stats)")
+        if warmup is not None:
+            try:
+                compile(warmup, "<warmup>", "exec")
+            except SyntaxError as e:
+                raise EnvironmentSpecError(f"the warm-up code does not compile: {e}") from e
         tag = python_tag(self.python)
         if lock is not None:
             pins = parse_lock(lock)
@@ -327,11 +339,12 @@ class EnvironmentStore:
         target = self.root / "store" / version
         if not (target / "environment.json").exists():
             self._install(target, pins, asked, preload, tag, index)
-        elif preload is not None:  # same packages, other preload list: record it
-            meta = json.loads((target / "environment.json").read_text())
-            meta["preload"] = list(preload)
-            _write_atomic(target / "environment.json", meta)
-        self._add_version(name, version)
+        # How the name's slots start (preload, warm-up) belongs to the name: names sharing the files
+        # may start their slots differently.
+        settings: dict[str, Any] = {"warmup": warmup or ""}
+        if preload is not None:
+            settings["preload"] = list(preload)
+        self._add_version(name, version, settings)
         return self.get(f"{name}@{version}")
 
     def _install(
@@ -367,11 +380,17 @@ class EnvironmentStore:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
 
-    def _add_version(self, name: str, version: str) -> None:
-        versions = [v for v in self._versions(name) if v != version] + [version]
+    def _record(self, name: str) -> dict[str, Any]:
+        path = self._names_file(name)
+        return json.loads(path.read_text()) if path.exists() else {"name": name, "versions": [], "settings": {}}
+
+    def _add_version(self, name: str, version: str, settings: dict[str, Any]) -> None:
+        record = self._record(name)
+        record["versions"] = [v for v in record["versions"] if v != version] + [version]
+        record.setdefault("settings", {})[version] = settings
         path = self._names_file(name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(path, {"name": name, "versions": versions})
+        _write_atomic(path, record)
 
     # -- removing ------------------------------------------------------------------------------
 
@@ -383,9 +402,11 @@ class EnvironmentStore:
         if not versions or (version and version not in versions):
             raise EnvironmentNotFound(f"no environment {ref!r} to remove (dojo env list shows what there is)")
         gone = [version] if version else versions
-        left = [v for v in versions if v not in gone]
-        if left:
-            _write_atomic(self._names_file(name), {"name": name, "versions": left})
+        record = self._record(name)
+        record["versions"] = [v for v in versions if v not in gone]
+        record["settings"] = {v: c for v, c in record.get("settings", {}).items() if v in record["versions"]}
+        if record["versions"]:
+            _write_atomic(self._names_file(name), record)
         else:
             self._names_file(name).unlink()
         in_use = {v for n in (self.root / "names").glob("*.json") for v in json.loads(n.read_text())["versions"]}

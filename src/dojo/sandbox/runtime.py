@@ -204,6 +204,7 @@ class AsyncSandbox:
                 mounts=((str(env.path), ENVIRONMENT_MOUNT),),
                 python_paths=(ENVIRONMENT_SITE,),
                 preload_modules=env.preload,
+                warmup=env.warmup,
             )
         if network.mode == "allow":
             what.append(f"network allow {', '.join(network.allow)}")

@@ -80,6 +80,7 @@ class SlotConfig:
     mounts: tuple[tuple[str, str], ...] = ()  # (host path, path inside), read-only: an environment
     python_paths: tuple[str, ...] = ()  # put first on the zygote's sys.path
     preload_modules: tuple[str, ...] = ()  # imported by the zygote, so every run forks with them
+    warmup: str = ""  # then run once by the zygote (an environment's lazy set-up, done there)
     etc_files: tuple[tuple[str, str], ...] = ()  # (name, text): files shown over /etc/<name>
     network_relay: NetworkRelay | None = None  # an allow policy's listeners, attached to each slot
     unshare: str = field(default_factory=lambda: shutil.which("unshare") or "/usr/bin/unshare")
@@ -114,6 +115,7 @@ class Slot:
             "mounts": [list(m) for m in self.config.mounts],
             "python_paths": list(self.config.python_paths),
             "preload_modules": list(self.config.preload_modules),
+            "warmup": self.config.warmup,
             "etc_files": dict(self.config.etc_files),
         }
         flags = (*ROOTLESS_FLAGS, *NAMESPACE_FLAGS) if self.config.rootless else NAMESPACE_FLAGS

@@ -713,7 +713,7 @@ class Zygote:
         paths = list(self.config.get("python_paths") or [])
         sys.path[0:0] = paths
         modules = list(self.config.get("preload_modules") or [])
-        if not modules:
+        if not modules and not self.config.get("warmup"):
             return
         import importlib
 
@@ -725,6 +725,12 @@ class Zygote:
             except BaseException as e:
                 why = f"{type(e).__name__}: {e}"
                 raise RuntimeError(f"the environment's module {name!r} failed to import: {why}") from e
+        warmup = self.config.get("warmup") or ""
+        if warmup:
+            try:
+                exec(compile(warmup, "<environment warm-up>", "exec"), {"__name__": "__dojo_warmup__"})
+            except BaseException as e:
+                raise RuntimeError(f"the environment's warm-up failed: {type(e).__name__}: {e}") from e
         threads = len(os.listdir("/proc/self/task"))
         if threads != 1:
             raise RuntimeError(
