@@ -59,8 +59,10 @@ def build(
     ] = None,
     warmup: Annotated[
         Path | None,
-        typer.Option(help="A Python file each warm slot runs once after the imports (exercise the libraries so "
-                     "their lazy set-up is done there, not in every run)."),
+        typer.Option(
+            help="A Python file each warm slot runs once after the imports (exercise the libraries so "
+            "their lazy set-up is done there, not in every run)."
+        ),
     ] = None,
     index_url: Annotated[str | None, typer.Option(help="Package index (default: pip's configuration).")] = None,
     find_links: Annotated[
