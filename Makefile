@@ -6,7 +6,14 @@ STAMP := $(VENV)/.installed
 VERL_DEPS := .verl-deps
 VERL_STAMP := $(VERL_DEPS)/.installed
 
-.PHONY: test demo lint typecheck pytest bench clean
+.PHONY: test demo lint typecheck pytest bench clean toolchains
+
+# The language toolchains `dojo languages` reports on, from Debian's packages (root), then the npm
+# packages and the warm Go cache in the toolchain directory. Languages whose toolchain is absent
+# skip their tests; `make test` needs none of these.
+TOOLCHAIN_PACKAGES := golang-go golang-github-stretchr-testify-dev default-jdk-headless junit5 \
+	libjavatuples-java rustc ruby php-cli perl libtest-deep-perl libdata-compare-perl lua5.4 \
+	r-base-core sqlite3 mono-mcs mono-runtime scala racket ldc iverilog python3-pytest bc
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +27,11 @@ $(VERL_STAMP): tests/integrations/verl-requirements.txt $(STAMP)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --target $(VERL_DEPS) \
 		-r tests/integrations/verl-requirements.txt
 	@touch $(VERL_STAMP)
+
+toolchains: $(STAMP)
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TOOLCHAIN_PACKAGES)
+	$(BIN)/dojo languages --prepare
 
 test: $(STAMP) $(VERL_STAMP) lint typecheck pytest
 

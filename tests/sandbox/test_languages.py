@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
+import asyncio
+import os
 
 import pytest
 
-from dojo.sandbox import AsyncSandbox, LanguageUnavailable, Program, UnknownLanguage, Verdict
-from dojo.sandbox.languages import Language, resolve_toolchain
+from dojo.sandbox import AsyncSandbox, LanguageUnavailable, Limits, Program, UnknownLanguage, Verdict
+from dojo.sandbox.languages import Language, get_language, resolve_toolchain
 
 ECHO_SUM = {
     "python": "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))\n",
@@ -19,16 +20,136 @@ ECHO_SUM = {
         "console.log(s[0]+s[1]);\n"
     ),
 }
-TOOLCHAIN = {"python": "python3", "bash": "bash", "c": "gcc", "cpp": "g++", "javascript": "node"}
+
+
+ECHO_SUM.update({
+    "go": 'package main\nimport "fmt"\nfunc main(){ var a, b int; fmt.Scan(&a, &b); fmt.Println(a+b) }\n',
+    "java": "import java.util.Scanner;\npublic class Main { public static void main(String[] a) {\n"
+            "Scanner s = new Scanner(System.in); System.out.println(s.nextInt() + s.nextInt()); } }\n",
+    "rust": "use std::io::Read;\nfn main() { let mut s = String::new(); std::io::stdin().read_to_string(&mut s)"
+            ".unwrap();\nlet v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();"
+            ' println!("{}", v[0] + v[1]); }\n',
+    "typescript": 'const s: number[] = require("fs").readFileSync(0, "utf8").split(/\\s+/).filter(Boolean)'
+                  ".map(Number);\nconsole.log(s[0] + s[1]);\n",
+    "ruby": "a, b = STDIN.read.split.map(&:to_i)\nputs a + b\n",
+    "php": '$p = explode(" ", trim(file_get_contents("php://stdin")));\necho $p[0] + $p[1], "\\n";\n',
+    "perl": 'my ($a, $b) = split " ", <STDIN>; print $a + $b, "\\n";\n',
+    "lua": 'local a, b = io.read("*n", "*n")\nprint(math.floor(a + b))\n',
+    "r": 'x <- scan(file("stdin"), quiet=TRUE)\ncat(x[1] + x[2], "\\n")\n',
+    "csharp": "public class Program { public static void Main() { var p = Console.ReadLine().Split(' ');\n"
+              "Console.WriteLine(int.Parse(p[0]) + int.Parse(p[1])); } }\n",
+    "scala": "object Main { def main(args: Array[String]): Unit = {\n"
+             'val p = scala.io.StdIn.readLine().trim.split(" ").map(_.toInt); println(p(0) + p(1)) } }\n',
+    "racket": "#lang racket\n(define a (read)) (define b (read)) (displayln (+ a b))\n",
+    "d": 'import std.stdio;\nvoid main() { int a, b; readf(" %d %d", &a, &b); writeln(a + b); }\n',
+})  # fmt: skip
+# programs that check themselves: (source, what stdout contains when it passes)
+SELF_CHECKING = {
+    "sql": ("CREATE TABLE t(x);\nINSERT INTO t VALUES (40), (2);\nSELECT sum(x) FROM t;\n", "42"),
+    "pytest": ("def test_sum():\n    assert 40 + 2 == 42\n", "1 passed"),
+    "go_test": ('package main\nimport (\n"testing"\n"github.com/stretchr/testify/assert"\n)\n'
+                "func TestSum(t *testing.T) { assert.Equal(t, 42, 40+2) }\n", "ok"),
+    "junit": ("import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n"
+              "public class SumTest { @Test void sum() { assertEquals(42, 40 + 2); } }\n", "1 tests successful"),
+    "jest": ("import { expect, test } from '@jest/globals';\ntest('sum', () => { expect(40 + 2).toBe(42); });\n", ""),
+    "verilog": ("module tb; initial begin $display(\"%0d\", 40 + 2); $finish; end endmodule\n", "42"),
+}  # fmt: skip
+SLOW = Limits(wall_time=60, cpu_time=60)
+
+
+def usable(language: str) -> None:
+    try:
+        resolve_toolchain(get_language(language))
+    except LanguageUnavailable as e:
+        pytest.skip(str(e))
 
 
 @pytest.mark.parametrize("language", sorted(ECHO_SUM))
 async def test_each_language_reads_stdin(sandbox: AsyncSandbox, language: str) -> None:
-    if shutil.which(TOOLCHAIN[language]) is None:
-        pytest.skip(f"{TOOLCHAIN[language]} not installed")
-    r = await sandbox.run(Program(language=language, source=ECHO_SUM[language], stdin="40 2\n"))
+    usable(language)
+    r = await sandbox.run(Program(language=language, source=ECHO_SUM[language], stdin="40 2\n"), SLOW)
     assert r.verdict is Verdict.ACCEPTED, r
     assert r.stdout.strip() == "42"
+
+
+@pytest.mark.parametrize("language", sorted(SELF_CHECKING))
+async def test_test_runners_pass_and_fail(fast_sandbox: AsyncSandbox, language: str) -> None:
+    usable(language)
+    source, marker = SELF_CHECKING[language]
+    r = await fast_sandbox.run(Program(language=language, source=source), SLOW)
+    assert r.verdict is Verdict.ACCEPTED, (r.stdout + r.stderr)[-2000:]
+    assert marker in r.stdout + r.stderr
+    broken = source.replace("40 + 2", "40 + 3").replace("40+2", "40+3").replace("(40)", "(41)")
+    if language in ("sql", "verilog"):
+        return  # they print; only test runners judge
+    r = await fast_sandbox.run(Program(language=language, source=broken), SLOW)
+    assert r.verdict is Verdict.RUNTIME_ERROR, (r.stdout + r.stderr)[-2000:]
+
+
+COMPILE_ERRORS = {
+    "go": "package main\nfunc main() { undefined_name() }\n",
+    "java": "public class Main { public static void main(String[] a) { undefined_name(); } }\n",
+    "rust": 'fn main() { let x: i32 = "no"; }\n',
+    "csharp": "public class Program { public static void Main() { undefined_name(); } }\n",
+    "d": "void main() { undefined_name(); }\n",
+    "scala": "object Main { def main(a: Array[String]): Unit = undefined_name() }\n",
+    "c": "int main(void) { return undefined_name; }\n",
+}
+
+
+@pytest.mark.parametrize("language", sorted(COMPILE_ERRORS))
+async def test_compile_errors_are_compile_errors(fast_sandbox: AsyncSandbox, language: str) -> None:
+    usable(language)
+    r = await fast_sandbox.run(Program(language=language, source=COMPILE_ERRORS[language]), SLOW)
+    assert r.verdict is Verdict.COMPILE_ERROR, r
+    assert r.compile is not None and r.compile.exit_code != 0
+    assert ("mismatched types" if language == "rust" else "undefined_name") in r.stderr + r.stdout
+
+
+POISON = r"""#include <stdio.h>
+#include <unistd.h>
+#include <sys/stat.h>
+int main(void) {
+    /* replace this very binary in the work dir: a later run of the same source must not run it */
+    unlink("/box/main");
+    FILE *f = fopen("/box/main", "w");
+    if (f) { fputs("#!/bin/sh\necho pwned\n", f); fclose(f); chmod("/box/main", 0755); }
+    puts("original NONCE");
+    return 0;
+}
+"""
+
+
+async def test_identical_source_compiles_once_and_no_run_can_touch_the_build(one_slot: AsyncSandbox) -> None:
+    source = POISON.replace("NONCE", str(os.getpid()))
+    cache = one_slot.builds
+    first = await one_slot.run(Program(language="c", source=source))
+    misses, hits = cache.misses, cache.hits
+    again = await asyncio.gather(*(one_slot.run(Program(language="c", source=source)) for _ in range(3)))
+    assert [r.stdout.split()[0] for r in (first, *again)] == ["original"] * 4
+    assert cache.misses == misses and cache.hits == hits + 3  # compiled once, by the first run
+    assert all(r.compile == first.compile for r in again)  # each result still shows the compile step
+    other = await one_slot.run(Program(language="c", source=source + "\n"))  # any change is another build
+    assert other.stdout.startswith("original") and cache.misses == misses + 1
+
+
+async def test_concurrent_identical_programs_share_one_compile(one_slot: AsyncSandbox) -> None:
+    source = '#include <stdio.h>\nint main(void){int a; scanf("%d",&a); printf("%d\\n", a * 2); return 0;}\n'
+    source += f"/* {os.getpid()} concurrent */\n"
+    misses = one_slot.builds.misses
+    results = await asyncio.gather(*(one_slot.run(Program(language="c", source=source, stdin=str(i)))
+                                     for i in range(6)))  # fmt: skip
+    assert [r.stdout.strip() for r in results] == [str(2 * i) for i in range(6)]
+    assert one_slot.builds.misses == misses + 1
+
+
+async def test_a_compile_error_is_cached_but_a_compile_timeout_is_not(one_slot: AsyncSandbox) -> None:
+    broken = f"int main(void) {{ return undefined_{os.getpid()}; }}\n"
+    first = await one_slot.run(Program(language="c", source=broken))
+    hits = one_slot.builds.hits
+    second = await one_slot.run(Program(language="c", source=broken))
+    assert first.verdict is second.verdict is Verdict.COMPILE_ERROR and one_slot.builds.hits == hits + 1
+    assert second.compile == first.compile
 
 
 async def test_cpp_compile_error(sandbox: AsyncSandbox) -> None:
@@ -64,7 +185,7 @@ async def test_fetch_does_not_follow_symlinks_out_of_reach(sandbox: AsyncSandbox
 
 
 async def test_unknown_language_is_a_clear_error(sandbox: AsyncSandbox) -> None:
-    with pytest.raises(UnknownLanguage, match="dojo runs: bash, c, cpp, javascript, python"):
+    with pytest.raises(UnknownLanguage, match=r"dojo runs: bash, c, cpp, csharp, d, go, .*python, r, racket, ruby"):
         await sandbox.run(Program(language="cobol", source="x"))
 
 
@@ -82,5 +203,14 @@ def test_program_rejects_path_traversal() -> None:
     for bad in ["../etc/passwd", "/etc/passwd", "a/../../b", ""]:
         with pytest.raises(ValidationError):
             InputFile(path=bad, content=b"")
+    for bad in ["../etc/passwd", "a/../../b", "", "/tmp/../etc/shadow", "/tmp/\x00"]:
         with pytest.raises(ValidationError):
             Program(language="python", source="", fetch=[bad])
+
+
+async def test_absolute_fetch_reads_as_the_run_and_mnt_is_scratch(sandbox: AsyncSandbox) -> None:
+    """SandboxFusion's programs write to /mnt and /tmp and fetch them back by absolute path."""
+    src = "open('/mnt/b', 'w').write('sauce'); open('/tmp/c', 'w').write('x')"
+    r = await sandbox.run(Program(language="python", source=src, fetch=["/mnt/b", "/tmp/c", "/etc/shadow"]))
+    assert r.files["/mnt/b"].content == b"sauce" and r.files["/tmp/c"].content == b"x"
+    assert r.files["/etc/shadow"].content is None  # read as the run's uid: permission denied

@@ -138,13 +138,38 @@ def serve(
         fail(str(e))
 
 
-def languages() -> None:
-    """List the languages and whether their toolchain is installed here."""
-    here = set(available_languages())
-    table = Table("language", "aliases", "toolchain", "installed")
-    for lang in LANGUAGES.values():
-        table.add_row(lang.name, ", ".join(lang.aliases), lang.toolchain, "yes" if lang.name in here else "no")
+def languages(
+    prepare: Annotated[
+        bool,
+        typer.Option(help="Prepare the toolchain directory (npm packages for TypeScript/Jest, a warm Go cache)."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """The languages dojo runs, whether each is usable here, and what to install for those that are not."""
+    from dojo.sandbox.languages import language_status, toolchains_dir
+
+    if prepare:
+        from dojo.sandbox.toolchains import ToolchainError
+        from dojo.sandbox.toolchains import prepare as prepare_toolchains
+
+        try:
+            for line in prepare_toolchains(toolchains_dir()):
+                console.print(line)
+        except ToolchainError as e:
+            fail(str(e))
+    status = language_status()
+    if as_json:
+        rows = [{"language": lang.name, "aliases": list(lang.aliases), "sandboxfusion": list(lang.fusion),
+                 "compiled": lang.compiled, "usable": why is None, "missing": why} for lang, why in status]  # fmt: skip
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table("language", "aliases", "SandboxFusion", "usable", "to install")
+    for lang, why in status:
+        table.add_row(lang.name, ", ".join(lang.aliases), ", ".join(lang.fusion), "yes" if why is None else "no",
+                      "" if why is None else why.rsplit("install it with: ", 1)[-1])  # fmt: skip
     console.print(table)
+    usable = sum(why is None for _, why in status)
+    console.print(f"{usable} of {len(status)} usable; toolchain directory: {toolchains_dir()}")
 
 
 def demo(

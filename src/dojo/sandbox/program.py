@@ -29,6 +29,16 @@ def check_relative_path(path: str) -> str:
     return norm
 
 
+def check_fetch_path(path: str) -> str:
+    """A path to bring back: relative to the work dir, or absolute (read as the run's user, so it
+    reaches only what the run itself could read and print)."""
+    if path.startswith("/"):
+        if "\x00" in path or len(path) > MAX_PATH or "/../" in f"{path}/":
+            raise InputError(f"fetch path {path!r} must be a plain absolute path (no '..', no NUL)")
+        return posixpath.normpath(path)
+    return check_relative_path(path)
+
+
 def _from_base64(value: Any) -> Any:
     if isinstance(value, str):
         try:
@@ -71,7 +81,9 @@ class Program(BaseModel):
     source: str = Field(description="The program's source code.")
     stdin: str = Field("", description="Text fed to the program's standard input.")
     files: list[InputFile] = Field(default_factory=list, description="Files placed in the work dir.")
-    fetch: list[str] = Field(default_factory=list, description="Work-dir paths returned after the run.")
+    fetch: list[str] = Field(
+        default_factory=list, description="Paths returned after the run: in the work dir, or absolute (/tmp/x)."
+    )
     args: list[str] = Field(default_factory=list, description="Command-line arguments.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     environment: str | None = Field(
@@ -89,7 +101,7 @@ class Program(BaseModel):
     @field_validator("fetch")
     @classmethod
     def _fetch(cls, v: list[str]) -> list[str]:
-        return [check_relative_path(p) for p in v]
+        return [check_fetch_path(p) for p in v]
 
     @field_validator("env")
     @classmethod
@@ -110,4 +122,4 @@ class Program(BaseModel):
         return self.stdin.encode("utf-8", errors="surrogateescape")
 
 
-__all__ = ["InputFile", "Limits", "Program", "check_relative_path"]
+__all__ = ["InputFile", "Limits", "Program", "check_fetch_path", "check_relative_path"]

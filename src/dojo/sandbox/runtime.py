@@ -23,6 +23,7 @@ from typing import Any, Literal, TypeVar
 
 from dojo.errors import InputError
 from dojo.sandbox.backend import Isolation
+from dojo.sandbox.builds import Build, BuildCache, build_key
 from dojo.sandbox.cgroups import CgroupLayout, SlotCgroups, detect
 from dojo.sandbox.compare import tokens_equal
 from dojo.sandbox.environment import Environment, EnvironmentStore
@@ -30,11 +31,14 @@ from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 from dojo.sandbox.languages import (
     EXPOSED_PREFIXES,
     SANDBOX_PATH,
+    TOOLCHAINS_MOUNT,
     Language,
     default_python,
+    find_tool,
     get_language,
     python_prefix,
     resolve_toolchain,
+    toolchains_dir,
 )
 from dojo.sandbox.limits import DEFAULT_COMPILE_LIMITS, DEFAULT_LIMITS, Limits
 from dojo.sandbox.network import RESOLV_CONF, Endpoint, NetworkPolicy, NetworkRelay, hosts_file
@@ -47,12 +51,14 @@ from dojo.sandbox.result import ExecutionResult, result_from_wire
 from dojo.sandbox.seccomp import ARCHITECTURES, filters_for_this_machine
 from dojo.sandbox.session import Session
 from dojo.sandbox.slot import NAMESPACE_FLAGS, ROOTLESS_FLAGS, SlotConfig
-from dojo.sandbox.verdict import Verdict
+from dojo.sandbox.verdict import LimitKind, Verdict
 from dojo.sandbox.zygote import THREAD_POOL_VARIABLES
 
 Mode = Literal["root", "rootless"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+BUILD_ARCHIVE = ".dojo-build.tar"  # a build of several files travels as one tar (languages.py)
+UNPACK = f"tar -xf {BUILD_ARCHIVE} && rm -f {BUILD_ARCHIVE}"
 ENVIRONMENT_MOUNT = "/env"  # where a run sees its environment (read-only)
 ENVIRONMENT_SITE = ENVIRONMENT_MOUNT + "/site-packages"
 HOST_MARGIN_S = 10.0  # the host waits this much past the run's own wall limit before killing the slot
@@ -141,6 +147,8 @@ class AsyncSandbox:
         self.packages = packages
         self._pool: SlotPool | None = None
         self._extra_pools: dict[str, SlotPool] = {}  # by environment and network policy
+        self.builds = BuildCache()  # compiled languages' artifacts, by their exact inputs
+        self._build_locks: dict[str, asyncio.Lock] = {}
         self._slot_config: SlotConfig | None = None
         self._layout: CgroupLayout | None = None
         self.mode: Mode | None = None  # "root" or "rootless", known once started
@@ -154,9 +162,11 @@ class AsyncSandbox:
             layout = await asyncio.to_thread(detect)
             prefix = await asyncio.to_thread(python_prefix, self.python)
             extra = () if (prefix + "/").startswith(EXPOSED_PREFIXES) else (prefix,)
+            toolchains = toolchains_dir()
             config = SlotConfig(
                 python=self.python,
                 extra_ro_paths=extra,
+                mounts=((str(toolchains), TOOLCHAINS_MOUNT),) if toolchains.is_dir() else (),
                 disk_bytes=self.limits.disk,
                 cgroup_version=layout.version,
                 rootless=mode == "rootless",
@@ -201,7 +211,7 @@ class AsyncSandbox:
             what.append(f"environment {env.ref}")
             config = dataclasses.replace(
                 config,
-                mounts=((str(env.path), ENVIRONMENT_MOUNT),),
+                mounts=(*config.mounts, (str(env.path), ENVIRONMENT_MOUNT)),
                 python_paths=(ENVIRONMENT_SITE,),
                 preload_modules=env.preload,
                 warmup=env.warmup,
@@ -264,10 +274,12 @@ class AsyncSandbox:
         pool, env = await self._pool_for(environment, limits.network)
         slot = await pool.start_fresh("session")
 
-        def build(program: Program, lang: Language, lim: Limits) -> tuple[dict[str, Any], list[bytes], float]:
+        def build(
+            program: Program, lang: Language, lim: Limits, compile_only: bool = False
+        ) -> tuple[dict[str, Any], list[bytes], float]:
             return build_request(
                 program, lang, lim, self.compile_limits, self.python, strict=False, rootless=self.mode == "rootless",
-                environment=env,
+                environment=env, compile_only=compile_only,
             )  # fmt: skip
 
         async def release(session: Session) -> None:
@@ -320,10 +332,16 @@ class AsyncSandbox:
             pool, env = await self._pool_for(program.environment, limits.network)
         except SandboxError as e:  # its slots did not start: the machine's fault, not the program's
             return ExecutionResult.from_sandbox_error(str(e), lang.name)
+        rootless = self.mode == "rootless"
+        build: Build | None = None
+        if lang.compiled:
+            outcome = await self._build(program, lang, compile_limits, strict, pool, env)
+            if isinstance(outcome, ExecutionResult):  # the compile failed, or the sandbox did
+                return outcome
+            build = outcome
         header, blobs, timeout = build_request(
-            program, lang, limits, compile_limits, self.python, strict, rootless=self.mode == "rootless",
-            environment=env,
-        )  # fmt: skip
+            program, lang, limits, compile_limits, self.python, strict, rootless=rootless, environment=env, build=build
+        )
         if cache_compiled and lang.inline_python:
             header["steps"][-1]["cache_code"] = True
         if harness:
@@ -338,7 +356,9 @@ class AsyncSandbox:
                 resp, out = await pool.execute(header, blobs, timeout)
         except SandboxError as e:  # includes SlotDied
             return ExecutionResult.from_sandbox_error(str(e), lang.name)
-        result = result_from_wire(resp, out, lang.name, compiled=lang.compiled)
+        result = result_from_wire(resp, out, lang.name, compiled=False)
+        if build is not None and result.verdict is not Verdict.SANDBOX_ERROR:
+            result = result.model_copy(update={"compile": build.compile})
         if (
             program.expected_stdout is not None
             and result.verdict is Verdict.ACCEPTED
@@ -346,6 +366,50 @@ class AsyncSandbox:
         ):
             result = result.model_copy(update={"verdict": Verdict.WRONG_ANSWER})
         return result
+
+    async def _build(
+        self, program: Program, lang: Language, compile_limits: Limits, strict: bool, pool: SlotPool,
+        env: Environment | None,
+    ) -> Build | ExecutionResult:  # fmt: skip
+        """The program's build: from the cache, or compiled now (once for concurrent identical
+        programs) in a request of its own whose only output is the artifact."""
+        header, blobs, timeout = build_request(
+            program, lang, compile_limits, compile_limits, self.python, strict, rootless=self.mode == "rootless",
+            environment=env, compile_only=True,
+        )  # fmt: skip
+        key = build_key(lang.name, resolve_toolchain(lang, self.python), header["steps"][0]["argv"],
+                        [(f["path"], blobs[f["blob"]]) for f in header["files"]])  # fmt: skip
+        build = self.builds.get(key)
+        if build is None:
+            lock = self._build_locks.setdefault(key, asyncio.Lock())
+            async with lock:
+                build = self.builds.get(key)
+                if build is None:
+                    self.builds.misses += 1
+                    try:
+                        if strict:
+                            resp, out = await pool.execute_fresh(header, blobs, timeout)
+                        else:
+                            resp, out = await pool.execute(header, blobs, timeout)
+                    except SandboxError as e:
+                        return ExecutionResult.from_sandbox_error(str(e), lang.name)
+                    result = result_from_wire(resp, out, lang.name, compiled=True)
+                    if result.verdict is Verdict.SANDBOX_ERROR or result.compile is None:
+                        return result
+                    fetched = result.files.get(lang.artifacts[0])
+                    succeeded = result.compile.exit_code == 0 and result.compile.limit is None
+                    if succeeded and (fetched is None or fetched.content is None or fetched.truncated):
+                        return result.model_copy(update={"verdict": Verdict.COMPILE_ERROR, "files": {}})
+                    build = Build(result.compile, fetched.content if succeeded and fetched else None)
+                    if build.ok or result.compile.limit is None:  # a limit's failure is not the source's
+                        self.builds.put(key, build)
+            self._build_locks.pop(key, None)
+        if build.ok:
+            return build
+        failed = build.compile
+        verdict = Verdict.TIME_LIMIT_EXCEEDED if failed.limit in (LimitKind.WALL_TIME, LimitKind.CPU_TIME) else (
+            Verdict.COMPILE_ERROR)  # fmt: skip
+        return ExecutionResult(verdict=verdict, **dict(failed), compile=failed, language=lang.name)
 
     async def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
         """Run programs concurrently (bounded by the pool); results in input order."""
@@ -369,44 +433,68 @@ def build_request(
     strict: bool,
     rootless: bool = False,
     environment: Environment | None = None,
+    build: Build | None = None,
+    compile_only: bool = False,
 ) -> tuple[dict[str, Any], list[bytes], float]:
-    """Turn a Program into a zygote request: files, steps with their limits, and a host timeout."""
+    """Turn a Program into a zygote request: files, steps with their limits, and a host timeout.
+
+    A compiled language takes two requests: ``compile_only`` (the compile step, fetching its
+    artifact), then the run with ``build`` (the artifact as an input file, no compile step).
+    """
     require_root_for_network(limits, compile_limits, rootless)
     exe = resolve_toolchain(lang, python)
-    blobs: list[bytes] = [program.source.encode()]
-    files: list[dict[str, Any]] = [{"path": lang.source_file, "blob": 0, "mode": 0o644}]
-    names = {lang.source_file}
-    for f in program.files:
-        if f.path in names:
-            raise InputError(f"input file {f.path!r} appears twice (or clashes with the source file)")
-        names.add(f.path)
-        files.append({"path": f.path, "blob": len(blobs), "mode": 0o755 if f.executable else 0o644})
-        blobs.append(f.content)
+    source_name, source_text = lang.source_name(program.source)
+
+    def expand(argv: tuple[str, ...]) -> list[str]:
+        out = [a.replace("{exe}", exe).replace("{file}", source_name).replace("{toolchains}", TOOLCHAINS_MOUNT)
+               for a in argv]  # fmt: skip
+        if out and "/" not in out[0]:  # another tool of the language (java, mono, vvp): execve needs its path
+            out[0] = find_tool(out[0], lang)
+        return out
+
+    blobs: list[bytes] = [source_text.encode()]
+    files: list[dict[str, Any]] = [{"path": source_name, "blob": 0, "mode": 0o644}]
+    names = {source_name}
+    extra = [(name, text.encode(), False) for name, text in lang.support_files]
+    extra += [(f.path, f.content, f.executable) for f in program.files]
+    if build is not None and build.artifact is not None:
+        extra.append((lang.artifacts[0], build.artifact, True))
+    for path, content, executable in extra:
+        if path in names:
+            raise InputError(f"input file {path!r} appears twice (or clashes with the source file)")
+        names.add(path)
+        files.append({"path": path, "blob": len(blobs), "mode": 0o755 if executable else 0o644})
+        blobs.append(content)
     stdin = program.stdin_bytes()
     stdin_blob = len(blobs)
     blobs.append(stdin)
     steps: list[dict[str, Any]] = []
     timeout = HOST_MARGIN_S
-    if lang.compile_argv is not None:
-        argv = [a.replace("{exe}", exe) for a in lang.compile_argv]
+    fetch = list(program.fetch)
+    if compile_only:
+        assert lang.compile_argv is not None
         compile_wire = {**compile_limits.to_wire(), "address_space_extra": lang.address_space_extra}
-        steps.append({"role": "compile", "argv": argv, "stdin": False, "limits": compile_wire})
+        steps.append({"role": "compile", "argv": expand(lang.compile_argv), "stdin": False, "limits": compile_wire})
         timeout += compile_limits.wall_time
-    run_step: dict[str, Any] = {
-        "role": "run",
-        "stdin": True,
-        "limits": {**limits.to_wire(), "address_space_extra": lang.address_space_extra},
-        "args": program.args,
-    }
-    if lang.inline_python and not strict:
-        run_step["inline_python"] = lang.source_file
+        fetch = [lang.artifacts[0]]
     else:
-        run_argv = lang.run_argv
-        if environment is not None and lang.inline_python:  # a fresh interpreter must read PYTHONPATH
-            run_argv = tuple(a for a in run_argv if a != "-E")
-        run_step["argv"] = [a.replace("{exe}", exe) for a in run_argv] + list(program.args)
-    steps.append(run_step)
-    timeout += limits.wall_time
+        run_step: dict[str, Any] = {
+            "role": "run",
+            "stdin": True,
+            "limits": {**limits.to_wire(), "address_space_extra": lang.address_space_extra},
+            "args": program.args,
+        }
+        if lang.inline_python and not strict:
+            run_step["inline_python"] = source_name
+        else:
+            run_argv = lang.run_argv
+            if environment is not None and lang.inline_python:  # a fresh interpreter must read PYTHONPATH
+                run_argv = tuple(a for a in run_argv if a != "-E")
+            if lang.artifacts and lang.artifacts[0] == BUILD_ARCHIVE:  # unpack the build first
+                run_argv = ("/bin/bash", "-c", UNPACK + " && exec \"$@\"", "run", *run_argv)
+            run_step["argv"] = expand(run_argv) + list(program.args)
+        steps.append(run_step)
+        timeout += limits.wall_time
     env = {
         "PATH": SANDBOX_PATH,
         "HOME": "/box",
@@ -414,6 +502,7 @@ def build_request(
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
     }
+    env.update({k: v.replace("{toolchains}", TOOLCHAINS_MOUNT) for k, v in lang.env})
     if limits.network.packages:  # pip and npm pointed at the package proxy
         env.update(packages_environment())
     if environment is not None:  # what any Python the run starts needs to find the environment
@@ -424,8 +513,8 @@ def build_request(
         "files": files,
         "stdin_blob": stdin_blob,
         "steps": steps,
-        "fetch": program.fetch,
-        "fetch_max_bytes": limits.file_size,
+        "fetch": fetch,
+        "fetch_max_bytes": max(limits.file_size, compile_limits.file_size) if compile_only else limits.file_size,
         "env": env,
         "network": limits.network.mode == "host",  # the zygote joins the host's namespace for this run
         "disk_bytes": limits.disk,

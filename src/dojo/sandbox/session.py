@@ -84,6 +84,7 @@ class Session:
         """Run ``code`` in the session. Limits apply to this exec (memory is fixed at creation)."""
         limits = limits or self.limits
         lang = self.language
+        built: ExecutionResult | None = None
         if lang.name == "python":
             program = Program(language="python", source="", stdin=stdin)
             header, blobs, timeout = self._build(program, lang, limits)
@@ -100,13 +101,29 @@ class Session:
                     f'if [ -r {BASH_CWD_FILE} ]; then cd -- "$(cat {BASH_CWD_FILE})" 2>/dev/null; fi\n'
                     f"trap 'pwd > {BASH_CWD_FILE}' EXIT\n{code}\n"
                 )
-            header, blobs, timeout = self._build(Program(language=lang.name, source=source, stdin=stdin), lang, limits)
+            program = Program(language=lang.name, source=source, stdin=stdin)
+            if lang.compiled:  # compiled in the session's work dir (files persist), then run there
+                header, blobs, timeout = self._build(program, lang, limits, compile_only=True)
+                header["fetch"] = []
+                try:
+                    resp, out = await self._request(header, blobs, timeout)
+                except SlotDied as e:
+                    return ExecutionResult.from_sandbox_error(f"session lost: {e}", lang.name)
+                built = result_from_wire(resp, out, lang.name, compiled=True)
+                if built.compile is None or built.compile.exit_code != 0 or built.compile.limit is not None:
+                    self.execs += 1
+                    return built
+            header, blobs, timeout = self._build(program, lang, limits)
+            if lang.compiled:
+                header["files"] = []  # the compile request wrote them
         self.execs += 1
         try:
             resp, out = await self._request(header, blobs, timeout)
         except SlotDied as e:
             return ExecutionResult.from_sandbox_error(f"session lost: {e}", lang.name)
-        result = result_from_wire(resp, out, lang.name, compiled=lang.compiled)
+        result = result_from_wire(resp, out, lang.name, compiled=False)
+        if built is not None and built.compile is not None:
+            result = result.model_copy(update={"compile": built.compile})
         steps = resp.get("steps") or [{}]
         extra = {k: steps[-1][k] for k in ("session_restarted", "session_ended") if k in steps[-1]}
         return result.model_copy(update=extra) if extra else result

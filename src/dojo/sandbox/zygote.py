@@ -558,6 +558,7 @@ class Jail:
         self.sys.mount("proc", r + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         for d in ("tmp", "box"):
             os.makedirs(f"{r}/{d}")
+        os.symlink("/tmp", f"{r}/mnt")  # scratch space where programs written for a container expect it
         self.mount_scratch(r)
         os.chdir(r)
         machine = os.uname().machine

@@ -15,12 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dojo.errors import InputError
 from dojo.sandbox import ExecutionResult, InputFile, LimitKind, Limits, Program, StepResult, Verdict
-from dojo.sandbox.program import check_relative_path
+from dojo.sandbox.languages import LANGUAGES
+from dojo.sandbox.program import check_fetch_path, check_relative_path
 
-# SandboxFusion language names -> dojo's. Languages SandboxFusion knows but dojo does not run yet
-# are rejected with a 400 that names what is supported.
-FUSION_LANGUAGES = {"python": "python", "python3": "python", "cpp": "cpp", "c": "c", "nodejs": "javascript",
-                    "javascript": "javascript", "bash": "bash"}  # fmt: skip
+# SandboxFusion language names -> dojo's (each Language lists its own). Languages SandboxFusion
+# knows but dojo does not run are rejected with a 400 that names what is supported.
+FUSION_LANGUAGES = {alias: lang.name for lang in LANGUAGES.values() for alias in lang.fusion}
 DEFAULT_MEMORY_MB = 1024
 
 
@@ -42,7 +42,7 @@ class RunCodeRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     code: str = Field(description="The code to run.")
-    language: str = Field("python", max_length=32, description="python, cpp, c, nodejs or bash.")
+    language: str = Field("python", max_length=32, description="A SandboxFusion language name (dojo languages).")
     compile_timeout: float = Field(10, gt=0, le=600)
     run_timeout: float = Field(10, gt=0, le=600)
     memory_limit_MB: int = Field(-1, ge=-1, le=65536, description="-1: the service default (1024 MB).")
@@ -67,7 +67,7 @@ class RunCodeRequest(BaseModel):
     @field_validator("fetch_files")
     @classmethod
     def _fetch(cls, v: list[str]) -> list[str]:
-        return [check_relative_path(p) for p in v]
+        return [check_fetch_path(p) for p in v]
 
 
 class CommandRunResult(BaseModel):
@@ -108,7 +108,7 @@ def to_program(req: RunCodeRequest) -> tuple[Program, Limits, Limits]:
     )  # fmt: skip
     limits = Limits(wall_time=req.run_timeout, cpu_time=req.run_timeout, memory=max(memory, 4 << 20))
     compile_limits = Limits(
-        wall_time=req.compile_timeout, cpu_time=req.compile_timeout, memory=max(memory, 1024 << 20), processes=32
+        wall_time=req.compile_timeout, cpu_time=req.compile_timeout, memory=max(memory, 1024 << 20), processes=64
     )
     return program, limits, compile_limits
 
