@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 VERL_DEPS := .verl-deps
 VERL_STAMP := $(VERL_DEPS)/.installed
 
-.PHONY: test demo lint typecheck pytest bench clean toolchains
+.PHONY: test demo lint typecheck pytest bench clean toolchains test-sandboxfusion
 
 # The language toolchains `dojo languages` reports on, from Debian's packages (root), then the npm
 # packages and the warm Go cache in the toolchain directory. Languages whose toolchain is absent
@@ -34,6 +34,10 @@ toolchains: $(STAMP)
 	$(BIN)/dojo languages --prepare
 
 test: $(STAMP) $(VERL_STAMP) lint typecheck pytest
+
+# SandboxFusion's own runner tests for every language dojo claims (needs ../shared/peer/sandboxfusion).
+test-sandboxfusion: $(STAMP)
+	DOJO_SANDBOXFUSION=1 $(BIN)/python -m pytest -q tests/service/test_sandboxfusion_runners.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from dojo.cli.output import console, err_console, fail
 from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
-from dojo.sandbox.languages import LANGUAGES, available_languages, get_language
+from dojo.sandbox.languages import LANGUAGES, get_language
 
 SUFFIXES = {
     ".py": "python",

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from dojo.sandbox.errors import LanguageUnavailable, UnknownLanguage
 
-
 JVM_RESERVE = 2 << 30  # the JVM (and V8, Mono, Racket) reserve far more address space than they use
 
 
@@ -107,13 +106,14 @@ JEST_BABEL = """module.exports = {presets: [
   ["/opt/dojo/node/node_modules/@babel/preset-env", {targets: {node: "current"}}],
   "/opt/dojo/node/node_modules/@babel/preset-typescript"]};
 """
-JEST_CONFIG = """{"testEnvironment": "node", "rootDir": "/box", "moduleDirectories": ["node_modules", "/opt/dojo/node/node_modules"],
+JEST_CONFIG = """{"testEnvironment": "node", "rootDir": "/box",
+ "moduleDirectories": ["node_modules", "/opt/dojo/node/node_modules"],
  "transform": {"\\\\.[jt]sx?$": "/opt/dojo/node/node_modules/babel-jest"}, "cacheDirectory": "/tmp/jest",
  "watchman": false, "maxWorkers": 1}
 """
 # `go test`'s own summary line around the compiled test binary (what SandboxFusion's users read).
 GO_TEST_RUN = (
-    "start=$(date +%s.%N); ./test.bin; rc=$?; t=$(echo \"$(date +%s.%N) - $start\" | bc 2>/dev/null || echo 0); "
+    'start=$(date +%s.%N); ./test.bin; rc=$?; t=$(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || echo 0); '
     'if [ $rc -eq 0 ]; then printf "ok  \\tcommand-line-arguments\\t%.3fs\\n" "$t"; '
     'else printf "FAIL\\tcommand-line-arguments\\t%.3fs\\nFAIL\\n" "$t"; fi; exit $rc'
 )
@@ -215,8 +215,12 @@ LANGUAGES: dict[str, Language] = {
             compile_argv=("{exe}", "build", "-o", "out", "main.go"),
             artifacts=("out",),
             address_space_extra=JVM_RESERVE,
-            env=(("GO111MODULE", "off"), ("GOPATH", "/usr/share/gocode"), ("GOCACHE", "/tmp/.gocache"),
-                 ("CGO_ENABLED", "0")),  # fmt: skip
+            env=(
+                ("GO111MODULE", "off"),
+                ("GOPATH", "/usr/share/gocode"),
+                ("GOCACHE", "/tmp/.gocache"),
+                ("CGO_ENABLED", "0"),
+            ),
             fusion=("go", "golang"),
         ),
         Language(
@@ -225,12 +229,19 @@ LANGUAGES: dict[str, Language] = {
             "go",
             "apt-get install golang-go golang-github-stretchr-testify-dev; make toolchains (a warm build cache)",
             ("/bin/bash", "-c", GO_TEST_RUN),
-            compile_argv=("/bin/bash", "-c", "cp -r {toolchains}/go/cache /tmp/.gocache 2>/dev/null; "
-                          "{exe} test -c -o test.bin main_test.go"),  # fmt: skip
+            compile_argv=(
+                "/bin/bash",
+                "-c",
+                "cp -r {toolchains}/go/cache /tmp/.gocache 2>/dev/null; {exe} test -c -o test.bin main_test.go",
+            ),
             artifacts=("test.bin",),
             address_space_extra=JVM_RESERVE,
-            env=(("GO111MODULE", "off"), ("GOPATH", "/usr/share/gocode"), ("GOCACHE", "/tmp/.gocache"),
-                 ("CGO_ENABLED", "0")),  # fmt: skip
+            env=(
+                ("GO111MODULE", "off"),
+                ("GOPATH", "/usr/share/gocode"),
+                ("GOCACHE", "/tmp/.gocache"),
+                ("CGO_ENABLED", "0"),
+            ),
             fusion=("go_test",),
         ),
         Language(
@@ -239,8 +250,11 @@ LANGUAGES: dict[str, Language] = {
             "javac",
             "apt-get install default-jdk-headless libjavatuples-java",
             ("java", "-cp", ".:/usr/share/java/javatuples.jar", "-ea", "Main"),
-            compile_argv=("/bin/bash", "-c", "{exe} -cp .:/usr/share/java/javatuples.jar -d . Main.java "
-                          "&& tar -cf .dojo-build.tar --exclude='*.java' --exclude=.dojo-build.tar *.class"),  # fmt: skip
+            compile_argv=(
+                "/bin/bash",
+                "-c",
+                "{exe} -cp .:/usr/share/java/javatuples.jar -d . Main.java && tar -cf .dojo-build.tar *.class",
+            ),
             artifacts=(".dojo-build.tar",),
             address_space_extra=JVM_RESERVE,
             fusion=("java",),
@@ -250,10 +264,23 @@ LANGUAGES: dict[str, Language] = {
             "Main.java",
             "javac",
             "apt-get install default-jdk-headless junit5",
-            ("java", "-jar", "/usr/share/java/junit-platform-console-standalone.jar", "--class-path", ".",
-             "--scan-class-path", "--disable-banner", "--details=tree", "--disable-ansi-colors"),  # fmt: skip
-            compile_argv=("/bin/bash", "-c", "{exe} -cp .:/usr/share/java/junit-platform-console-standalone.jar "
-                          "-d . *.java && tar -cf .dojo-build.tar $(find . -name '*.class')"),  # fmt: skip
+            (
+                "java",
+                "-jar",
+                "/usr/share/java/junit-platform-console-standalone.jar",
+                "--class-path",
+                ".",
+                "--scan-class-path",
+                "--disable-banner",
+                "--details=tree",
+                "--disable-ansi-colors",
+            ),
+            compile_argv=(
+                "/bin/bash",
+                "-c",
+                "{exe} -cp .:/usr/share/java/junit-platform-console-standalone.jar "
+                "-d . *.java && tar -cf .dojo-build.tar $(find . -name '*.class')",
+            ),
             artifacts=(".dojo-build.tar",),
             address_space_extra=JVM_RESERVE,
             prepare=_junit,
@@ -277,8 +304,12 @@ LANGUAGES: dict[str, Language] = {
             "mcs",
             "apt-get install mono-mcs",
             ("mono", "--debug", "main.exe"),
-            compile_argv=("/bin/bash", "-c", "{exe} -d:DEBUG -debug -out:main.exe Program.cs DojoAssert.cs && "
-                          "tar -cf .dojo-build.tar main.exe main.exe.mdb main.exe.config"),  # fmt: skip
+            compile_argv=(
+                "/bin/bash",
+                "-c",
+                "{exe} -d:DEBUG -debug -out:main.exe Program.cs DojoAssert.cs && "
+                "tar -cf .dojo-build.tar main.exe main.exe.mdb main.exe.config",
+            ),
             artifacts=(".dojo-build.tar",),
             support_files=(("DojoAssert.cs", CSHARP_ASSERT), ("main.exe.config", CSHARP_CONFIG)),
             aliases=("c#", "cs"),
@@ -292,7 +323,7 @@ LANGUAGES: dict[str, Language] = {
             "main.scala",
             "scalac",
             "apt-get install scala",
-            ("/bin/bash", "-c", "exec scala -nc -cp . \"$(cat .dojo-scala-object)\""),
+            ("/bin/bash", "-c", 'exec scala -nc -cp . "$(cat .dojo-scala-object)"'),
             compile_argv=("/bin/bash", "-c", SCALA_COMPILE),
             artifacts=(".dojo-build.tar",),
             address_space_extra=JVM_RESERVE,
@@ -315,29 +346,66 @@ LANGUAGES: dict[str, Language] = {
             "iverilog",
             "apt-get install iverilog",
             ("vvp", "-n", "test.vvp"),
-            compile_argv=("{exe}", "-Wall", "-Winfloop", "-Wno-timescale", "-g2012", "-s", "tb", "-o", "test.vvp",
-                          "main.sv"),  # fmt: skip
+            compile_argv=(
+                "{exe}",
+                "-Wall",
+                "-Winfloop",
+                "-Wno-timescale",
+                "-g2012",
+                "-s",
+                "tb",
+                "-o",
+                "test.vvp",
+                "main.sv",
+            ),
             artifacts=("test.vvp",),
             fusion=("verilog",),
         ),
-        Language("ruby", "main.rb", "ruby", "apt-get install ruby", ("{exe}", "main.rb"), aliases=("rb",),
-                 fusion=("ruby",)),  # fmt: skip
-        Language("php", "main.php", "php", "apt-get install php-cli", ("{exe}", "-f", "main.php"), prepare=_php,
-                 fusion=("php",)),  # fmt: skip
-        Language("perl", "main.pl", "perl", "apt-get install perl", ("{exe}", "main.pl"), aliases=("pl",),
-                 fusion=("perl",)),  # fmt: skip
+        Language(
+            "ruby", "main.rb", "ruby", "apt-get install ruby", ("{exe}", "main.rb"), aliases=("rb",), fusion=("ruby",)
+        ),
+        Language(
+            "php",
+            "main.php",
+            "php",
+            "apt-get install php-cli",
+            ("{exe}", "-f", "main.php"),
+            prepare=_php,
+            fusion=("php",),
+        ),
+        Language(
+            "perl", "main.pl", "perl", "apt-get install perl", ("{exe}", "main.pl"), aliases=("pl",), fusion=("perl",)
+        ),
         Language("lua", "main.lua", "lua", "apt-get install lua5.4", ("{exe}", "main.lua"), fusion=("lua",)),
-        Language("r", "main.R", "Rscript", "apt-get install r-base-core", ("{exe}", "main.R"),
-                 address_space_extra=JVM_RESERVE, fusion=("R", "r")),  # fmt: skip
-        Language("racket", "main.rkt", "racket", "apt-get install racket", ("{exe}", "main.rkt"),
-                 address_space_extra=JVM_RESERVE, fusion=("racket",)),  # fmt: skip
+        Language(
+            "r",
+            "main.R",
+            "Rscript",
+            "apt-get install r-base-core",
+            ("{exe}", "main.R"),
+            address_space_extra=JVM_RESERVE,
+            fusion=("R", "r"),
+        ),
+        Language(
+            "racket",
+            "main.rkt",
+            "racket",
+            "apt-get install racket",
+            ("{exe}", "main.rkt"),
+            address_space_extra=JVM_RESERVE,
+            fusion=("racket",),
+        ),
         Language(
             "sql",
             "main.sql",
             "sqlite3",
             "apt-get install sqlite3",
-            ("/bin/bash", "-c", 'exec {exe} -bail -batch "$(if [ -f db.sqlite ]; then echo db.sqlite; '
-             'else echo :memory:; fi)" < main.sql'),  # fmt: skip
+            (
+                "/bin/bash",
+                "-c",
+                'exec {exe} -bail -batch "$(if [ -f db.sqlite ]; then echo db.sqlite; '
+                'else echo :memory:; fi)" < main.sql',
+            ),
             aliases=("sqlite",),
             fusion=("sql",),
         ),
@@ -417,7 +485,9 @@ def resolve_toolchain(lang: Language, python: str | None = None) -> str:
     for needed in lang.requires:
         path = needed.replace("{toolchains}", str(toolchains_dir()))
         if not os.path.exists(path):
-            raise LanguageUnavailable(f"{lang.name} needs {path}, which is missing; install it with: {lang.install_hint}")
+            raise LanguageUnavailable(
+                f"{lang.name} needs {path}, which is missing; install it with: {lang.install_hint}"
+            )
     return exe
 
 
@@ -425,7 +495,9 @@ def find_tool(tool: str, lang: Language) -> str:
     """The path of a tool a language's steps run besides its toolchain (``java``, ``mono``)."""
     path = _find(tool)
     if path is None:
-        raise LanguageUnavailable(f"{lang.name} needs {tool!r}, which is not installed; install it with: {lang.install_hint}")
+        raise LanguageUnavailable(
+            f"{lang.name} needs {tool!r}, which is not installed; install it with: {lang.install_hint}"
+        )
     return path
 
 

@@ -491,7 +491,7 @@ def build_request(
             if environment is not None and lang.inline_python:  # a fresh interpreter must read PYTHONPATH
                 run_argv = tuple(a for a in run_argv if a != "-E")
             if lang.artifacts and lang.artifacts[0] == BUILD_ARCHIVE:  # unpack the build first
-                run_argv = ("/bin/bash", "-c", UNPACK + " && exec \"$@\"", "run", *run_argv)
+                run_argv = ("/bin/bash", "-c", UNPACK + ' && exec "$@"', "run", *run_argv)
             run_step["argv"] = expand(run_argv) + list(program.args)
         steps.append(run_step)
         timeout += limits.wall_time
