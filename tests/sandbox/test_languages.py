@@ -54,7 +54,7 @@ SELF_CHECKING = {
     "jest": ("import { expect, test } from '@jest/globals';\ntest('sum', () => { expect(40 + 2).toBe(42); });\n", ""),
     "verilog": ("module tb; initial begin $display(\"%0d\", 40 + 2); $finish; end endmodule\n", "42"),
 }  # fmt: skip
-SLOW = Limits(wall_time=60, cpu_time=60)
+SLOW = Limits(wall_time=60, cpu_time=60, memory=1 << 30)
 
 
 def usable(language: str) -> None:
@@ -67,7 +67,9 @@ def usable(language: str) -> None:
 @pytest.mark.parametrize("language", sorted(ECHO_SUM))
 async def test_each_language_reads_stdin(sandbox: AsyncSandbox, language: str) -> None:
     usable(language)
-    r = await sandbox.run(Program(language=language, source=ECHO_SUM[language], stdin="40 2\n"), SLOW)
+    r = await sandbox.run(
+        Program(language=language, source=ECHO_SUM[language], stdin="40 2\n"), SLOW, compile_limits=SLOW
+    )
     assert r.verdict is Verdict.ACCEPTED, r
     assert r.stdout.strip() == "42"
 
@@ -76,13 +78,13 @@ async def test_each_language_reads_stdin(sandbox: AsyncSandbox, language: str) -
 async def test_test_runners_pass_and_fail(fast_sandbox: AsyncSandbox, language: str) -> None:
     usable(language)
     source, marker = SELF_CHECKING[language]
-    r = await fast_sandbox.run(Program(language=language, source=source), SLOW)
+    r = await fast_sandbox.run(Program(language=language, source=source), SLOW, compile_limits=SLOW)
     assert r.verdict is Verdict.ACCEPTED, (r.stdout + r.stderr)[-2000:]
     assert marker in r.stdout + r.stderr
     broken = source.replace("40 + 2", "40 + 3").replace("40+2", "40+3").replace("(40)", "(41)")
     if language in ("sql", "verilog"):
         return  # they print; only test runners judge
-    r = await fast_sandbox.run(Program(language=language, source=broken), SLOW)
+    r = await fast_sandbox.run(Program(language=language, source=broken), SLOW, compile_limits=SLOW)
     assert r.verdict is Verdict.RUNTIME_ERROR, (r.stdout + r.stderr)[-2000:]
 
 

@@ -23,7 +23,12 @@ from tests.service.conftest import LiveServer
             422,
             "inside the work dir",
         ),
-        ("/v1/run", {"program": {"language": "python", "source": "x", "fetch": ["/etc/passwd"]}}, 422, "relative"),
+        (
+            "/v1/run",
+            {"program": {"language": "python", "source": "x", "fetch": ["../etc/passwd"]}},
+            422,
+            "inside the work dir",
+        ),
         (
             "/v1/run",
             {"program": {"language": "python", "source": "x", "files": [{"path": "a", "content": "%%%"}]}},

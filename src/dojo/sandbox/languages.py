@@ -13,7 +13,10 @@ from pathlib import Path
 
 from dojo.sandbox.errors import LanguageUnavailable, UnknownLanguage
 
-JVM_RESERVE = 2 << 30  # the JVM (and V8, Mono, Racket) reserve far more address space than they use
+JVM_RESERVE = 2 << 30  # V8, Mono, Go, Racket reserve far more address space than they use
+# The JVM reserves a quarter of the machine's memory for its heap, 1 GiB of class space and a code
+# cache up front: where memory is an address-space limit (rootless without a cgroup) it needs room.
+JAVA_RESERVE = 16 << 30
 
 
 @dataclass(frozen=True)
@@ -256,7 +259,7 @@ LANGUAGES: dict[str, Language] = {
                 "{exe} -cp .:/usr/share/java/javatuples.jar -d . Main.java && tar -cf .dojo-build.tar *.class",
             ),
             artifacts=(".dojo-build.tar",),
-            address_space_extra=JVM_RESERVE,
+            address_space_extra=JAVA_RESERVE,
             fusion=("java",),
         ),
         Language(
@@ -282,7 +285,7 @@ LANGUAGES: dict[str, Language] = {
                 "-d . *.java && tar -cf .dojo-build.tar $(find . -name '*.class')",
             ),
             artifacts=(".dojo-build.tar",),
-            address_space_extra=JVM_RESERVE,
+            address_space_extra=JAVA_RESERVE,
             prepare=_junit,
             requires=("/usr/share/java/junit-platform-console-standalone.jar",),
             fusion=("junit",),
@@ -296,6 +299,7 @@ LANGUAGES: dict[str, Language] = {
             compile_argv=("{exe}", "main.rs", "-o", "test"),
             artifacts=("test",),
             aliases=("rs",),
+            address_space_extra=JVM_RESERVE,  # rustc (LLVM) maps far more than it uses
             fusion=("rust",),
         ),
         Language(
@@ -326,7 +330,7 @@ LANGUAGES: dict[str, Language] = {
             ("/bin/bash", "-c", 'exec scala -nc -cp . "$(cat .dojo-scala-object)"'),
             compile_argv=("/bin/bash", "-c", SCALA_COMPILE),
             artifacts=(".dojo-build.tar",),
-            address_space_extra=JVM_RESERVE,
+            address_space_extra=JAVA_RESERVE,
             fusion=("scala",),
         ),
         Language(
