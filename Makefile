@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 VERL_DEPS := .verl-deps
 VERL_STAMP := $(VERL_DEPS)/.installed
 
-.PHONY: test demo lint typecheck pytest bench clean toolchains test-sandboxfusion
+.PHONY: test demo lint typecheck pytest bench clean toolchains test-sandboxfusion test-cgroup2
 
 # The language toolchains `dojo languages` reports on, from Debian's packages (root), then the npm
 # packages and the warm Go cache in the toolchain directory. Languages whose toolchain is absent
@@ -34,6 +34,13 @@ toolchains: $(STAMP)
 	$(BIN)/dojo languages --prepare
 
 test: $(STAMP) $(VERL_STAMP) lint typecheck pytest
+
+# The cgroup tests as root on a real cgroup v2 kernel, in a VM (QEMU, software emulation; ~8 min).
+test-cgroup2: $(STAMP)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 \
+		linux-image-amd64 busybox-static
+	$(BIN)/python -m pip install -q --disable-pip-version-check virtme-ng
+	tests/vm/cgroup2.sh
 
 # SandboxFusion's own runner tests for every language dojo claims (needs ../shared/peer/sandboxfusion).
 test-sandboxfusion: $(STAMP)

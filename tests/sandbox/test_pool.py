@@ -56,10 +56,11 @@ async def test_killed_slot_is_replaced_and_the_run_reports_sandbox_error(
 def _snapshot() -> dict[str, set[str]]:
     mounts = set(Path("/proc/self/mountinfo").read_text().splitlines())
     cgroups: set[str] = set()
-    for controller in ("memory", "pids", "unified"):
-        root = Path("/sys/fs/cgroup") / controller
-        if root.is_dir():
-            cgroups |= {str(p) for p in root.rglob("dojo-*")}
+    from dojo.sandbox.cgroups import detect
+
+    for root in {*detect().parents.values(), *(Path("/sys/fs/cgroup") / c for c in ("memory", "pids", "unified"))}:
+        if Path(root).is_dir():  # where this machine's pools are made (v1: per controller; v2: one tree)
+            cgroups |= {str(p) for p in Path(root).rglob("dojo-*")}
     procs = set()
     for p in os.listdir("/proc"):
         if p.isdigit():
