@@ -30,6 +30,11 @@ class Build:
     def ok(self) -> bool:
         return self.artifact is not None
 
+    @property
+    def size(self) -> int:
+        """Bytes it holds in the cache: the artifact and the compile's output."""
+        return len(self.artifact or b"") + len(self.compile.stdout) + len(self.compile.stderr)
+
 
 def build_key(language: str, toolchain: str, compile_argv: list[str], files: list[tuple[str, bytes]]) -> str:
     digest = hashlib.sha256()
@@ -61,17 +66,17 @@ class BuildCache:
         return build
 
     def put(self, key: str, build: Build) -> None:
-        size = len(build.artifact or b"") + len(build.compile.stdout) + len(build.compile.stderr)
+        size = build.size
         if size > self.max_bytes:
             return
         old = self._builds.pop(key, None)
         if old is not None:
-            self._bytes -= len(old.artifact or b"") + len(old.compile.stdout) + len(old.compile.stderr)
+            self._bytes -= old.size
         self._builds[key] = build
         self._bytes += size
         while self._bytes > self.max_bytes:
             _, dropped = self._builds.popitem(last=False)
-            self._bytes -= len(dropped.artifact or b"") + len(dropped.compile.stdout) + len(dropped.compile.stderr)
+            self._bytes -= dropped.size
 
     def __len__(self) -> int:
         return len(self._builds)

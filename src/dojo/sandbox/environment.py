@@ -235,6 +235,8 @@ class EnvironmentStore:
     def __init__(self, root: Path | str | None = None, python: str | None = None) -> None:
         self.root = Path(root) if root is not None else default_root()
         self.python = python or default_python()
+        # ref -> (its names file's mtime and size, what it meant)
+        self._found: dict[str, tuple[tuple[int, int], Environment]] = {}
 
     # -- finding -------------------------------------------------------------------------------
 
@@ -263,9 +265,25 @@ class EnvironmentStore:
             warmup=str(settings.get("warmup", "")),
         )
 
+    def cached(self, ref: str) -> Environment | None:
+        """What ``get(ref)`` last answered, while the name's file is unchanged (one ``stat``: a run's
+        hot path asks this before reading any file); None otherwise."""
+        found = self._found.get(ref)
+        if found is None:
+            return None
+        return found[1] if self._stamp(ref.partition("@")[0]) == found[0] else None
+
+    def _stamp(self, name: str) -> tuple[int, int]:
+        try:
+            st = self._names_file(name).stat()
+        except OSError:
+            return (0, -1)
+        return (st.st_mtime_ns, st.st_size)
+
     def get(self, ref: str) -> Environment:
         """``name`` (its newest version) or ``name@version``; EnvironmentNotFound says how to build it."""
         name, _, version = ref.partition("@")
+        stamp = self._stamp(name)
         versions = self._versions(name)
         if not versions:
             raise EnvironmentNotFound(
@@ -282,7 +300,9 @@ class EnvironmentStore:
                 f"environment {name}@{chosen} is listed but its files are gone; rebuild it with: "
                 f"dojo env build {name} -r requirements.txt"
             )
-        return self._load(name, chosen)
+        environment = self._load(name, chosen)
+        self._found[ref] = (stamp, environment)
+        return environment
 
     def all(self) -> list[Environment]:
         names_dir = self.root / "names"

@@ -128,6 +128,9 @@ SCALA_COMPILE = (
 )
 
 
+# GOPATH mode over Debian's Go sources (testify included); the warm cache of `make toolchains`
+# (dojo.sandbox.toolchains) is built with exactly these, or its entries never match.
+GO_ENV = {"GO111MODULE": "off", "GOPATH": "/usr/share/gocode", "CGO_ENABLED": "0"}
 # npm packages `make toolchains` installs (SandboxFusion's runtime set): `require` finds them.
 NODE_ENV = (("NODE_PATH", "/opt/dojo/node/node_modules"),)
 
@@ -218,12 +221,7 @@ LANGUAGES: dict[str, Language] = {
             compile_argv=("{exe}", "build", "-o", "out", "main.go"),
             artifacts=("out",),
             address_space_extra=JVM_RESERVE,
-            env=(
-                ("GO111MODULE", "off"),
-                ("GOPATH", "/usr/share/gocode"),
-                ("GOCACHE", "/tmp/.gocache"),
-                ("CGO_ENABLED", "0"),
-            ),
+            env=(*GO_ENV.items(), ("GOCACHE", "/tmp/.gocache")),
             fusion=("go", "golang"),
         ),
         Language(
@@ -239,12 +237,7 @@ LANGUAGES: dict[str, Language] = {
             ),
             artifacts=("test.bin",),
             address_space_extra=JVM_RESERVE,
-            env=(
-                ("GO111MODULE", "off"),
-                ("GOPATH", "/usr/share/gocode"),
-                ("GOCACHE", "/tmp/.gocache"),
-                ("CGO_ENABLED", "0"),
-            ),
+            env=(*GO_ENV.items(), ("GOCACHE", "/tmp/.gocache")),
             fusion=("go_test",),
         ),
         Language(

@@ -189,7 +189,9 @@ class AsyncSandbox:
         an ``allow`` network policy (its destinations relayed into each slot's namespace)."""
         if self._pool is None:
             await self.start()
-        env = await asyncio.to_thread(self.environments.get, environment) if environment else None
+        env = None
+        if environment:
+            env = self.environments.cached(environment) or await asyncio.to_thread(self.environments.get, environment)
         if env is None and network.mode != "allow":
             return self.pool, None
         key = f"{env.version if env else ''}|{network.model_dump_json() if network.mode == 'allow' else ''}"

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from dojo.errors import DojoError
+from dojo.sandbox.languages import GO_ENV
 
 NODE_PACKAGES = (
     "tsx@4", "typescript@5", "jest@29", "babel-jest@29", "@babel/core@7", "@babel/preset-env@7",
@@ -38,8 +39,6 @@ func TestWarm(t *testing.T) {
 \trequire.True(t, true)
 }
 """
-# must match the go_test language's environment, or the cache's entries never match
-GO_ENV = {"GO111MODULE": "off", "GOPATH": "/usr/share/gocode", "CGO_ENABLED": "0"}
 
 
 class ToolchainError(DojoError):
