@@ -190,3 +190,30 @@ async def test_an_int_past_the_decimal_text_limit_is_an_honest_answer(grader: Gr
     for task in (function, asserted):
         assert (await grader.grade(task, "def f(n):\n    return 2 ** n\n")).value == 1.0
         assert (await grader.grade(task, "def f(n):\n    return 2 ** n + 1\n")).value == 0.0
+
+
+@pytest.mark.parametrize("answers", [["true", "false"] * 3 + ["true"], ["1", "1", "1", "2"], ["a", "b"]])
+def test_call_orders_always_expose_a_counter_replaying_answers(answers: list[str]) -> None:
+    """A counter that answers call k with case k's answer (in each pass) gives some case two
+    different answers, whatever the seed, even when the answers are mostly equal."""
+    import random
+
+    from dojo.rewards.graders import call_orders
+
+    for seed in range(300):
+        first, second = call_orders(answers, random.Random(seed))
+        assert sorted(first) == sorted(second) == list(range(len(answers)))
+        got: dict[int, set[str]] = {}
+        for order in (first, second):
+            for position, case in enumerate(order):
+                got.setdefault(case, set()).add(answers[position])
+        assert any(len(v) > 1 for v in got.values()), (seed, first, second)
+
+
+def test_call_orders_with_one_answer_for_all_cases_are_still_two_orders() -> None:
+    import random
+
+    from dojo.rewards.graders import call_orders
+
+    first, second = call_orders(["0"] * 5, random.Random(1))
+    assert sorted(first) == sorted(second) == list(range(5)) and first != second

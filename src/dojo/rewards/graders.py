@@ -99,6 +99,33 @@ def _loaded(run: HarnessRun, out: TestResults) -> bool:
     return False
 
 
+def call_orders(answers: list[str], rng: random.Random) -> tuple[list[int], list[int]]:
+    """Two shuffled orders of the cases, chosen so that a counter replaying the answers in their
+    original order (call k answered with case k's answer, in each pass) gives some case two
+    different answers, whenever the answers are not all equal: with few distinct answers (booleans)
+    two random orders often line up so that every case meets the same answer twice."""
+    n = len(answers)
+    first, second = list(range(n)), list(range(n))
+    rng.shuffle(first)
+    rng.shuffle(second)
+    if n > 1 and second == first:
+        second.reverse()
+    # the replay answers the case at position p with answers[p] in both passes
+    if all(answers[p] == answers[q] for p, q in zip(_positions(first), _positions(second), strict=True)):
+        distinct = next((b for b in range(1, n) if answers[b] != answers[0]), None)
+        if distinct is not None:  # move two cases between positions whose answers differ
+            second[0], second[distinct] = second[distinct], second[0]
+    return first, second
+
+
+def _positions(order: list[int]) -> list[int]:
+    """Where each case stands in ``order``."""
+    where = [0] * len(order)
+    for p, case in enumerate(order):
+        where[case] = p
+    return where
+
+
 async def grade_function_task(
     task: Task, code: str, sandbox: SandboxAPI, limits: Limits | None = None, seed: int | None = None
 ) -> TestResults:
@@ -108,12 +135,7 @@ async def grade_function_task(
     replaying answers): a hack."""
     assert task.entry_point
     tests = task.tests
-    rng = random.Random(seed)
-    first, second = list(range(len(tests))), list(range(len(tests)))
-    rng.shuffle(first)
-    rng.shuffle(second)
-    if len(tests) > 1 and second == first:
-        second.reverse()
+    first, second = call_orders([json.dumps(t.expected, sort_keys=True) for t in tests], random.Random(seed))
     calls = [(i, tests[i].args, tests[i].kwargs) for i in first + second]
     out = TestResults(total=len(tests))
     job = function_job(task.entry_point, calls, task.float_tolerance)
