@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
+from dojo.sandbox import AsyncSandbox, InputFile, Limits, Program, Verdict
 from tests.sandbox.conftest import root_only, rootless_only
 
 
@@ -181,3 +181,71 @@ async def test_random_state_differs_between_runs(fast_sandbox: AsyncSandbox) -> 
     src = "import random\nprint(random.random())\n"
     outs = {(await fast_sandbox.run(Program(language="python", source=src))).stdout for _ in range(5)}
     assert len(outs) == 5
+
+
+MEMORY_PROBE = """
+import ctypes, hashlib, re, sys
+digests = set(sys.argv[1:])
+kept = sys.stdin.read()  # the probe's own input: found, to show the scan works
+found, scanned = [], 0
+with open('/proc/self/maps') as maps:
+    regions = [line.split() for line in maps]
+for fields in regions:
+    name = fields[5] if len(fields) > 5 else ''
+    # the process's own memory: anonymous mappings, heap and stack (files may fault past their end)
+    if not fields[1].startswith('rw') or name not in ('', '[heap]', '[stack]'):
+        continue
+    lo, hi = (int(x, 16) for x in fields[0].split('-'))
+    data = ctypes.string_at(lo, hi - lo)
+    scanned += len(data)
+    for m in re.finditer(rb'dojo-secret-([0-9a-f]{32})', data):
+        if hashlib.sha256(m.group(1)).hexdigest() in digests:
+            found.append(name or 'anonymous')
+print('found', sorted(set(found)))
+print('scanned', scanned)
+"""
+
+
+async def test_a_request_leaves_nothing_in_the_next_runs_memory(one_slot: AsyncSandbox) -> None:
+    """The next run's process may be forked while the slot is idle (the spare): it must never hold
+    the last request's stdin, files or source. The probe knows only the secrets' hashes."""
+    import hashlib
+    import secrets
+
+    tokens = [secrets.token_hex(16) for _ in range(4)]
+    stdin_secret, file_secret, source_secret, harness_secret = (f"dojo-secret-{t}" for t in tokens)
+    digests = [hashlib.sha256(t.encode()).hexdigest() for t in tokens]
+    reader = f"import sys\nkept = sys.stdin.read() + open('data.txt').read()\nx = {source_secret!r}\nprint(len(kept))\n"
+    plain = Program(language="python", source=reader, stdin=stdin_secret,
+                    files=[InputFile(path="data.txt", content=file_secret.encode())])  # fmt: skip
+    harness = Program(language="python", source="def main():\n    import sys\n    print(len(sys.stdin.read()))\n",
+                      stdin=harness_secret)  # fmt: skip
+    for _ in range(2):  # the second round runs on spares forked after the first round's requests
+        for program, is_harness, expected in (
+            (plain, False, 2 * len(stdin_secret)),
+            (harness, True, len(harness_secret)),
+        ):
+            r = await one_slot.run(program, harness=is_harness)
+            assert r.verdict is Verdict.ACCEPTED and r.stdout.strip() == str(expected), r
+            probe = await one_slot.run(Program(language="python", source=MEMORY_PROBE, args=digests))
+            assert probe.verdict is Verdict.ACCEPTED, probe
+            assert probe.stdout.splitlines()[0] == "found []", probe.stdout
+            assert int(probe.stdout.splitlines()[1].split()[1]) > 1 << 20  # it did read its memory
+    own = await one_slot.run(Program(language="python", source=MEMORY_PROBE, args=digests, stdin=stdin_secret))
+    assert own.stdout.splitlines()[0] != "found []", own.stdout  # a secret that is there is found
+
+
+async def test_each_run_gets_its_own_environment_variables(one_slot: AsyncSandbox) -> None:
+    """Runs on the same slot, one after another (each served by a process forked before its
+    request): every run sees exactly its own variables."""
+    show = "import os\nprint(sorted(k for k in os.environ if k.startswith('DOJO_T')), os.environ.get('DOJO_T_A'))"
+    for env, expected in (
+        ({"DOJO_T_A": "1"}, "['DOJO_T_A'] 1"),
+        ({"DOJO_T_B": "2"}, "['DOJO_T_B'] None"),
+        ({}, "[] None"),
+        ({"DOJO_T_A": "3", "DOJO_T_B": "4"}, "['DOJO_T_A', 'DOJO_T_B'] 3"),
+    ):
+        r = await one_slot.run(Program(language="python", source=show, env=env))
+        assert r.stdout.strip() == expected, (env, r)
+    r = await one_slot.run(Program(language="bash", source="echo ${DOJO_T_A:-unset}", env={"DOJO_T_A": "5"}))
+    assert r.stdout.strip() == "5", r

@@ -249,6 +249,30 @@ class SessionWorker(TypedDict):
     limits: RunLimits
 
 
+class Spare:
+    """The next run's process, forked while the slot is idle (``Zygote.fork_spare``) so that a
+    request does not wait for the fork: it blocks on ``ctl`` until the zygote sends it its step
+    (``Zygote.start_spare``), then sets itself up exactly as a freshly forked run's child does.
+    Forked after the last request was scrubbed, it never held any request's data. These are the
+    zygote's ends; the spare holds the others."""
+
+    def __init__(self, pid: int, ctl: int, stdin_w: int, out: int, err: int, exc: int, memfd: int,
+                 cache_keys: frozenset[str]) -> None:  # fmt: skip
+        self.pid = pid
+        self.ctl = ctl  # the step, as one length-prefixed marshal message
+        self.stdin_w = stdin_w  # the run's stdin pipe (unused when the stdin is private)
+        self.out, self.err, self.exc = out, err, exc
+        self.memfd = memfd  # a private stdin is spliced here (``Zygote.splice_to_memfd``)
+        self.cache_keys = cache_keys  # the compiled main files the spare inherited
+
+    def close(self) -> None:
+        for fd in (self.ctl, self.stdin_w, self.out, self.err, self.exc, self.memfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 class Syscalls:
     """The part of the zygote that talks to the kernel through libc: mounts, namespaces, prctl and
     a fork without CPython's after-fork hooks. Every failure is an ``OSError`` naming the call."""
@@ -666,6 +690,10 @@ class Zygote:
         self.cached_code: Any = None
         self.request_body: bytearray | None = None
         self.private_stdin: int | None = None
+        self.cached_key: str | None = None
+        # the next run's process, forked while idle (``fork_spare``); off for a session's slot
+        self.spare: Spare | None = None
+        self.spares: bool = bool(config.get("spare", True))
         self.splice_pipe: tuple[int, int] | None = None
         import signal
 
@@ -857,7 +885,8 @@ class Zygote:
         if self.splice_pipe is None:
             self.splice_pipe = os.pipe2(os.O_CLOEXEC)
         pipe_r, pipe_w = self.splice_pipe
-        memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+        # the spare's memfd when there is one (it holds that file open as its stdin-to-be)
+        memfd = os.dup(self.spare.memfd) if self.spare is not None else os.memfd_create("stdin", os.MFD_CLOEXEC)
         try:
             while n:
                 moved = os.splice(fd, pipe_w, min(n, 1 << 16))
@@ -896,6 +925,8 @@ class Zygote:
 
         self.marks = [("start", time.perf_counter())]
         if header.get("keep_files"):  # a session: the work dir is the program's; write as its uid
+            self.spares = False  # a session's slot: its processes are the session's own
+            self.discard_spare()
             self.write_files_as_user(header.get("files", []), blobs)
         else:
             self.jail.wipe_scratch(int(header.get("disk_bytes", self.jail.disk_bytes)))
@@ -943,32 +974,39 @@ class Zygote:
         mem_base = self.cgroup.set_limits(lim)
         self.cgroup.reset_peak()
 
-        if step.get("stdin") and self.private_stdin is not None:
-            # the run reads a memfd this process never read (read_request)
-            in_r, in_w, stdin = self.private_stdin, -1, b""
-            self.private_stdin = None
-        else:
-            in_r, in_w = os.pipe2(os.O_CLOEXEC)
-        out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
-        self.use_environment(req.get("env") or {})
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.marks.append(("fork", time.perf_counter()))
+        private = bool(step.get("stdin") and self.private_stdin is not None)
+        spare = self.take_spare()
         start = time.monotonic()
-        pid = self.fork_run()
-        if pid == 0:  # pragma: no cover - the child never returns
-            try:
-                self.child(step, lim, req, in_r, out_w, err_w, exc_w)
-            except BaseException as e:  # report set-up failures to the zygote
-                try:
-                    os.write(exc_w, f"{type(e).__name__}: {e}".encode()[:4000])
-                finally:
-                    os._exit(127)
-            os._exit(127)
-        for fd in (in_r, out_w, err_w, exc_w):
-            os.close(fd)
+        if spare is not None and self.start_spare(spare, step, req, private):
+            pid, in_w, out_r, err_r, exc_r = spare.pid, spare.stdin_w, spare.out, spare.err, spare.exc
+            os.close(spare.ctl)
+            os.close(spare.memfd)
+            if private:
+                assert self.private_stdin is not None
+                os.close(self.private_stdin)  # the spare reads its own copy of the memfd
+                self.private_stdin, stdin = None, b""
+                os.close(in_w)
+                in_w = -1
+        else:
+            if private:  # the run reads a memfd this process never read (read_request)
+                assert self.private_stdin is not None
+                in_r, in_w, stdin = self.private_stdin, -1, b""
+                self.private_stdin = None
+            else:
+                in_r, in_w = os.pipe2(os.O_CLOEXEC)
+            out_r, out_w = os.pipe2(os.O_CLOEXEC)
+            err_r, err_w = os.pipe2(os.O_CLOEXEC)
+            exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
+            self.use_environment(req.get("env") or {})
+            sys.stdout.flush()
+            sys.stderr.flush()
+            self.marks.append(("fork", time.perf_counter()))
+            start = time.monotonic()
+            pid = self.fork_run()
+            if pid == 0:  # pragma: no cover - the child never returns
+                self.become_run(step, req, in_r, out_w, err_w, exc_w)
+            for fd in (in_r, out_w, err_w, exc_w):
+                os.close(fd)
         pidfd = os.pidfd_open(pid)
         capture = Capture(lim["output_bytes"])
         limit: str | None = None
@@ -1072,6 +1110,102 @@ class Zygote:
         }
         return res, bytes(capture.out), bytes(capture.err)
 
+    def become_run(self, step: RunStep, req: dict[str, Any], in_r: int, out_w: int, err_w: int, exc_w: int) -> None:
+        """In a run's freshly forked (or spare) process: set it up and run it; never returns. A
+        set-up failure is reported to the zygote on ``exc_w``."""
+        try:
+            self.child(step, step["limits"], req, in_r, out_w, err_w, exc_w)
+        except BaseException as e:
+            try:
+                os.write(exc_w, f"{type(e).__name__}: {e}".encode()[:4000])
+            finally:
+                os._exit(127)
+        os._exit(127)
+
+    # -- the spare: the next run's process, forked while idle ----------------------------------
+
+    def fork_spare(self, protocol_fds: tuple[int, ...]) -> None:
+        """Fork the next run's process now, while nothing waits for it (a fork of a zygote that
+        has imported pandas costs milliseconds). Skipped where it could not be used: a session's
+        slot, or when a spare is already there. A fork that fails leaves no spare."""
+        if not self.spares or self.spare is not None or self.sessions.worker is not None:
+            return
+        import marshal
+
+        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(5)]  # ctl, stdin, stdout, stderr, set-up errors
+        memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+        (ctl_r, ctl_w), (in_r, in_w), (out_r, out_w), (err_r, err_w), (exc_r, exc_w) = pipes
+        try:
+            pid = self.fork_run()
+        except OSError:
+            for fd in (memfd, *(fd for pair in pipes for fd in pair)):
+                os.close(fd)
+            return
+        if pid == 0:  # pragma: no cover - the spare never returns
+            try:
+                for fd in (ctl_w, in_w, out_r, err_r, exc_r, *protocol_fds):
+                    os.close(fd)
+                (n,) = struct.unpack("<I", _read_exact(ctl_r, 4))
+                message = marshal.loads(_read_exact(ctl_r, n))
+                os.close(ctl_r)
+            except BaseException:  # EOF: the zygote discarded this spare
+                os._exit(0)
+            step, req = message["step"], message["req"]
+            key = message["key"]
+            self.cached_code = self.code_cache[key] if key is not None else None
+            self.use_environment(req.get("env") or {})
+            if message["private"]:
+                os.close(in_r)
+                in_r = memfd
+            else:
+                os.close(memfd)
+            self.become_run(step, req, in_r, out_w, err_w, exc_w)
+        for fd in (ctl_r, in_r, out_w, err_w, exc_w):
+            os.close(fd)
+        self.spare = Spare(pid, ctl_w, in_w, out_r, err_r, exc_r, memfd, frozenset(self.code_cache))
+
+    def take_spare(self) -> Spare | None:
+        """The spare for this step, or None (a fresh fork then): it must have inherited the step's
+        compiled main file. A spare that cannot serve is discarded."""
+        spare, self.spare = self.spare, None
+        if spare is not None and self.cached_key is not None and self.cached_key not in spare.cache_keys:
+            self.discard(spare)
+            return None
+        return spare
+
+    def start_spare(self, spare: Spare, step: RunStep, req: dict[str, Any], private: bool) -> bool:
+        """Send the spare its step; False (the spare discarded) if it is gone."""
+        import marshal
+        import time
+
+        try:
+            message = marshal.dumps({"step": dict(step), "key": self.cached_key, "private": private,
+                                     "req": {"env": req.get("env") or {}, "network": req.get("network")}})  # fmt: skip
+        except ValueError:  # not marshallable: cannot happen for a step built by the host
+            self.discard(spare)
+            return False
+        self.marks.append(("spare", time.perf_counter()))
+        try:
+            _write_all(spare.ctl, struct.pack("<I", len(message)) + message)
+        except OSError:  # EPIPE: it died (it is killed with everything else on an error)
+            self.discard(spare)
+            return False
+        return True
+
+    def discard_spare(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            self.discard(spare)
+
+    @staticmethod
+    def discard(spare: Spare) -> None:
+        spare.close()
+        try:
+            os.kill(spare.pid, 9)
+            os.waitpid(spare.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
     def fork_run(self) -> int:
         """``os.fork()`` for a run's process, without CPython's after-fork hooks (see ``Syscalls``).
         The child reseeds ``random`` itself (``run_python_inline``)."""
@@ -1087,8 +1221,11 @@ class Zygote:
             pass
 
     def reap_all(self) -> None:
-        """Kill and reap every other process of the namespace, until none is left; then make sure
-        no IPC object of theirs outlives them."""
+        """Kill and reap every other process of the namespace (a spare included), until none is
+        left; then make sure no IPC object of theirs outlives them."""
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
         while True:
             try:
                 os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
@@ -1263,7 +1400,7 @@ class Zygote:
     def cache_main(self, step: RunStep, header: dict[str, Any], blobs: list[bytes]) -> None:
         """Compile a trusted main file once per slot (the grader's harness, identical every run)
         so each run's child inherits the code object instead of compiling ~9 KB again."""
-        self.cached_code = None
+        self.cached_code = self.cached_key = None
         name = step.get("inline_python")
         if not (step.get("cache_code") and name) or header.get("keep_files"):
             return
@@ -1282,7 +1419,7 @@ class Zygote:
             if len(self.code_cache) >= 16:
                 self.code_cache.pop(next(iter(self.code_cache)))
             self.code_cache[key] = code
-        self.cached_code = code
+        self.cached_code, self.cached_key = code, key
 
     @staticmethod
     def preload_module(code: Any) -> dict[str, Any]:
@@ -1360,6 +1497,7 @@ class Zygote:
     # -- main loop -----------------------------------------------------------------------------
 
     def serve(self, rfd: int, wfd: int) -> None:
+        self.fork_spare((rfd, wfd))
         while True:
             try:
                 header, blobs = self.read_request(rfd)
@@ -1377,6 +1515,7 @@ class Zygote:
             _write_all(wfd, encode_frame(resp, out_blobs))
             if header.get("last"):
                 return
+            self.fork_spare((rfd, wfd))
 
 
 class Sessions:
