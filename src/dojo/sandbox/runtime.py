@@ -120,6 +120,7 @@ class AsyncSandbox:
         compile_limits: Limits = DEFAULT_COMPILE_LIMITS,
         python: str | None = None,
         syscall_filter: bool = True,
+        spare: bool = True,
         environments: EnvironmentStore | None = None,
         environment_pool_size: int | None = None,
         packages: PackageProxy | None = None,
@@ -136,6 +137,9 @@ class AsyncSandbox:
         self.syscall_filter = syscall_filter
         if syscall_filter and platform.machine() not in ARCHITECTURES:
             log.warning("no syscall table for %s: runs are not under dojo's seccomp filter", platform.machine())
+        # Each slot forks its next run's process while idle, so a run does not wait for the fork
+        # (off only to measure what that saves: bench/environments.py).
+        self.spare = spare
         self.pool_size = pool_size or default_pool_size()
         if environment_pool_size is not None and environment_pool_size < 1:
             raise InputError(f"environment_pool_size must be at least 1, got {environment_pool_size}")
@@ -171,6 +175,7 @@ class AsyncSandbox:
                 cgroup_version=layout.version,
                 rootless=mode == "rootless",
                 syscall_filters=filters_for_this_machine(mode == "rootless") if self.syscall_filter else None,
+                spare=self.spare,
             )
             pool = SlotPool(self.pool_size, config, self._cgroups(mode, layout))
             await pool.start()

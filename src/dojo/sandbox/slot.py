@@ -83,6 +83,7 @@ class SlotConfig:
     warmup: str = ""  # then run once by the zygote (an environment's lazy set-up, done there)
     etc_files: tuple[tuple[str, str], ...] = ()  # (name, text): files shown over /etc/<name>
     network_relay: NetworkRelay | None = None  # an allow policy's listeners, attached to each slot
+    spare: bool = True  # fork the next run's process while the slot is idle (off: to measure it)
     unshare: str = field(default_factory=lambda: shutil.which("unshare") or "/usr/bin/unshare")
 
 
@@ -117,6 +118,7 @@ class Slot:
             "preload_modules": list(self.config.preload_modules),
             "warmup": self.config.warmup,
             "etc_files": dict(self.config.etc_files),
+            "spare": self.config.spare,
         }
         flags = (*ROOTLESS_FLAGS, *NAMESPACE_FLAGS) if self.config.rootless else NAMESPACE_FLAGS
         code = await compiled_zygote(self.config.python)
