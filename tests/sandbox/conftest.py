@@ -41,5 +41,23 @@ async def one_slot() -> AsyncIterator[AsyncSandbox]:
         yield sb
 
 
+@pytest_asyncio.fixture
+async def spare_slot() -> AsyncIterator[AsyncSandbox]:
+    """A single slot that forks each run's process while idle (``AsyncSandbox(spare=True)``)."""
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    async with AsyncSandbox(pool_size=1, spare=True) as sb:
+        yield sb
+
+
+@pytest_asyncio.fixture(params=[False, True], ids=["fork", "spare"])
+async def either_slot(request: pytest.FixtureRequest) -> AsyncIterator[AsyncSandbox]:
+    """One slot, each run's process forked on request, then one with a spare (both must pass)."""
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    async with AsyncSandbox(pool_size=1, spare=request.param) as sb:
+        yield sb
+
+
 def host_processes() -> set[int]:
     return {int(p) for p in os.listdir("/proc") if p.isdigit()}

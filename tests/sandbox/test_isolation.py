@@ -206,9 +206,10 @@ print('scanned', scanned)
 """
 
 
-async def test_a_request_leaves_nothing_in_the_next_runs_memory(one_slot: AsyncSandbox) -> None:
-    """The next run's process may be forked while the slot is idle (the spare): it must never hold
-    the last request's stdin, files or source. The probe knows only the secrets' hashes."""
+async def test_a_request_leaves_nothing_in_the_next_runs_memory(either_slot: AsyncSandbox) -> None:
+    """No run finds an earlier request's stdin, files or source in its memory, also when its
+    process was forked while the slot was idle (the spare). The probe knows only their hashes."""
+    one_slot = either_slot
     import hashlib
     import secrets
 
@@ -235,9 +236,10 @@ async def test_a_request_leaves_nothing_in_the_next_runs_memory(one_slot: AsyncS
     assert own.stdout.splitlines()[0] != "found []", own.stdout  # a secret that is there is found
 
 
-async def test_each_run_gets_its_own_environment_variables(one_slot: AsyncSandbox) -> None:
-    """Runs on the same slot, one after another (each served by a process forked before its
-    request): every run sees exactly its own variables."""
+async def test_each_run_gets_its_own_environment_variables(either_slot: AsyncSandbox) -> None:
+    """Runs on the same slot, one after another (with a spare: each served by a process forked
+    before its request): every run sees exactly its own variables."""
+    one_slot = either_slot
     show = "import os\nprint(sorted(k for k in os.environ if k.startswith('DOJO_T')), os.environ.get('DOJO_T_A'))"
     for env, expected in (
         ({"DOJO_T_A": "1"}, "['DOJO_T_A'] 1"),

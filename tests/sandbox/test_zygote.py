@@ -1,4 +1,5 @@
-"""The zygote's run path: the spare (the next run's process, forked while the slot is idle)."""
+"""The zygote's run path: the spare (``AsyncSandbox(spare=True)``: the next run's process, forked
+while the slot is idle)."""
 
 from __future__ import annotations
 
@@ -19,29 +20,34 @@ async def raw_run(sandbox: AsyncSandbox, program: Program) -> dict[str, Any]:
     return resp
 
 
-async def test_runs_are_served_by_a_process_forked_before_their_request(one_slot: AsyncSandbox) -> None:
+async def test_runs_are_served_by_a_process_forked_before_their_request(spare_slot: AsyncSandbox) -> None:
     made = []
     for source in ("print(1)", "import sys; sys.exit(3)", "print(2)"):
-        resp = await raw_run(one_slot, Program(language="python", source=source))
+        resp = await raw_run(spare_slot, Program(language="python", source=source))
         made.append("spare" if "spare" in resp["timings_us"] else "fork" if "fork" in resp["timings_us"] else "?")
     assert made == ["spare", "spare", "spare"]
-    resp = await raw_run(one_slot, Program(language="bash", source="exit 4"))  # an exec'd program too
+    resp = await raw_run(spare_slot, Program(language="bash", source="exit 4"))  # an exec'd program too
     assert "spare" in resp["timings_us"] and resp["steps"][0]["exit_code"] == 4
 
 
+async def test_without_a_spare_each_run_is_forked_on_request(one_slot: AsyncSandbox) -> None:
+    resp = await raw_run(one_slot, Program(language="python", source="print(1)"))
+    assert "fork" in resp["timings_us"] and "spare" not in resp["timings_us"]
+
+
 @root_only
-async def test_a_run_whose_spare_was_killed_is_forked_afresh(one_slot: AsyncSandbox) -> None:
+async def test_a_run_whose_spare_was_killed_is_forked_afresh(spare_slot: AsyncSandbox) -> None:
     """A spare that died while idle (anything killed it) costs nothing but the fork it saved."""
     import os
     from pathlib import Path
 
-    slot = one_slot.pool.slots()[0]
+    slot = spare_slot.pool.slots()[0]
     assert slot.pid is not None
     zygote = int(Path(f"/proc/{slot.pid}/task/{slot.pid}/children").read_text().split()[0])
     spares = Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()
     assert len(spares) == 1  # the idle slot holds exactly one spare
     os.kill(int(spares[0]), 9)
-    resp = await raw_run(one_slot, Program(language="python", source="print('after')"))
+    resp = await raw_run(spare_slot, Program(language="python", source="print('after')"))
     assert "fork" in resp["timings_us"] and resp["steps"][0]["exit_code"] == 0
-    resp = await raw_run(one_slot, Program(language="python", source="print('again')"))
+    resp = await raw_run(spare_slot, Program(language="python", source="print('again')"))
     assert "spare" in resp["timings_us"] and resp["steps"][0]["exit_code"] == 0

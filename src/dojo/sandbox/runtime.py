@@ -120,7 +120,7 @@ class AsyncSandbox:
         compile_limits: Limits = DEFAULT_COMPILE_LIMITS,
         python: str | None = None,
         syscall_filter: bool = True,
-        spare: bool = True,
+        spare: bool = False,
         environments: EnvironmentStore | None = None,
         environment_pool_size: int | None = None,
         packages: PackageProxy | None = None,
@@ -137,8 +137,10 @@ class AsyncSandbox:
         self.syscall_filter = syscall_filter
         if syscall_filter and platform.machine() not in ARCHITECTURES:
             log.warning("no syscall table for %s: runs are not under dojo's seccomp filter", platform.machine())
-        # Each slot forks its next run's process while idle, so a run does not wait for the fork
-        # (off only to measure what that saves: bench/environments.py).
+        # spare=True: each slot forks its next run's process while idle, so a run does not wait for
+        # the fork: lower latency at low load (pandas environment p50 -5%), but every page the zygote
+        # then writes while handling the request is copied, not reused: -7% runs/s under load (print(1)
+        # at c=8), hence off by default (docs/benchmarks.md).
         self.spare = spare
         self.pool_size = pool_size or default_pool_size()
         if environment_pool_size is not None and environment_pool_size < 1:

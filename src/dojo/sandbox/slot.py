@@ -83,7 +83,7 @@ class SlotConfig:
     warmup: str = ""  # then run once by the zygote (an environment's lazy set-up, done there)
     etc_files: tuple[tuple[str, str], ...] = ()  # (name, text): files shown over /etc/<name>
     network_relay: NetworkRelay | None = None  # an allow policy's listeners, attached to each slot
-    spare: bool = True  # fork the next run's process while the slot is idle (off: to measure it)
+    spare: bool = False  # fork the next run's process while the slot is idle (AsyncSandbox's spare)
     unshare: str = field(default_factory=lambda: shutil.which("unshare") or "/usr/bin/unshare")
 
 

@@ -693,7 +693,7 @@ class Zygote:
         self.cached_key: str | None = None
         # the next run's process, forked while idle (``fork_spare``); off for a session's slot
         self.spare: Spare | None = None
-        self.spares: bool = bool(config.get("spare", True))
+        self.spares: bool = bool(config.get("spare", False))
         self.splice_pipe: tuple[int, int] | None = None
         import signal
 
