@@ -7,8 +7,8 @@ with the same packages on its path (what SandboxFusion and most RL scripts do).
 Builds (or reuses) the environment `bench-data` (pandas, numpy) with `dojo env build`'s code, from
 pip's configured index, under --root (default: a temporary directory), and names the same files
 `bench-warm` with a warm-up (one DataFrame groupby run by each zygote, so pandas' lazy set-up is
-done there), and runs the first again with the spare off (each run forks its process after its
-request arrives, instead of finding it forked while the slot was idle). Prints p50/p99 latency
+done there), and runs the first again with a spare (`AsyncSandbox(spare=True)`: each run finds its
+process forked while the slot was idle, instead of forking it after the request arrives). Prints p50/p99 latency
 at concurrency 1 and throughput at concurrency 2 for each way, medians over --repeats interleaved
 rounds, and the idle memory (PSS) of an environment's warm slot.
 """
@@ -59,7 +59,7 @@ async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     python = default_python()
     async with (
         AsyncSandbox(pool_size=args.pool_size, environments=store) as sandbox,
-        AsyncSandbox(pool_size=args.pool_size, environments=store, spare=False) as no_spare,
+        AsyncSandbox(pool_size=args.pool_size, environments=store, spare=True) as with_spare,
     ):
         t0 = time.perf_counter()
         warm = sandbox_runner(sandbox, SOURCE, EXPECTED, environment="bench-data")
@@ -67,11 +67,11 @@ async def bench(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         pool_start_s = time.perf_counter() - t0
         warmed = sandbox_runner(sandbox, SOURCE, EXPECTED, environment="bench-warm")
         assert await warmed(), "the warmed environment's run did not print the expected sum"
-        forked = sandbox_runner(no_spare, SOURCE, EXPECTED, environment="bench-data")
-        assert await forked(), "the environment's run (no spare) did not print the expected sum"
+        spared = sandbox_runner(with_spare, SOURCE, EXPECTED, environment="bench-data")
+        assert await spared(), "the environment's run (spare) did not print the expected sum"
         ways = {
             "dojo environment": warm,
-            "dojo environment, no spare": forked,
+            "dojo environment, spare": spared,
             "dojo environment, warm-up": warmed,
             "fresh interpreter": naive_runner(python, SOURCE, EXPECTED, python_path=str(environment.site_packages)),
         }
@@ -115,7 +115,7 @@ def main() -> None:
     for way, f in results["ways"].items():
         print(f"| {way} | {f['p50_ms']:.1f} | {f['p99_ms']:.1f} | {f['runs_per_s_c2']:.1f} | {f['wrong']} |")
     naive = results["ways"]["fresh interpreter"]
-    for way in ("dojo environment", "dojo environment, no spare", "dojo environment, warm-up"):
+    for way in ("dojo environment", "dojo environment, spare", "dojo environment, warm-up"):
         print(f"p50 ratio fresh / {way}: {naive['p50_ms'] / results['ways'][way]['p50_ms']:.1f}x")
     print(f"idle PSS of an environment slot: {results['slot_pss_mib']:.1f} MiB")
 
