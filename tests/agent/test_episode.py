@@ -160,3 +160,41 @@ def test_config_rejects_nonsense() -> None:
         EpisodeConfig(max_turns=0)
     with pytest.raises(ValueError, match="mode"):
         EpisodeConfig(mode="chaos")  # type: ignore[arg-type]
+
+
+async def test_a_repo_task_is_fixed_through_the_shell_and_an_edit(grader: Grader) -> None:
+    """An agent looks at the failing test in the shell, reads the module, edits it, runs the
+    visible tests, submits: the edits are what the grader scores, on every test."""
+    from tests.rewards.test_repo import small_task
+
+    task = small_task()
+    policy = fixed(
+        tool("run_shell", command="python3 -m pytest -q mypkg/tests/test_ops.py 2>&1 | tail -3"),
+        tool("read_file", path="mypkg/__init__.py"),
+        tool("edit_file", path="mypkg/__init__.py", search="return a - b", replace="return a + b"),
+        tool("run_tests"),
+        tool("submit"),
+    )
+    ep = await EpisodeRunner(policy, grader, EpisodeConfig(mode="tools", max_turns=6)).run(task)
+    assert ep.status == "submitted" and ep.passed and ep.value == 1.0, ep
+    observations = [r.observation for turn in ep.turns for r in turn.tool_results]
+    assert "1 failed, 1 passed" in observations[0]
+    assert "return a - b" in observations[1]
+    assert observations[2] == "edited mypkg/__init__.py"
+    assert observations[3].startswith("pass: 1/1")
+    system = ep.messages[0]["content"]
+    assert "run_shell" in system and "edit_file" in system and "run_code" not in system
+
+
+async def test_a_repo_agent_cannot_edit_the_tests(grader: Grader) -> None:
+    from tests.rewards.test_repo import small_task
+
+    policy = fixed(
+        tool("write_file", path="mypkg/tests/test_ops.py", content="def test_add():\n    pass\n"),
+        tool("edit_file", path="conftest.py", search="x", replace="y"),
+        tool("submit"),
+    )
+    ep = await EpisodeRunner(policy, grader, EpisodeConfig(mode="tools", max_turns=4)).run(small_task())
+    observations = [r.observation for turn in ep.turns for r in turn.tool_results]
+    assert all("protected" in o for o in observations[:2]), observations
+    assert ep.value == 0.0 and ep.reward is not None and ep.reward.verdict == "no_answer"

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dojo.agent.feedback import feedback_step
 from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams, ToolCall
 from dojo.agent.tool_calls import parse_tool_calls
-from dojo.agent.tools import TOOL_NAMES, Toolbox, ToolResult, held
+from dojo.agent.tools import Toolbox, ToolResult, held, tools_for
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import Reward
 from dojo.tasks.model import Task
@@ -59,7 +59,7 @@ class EpisodeConfig(BaseModel):
     max_total_tokens: int = Field(4096, ge=1, description="Completion tokens over all turns.")
     time_limit: float = Field(600.0, gt=0, description="Wall-clock deadline of one episode, in seconds.")
     sampling: SamplingParams = Field(default_factory=SamplingParams)
-    tools: list[str] = Field(default_factory=lambda: list(TOOL_NAMES), description="tools mode: tools offered.")
+    tools: list[str] | None = Field(None, description="tools mode: tools offered (default: the task form's own).")
     native_tools: bool = Field(True, description="tools mode: pass tool specs to the server (OpenAI tools).")
     tool_prompt: bool = Field(True, description="tools mode: add a system message describing the tool format.")
     max_observation_chars: int = Field(2000, ge=100, description="Cut of each tool observation.")
@@ -173,7 +173,7 @@ class EpisodeRunner:
     def _initial_messages(self, task: Task) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = [dict(m) for m in task.messages()]
         if self.config.mode == "tools" and self.config.tool_prompt:
-            note = TOOLS_SYSTEM_PROMPT.format(tools=", ".join(self.config.tools))
+            note = TOOLS_SYSTEM_PROMPT.format(tools=", ".join(tools_for(task, self.config.tools)))
             if messages and messages[0]["role"] == "system":
                 messages[0]["content"] = f"{messages[0]['content']}\n\n{note}"
             else:
@@ -264,7 +264,9 @@ class EpisodeRunner:
                     ep.final = result.submitted
                     ep.status = "submitted"
                     return
-            if toolbox.last_code is not None:
+            if task.form == "repo":  # the edits so far are the candidate
+                ep.final = toolbox.repo_edits()
+            elif toolbox.last_code is not None:
                 ep.final = f"```{task.language}\n{toolbox.last_code}\n```"
         ep.status = "turn_limit"
 

@@ -5,6 +5,11 @@
 - ``write_file(path, content)`` / ``read_file(path)``: the episode's own files, placed in every run;
 - ``submit(code | answer)``: the final answer; the episode ends and the graders score it.
 
+A ``repo`` task (a file tree to fix) has its own set, ``REPO_TOOL_NAMES``: ``run_shell(command)``
+(bash in the tree with the edits so far: ``grep``, ``cat``, ``python -m pytest ...``),
+``read_file``/``write_file``/``edit_file(path, search, replace)`` on the tree, ``run_tests()`` (the
+visible tests, on the edited tree) and ``submit()`` (the edits are the answer).
+
 Every observation is text for the model, cut to a budget (head and tail kept). A sandbox failure is
 not an observation: ``ToolResult.infra_error`` is set and the episode is retried, never scored.
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import time
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -23,11 +29,13 @@ from dojo.agent.policy import ToolCall
 from dojo.rewards.config import GradingConfig
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import RewardStats
-from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
+from dojo.rewards.repo import REPO_GRADING_LIMITS, format_edits, parse_edits, path_allowed, repo_program
+from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.program import check_relative_path
 from dojo.tasks.model import Task
 
 TOOL_NAMES: tuple[str, ...] = ("run_code", "run_tests", "write_file", "read_file", "submit")
+REPO_TOOL_NAMES: tuple[str, ...] = ("run_shell", "read_file", "edit_file", "write_file", "run_tests", "submit")
 
 _SPECS: dict[str, dict[str, Any]] = {
     "run_code": {
@@ -61,6 +69,22 @@ _SPECS: dict[str, dict[str, Any]] = {
         "description": "Read a file you wrote earlier.",
         "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
     },
+    "run_shell": {
+        "description": "Run a bash command in the repository (its work dir), with your edits so far applied.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "e.g. grep -rn name pkg/ or pytest -x"}},
+            "required": ["command"],
+        },
+    },
+    "edit_file": {
+        "description": "Replace the one occurrence of `search` in a file of the repository by `replace`.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "search": {"type": "string"}, "replace": {"type": "string"}},
+            "required": ["path", "search", "replace"],
+        },
+    },
     "submit": {
         "description": "Submit the final solution (code) or final answer (text). Ends the episode.",
         "parameters": {
@@ -75,8 +99,16 @@ def tool_specs(names: tuple[str, ...] | list[str] = TOOL_NAMES) -> list[dict[str
     """OpenAI ``tools`` entries for the named tools."""
     unknown = [n for n in names if n not in _SPECS]
     if unknown:
-        raise ValueError(f"unknown tools {unknown}; choose from {list(TOOL_NAMES)}")
+        raise ValueError(f"unknown tools {unknown}; choose from {sorted(_SPECS)}")
     return [{"type": "function", "function": {"name": n, **_SPECS[n]}} for n in names]
+
+
+def tools_for(task: Task, names: tuple[str, ...] | list[str] | None = None) -> tuple[str, ...]:
+    """The tools an episode on ``task`` offers: ``names`` when given, else the form's own set."""
+    if names is not None:
+        tool_specs(names)  # validates the names
+        return tuple(names)
+    return REPO_TOOL_NAMES if task.form == "repo" else TOOL_NAMES
 
 
 def held(slots: asyncio.Semaphore | None) -> AbstractAsyncContextManager[object]:
@@ -116,17 +148,16 @@ class Toolbox:
         task: Task,
         sandbox: SandboxAPI,
         *,
-        tools: tuple[str, ...] | list[str] = TOOL_NAMES,
+        tools: tuple[str, ...] | list[str] | None = None,
         limits: Limits | None = None,
         max_observation_chars: int = 2000,
         max_files: int = 32,
         max_file_bytes: int = 1 << 20,
         sandbox_slots: asyncio.Semaphore | None = None,
     ) -> None:
-        tool_specs(tools)  # validates the names
         self.task = task
         self.sandbox = sandbox
-        self.tools = tuple(tools)
+        self.tools = tools_for(task, tools)
         self.limits = limits
         self.max_observation_chars = max_observation_chars
         self.max_files = max_files
@@ -157,6 +188,8 @@ class Toolbox:
             return ToolResult(call=call, observation=f"error: arguments {bad} must be strings")
         if call.name == "submit":
             return self._submit(call)
+        if self.task.form == "repo":
+            return await self._repo_tool(call)
         if call.name == "write_file":
             return self._write(call)
         if call.name == "read_file":
@@ -169,6 +202,8 @@ class Toolbox:
         return await self._run_code(call)
 
     def _submit(self, call: ToolCall) -> ToolResult:
+        if self.task.form == "repo":  # the edits made are the answer
+            return ToolResult(call=call, observation="submitted", submitted=self.repo_edits())
         code, answer = call.arguments.get("code"), call.arguments.get("answer")
         if code is None and answer is None:
             return ToolResult(call=call, observation="error: submit needs 'code' or 'answer'")
@@ -212,6 +247,10 @@ class Toolbox:
             result = await self.sandbox.run(program, self.limits or self.task.limits)
         if result.verdict is Verdict.SANDBOX_ERROR:
             return ToolResult(call=call, observation="", infra_error=result.sandbox_error or "sandbox error")
+        return self._observe(call, result)
+
+    def _observe(self, call: ToolCall, result: ExecutionResult) -> ToolResult:
+        """A run's verdict, exit status and output, as an observation within the budget."""
         budget = self.max_observation_chars
         parts = [f"verdict: {result.verdict.value}" + (f" ({result.limit.value} limit)" if result.limit else "")]
         parts.append(f"exit code: {result.exit_code}" if result.signal is None else f"signal: {result.signal}")
@@ -228,6 +267,67 @@ class Toolbox:
             exit_code=result.exit_code,
             wall_time=result.wall_time,
         )
+
+    # -- repo tasks: the tree, the edits so far, a shell in it ----------------------------------
+
+    def repo_edits(self) -> str:
+        """The files changed so far, as a completion (what ``submit`` hands to the grader)."""
+        return format_edits(self.files)
+
+    async def _repo_file(self, path: str) -> tuple[str | None, str | None]:
+        """(text, None) of a file of the tree as edited so far, or (None, infrastructure error);
+        text is None with no error when the file does not exist."""
+        if path in self.files:
+            return self.files[path], None
+        result = await self._repo_shell(f"cat -- {shlex.quote(path)}")
+        if result.verdict is Verdict.SANDBOX_ERROR:
+            return None, result.sandbox_error or "sandbox error"
+        return (result.stdout if result.exit_code == 0 else None), None
+
+    async def _repo_shell(self, command: str) -> ExecutionResult:
+        program = repo_program(self.task, parse_edits(self.repo_edits()), [], command=command)
+        async with held(self._slots):
+            return await self.sandbox.run(program, self.limits or self.task.limits or REPO_GRADING_LIMITS)
+
+    async def _repo_tool(self, call: ToolCall) -> ToolResult:
+        args = call.arguments
+        assert self.task.workspace is not None
+        if call.name == "run_shell":
+            if "command" not in args:
+                return ToolResult(call=call, observation="error: run_shell needs a 'command' argument")
+            result = await self._repo_shell(args["command"])
+            if result.verdict is Verdict.SANDBOX_ERROR:
+                return ToolResult(call=call, observation="", infra_error=result.sandbox_error or "sandbox error")
+            return self._observe(call, result)
+        if call.name == "run_tests":
+            observation, verdict, error = await self.check_visible(self.repo_edits())
+            return ToolResult(call=call, observation=observation, verdict=verdict, infra_error=error)
+        path = args.get("path")
+        if path is None:
+            return ToolResult(call=call, observation=f"error: {call.name} needs a 'path' argument")
+        if call.name in ("write_file", "edit_file") and (why := path_allowed(path, self.task.workspace)):
+            return ToolResult(call=call, observation=f"error: {why}")
+        if call.name == "write_file":
+            return self._write(call)
+        text, error = await self._repo_file(path)
+        if error is not None:
+            return ToolResult(call=call, observation="", infra_error=error)
+        if text is None:
+            return ToolResult(call=call, observation=f"error: no file {path!r} in the repository")
+        if call.name == "read_file":
+            return ToolResult(call=call, observation=truncate_middle(text, self.max_observation_chars))
+        search, replace = args.get("search"), args.get("replace")
+        if search is None or replace is None:
+            return ToolResult(call=call, observation="error: edit_file needs 'path', 'search' and 'replace'")
+        count = text.count(search) if search else 0
+        if count != 1:
+            return ToolResult(
+                call=call, observation=f"error: `search` occurs {count} times in {path}; it must occur once"
+            )
+        if path not in self.files and len(self.files) >= self.max_files:
+            return ToolResult(call=call, observation=f"error: at most {self.max_files} files")
+        self.files[path] = text.replace(search, replace, 1)
+        return ToolResult(call=call, observation=f"edited {path}")
 
     async def _run_tests(self, call: ToolCall) -> ToolResult:
         observation, verdict, error = await self.check_visible(call.arguments["code"])

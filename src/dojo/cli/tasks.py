@@ -13,10 +13,12 @@ from rich.table import Table
 
 from dojo.cli.output import console, fail
 from dojo.rewards.audit import AuditReport, audit_tasks
+from dojo.rewards.bug_mining import mine_bugs
 from dojo.sandbox import AsyncSandbox, SandboxError
 from dojo.tasks.files import TaskFileError, save_tasks
 from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
+from dojo.tasks.swe import DATA, PACKAGES
 
 tasks_app = typer.Typer(help="Audit and export verifiable task sets.", no_args_is_help=True)
 
@@ -55,6 +57,9 @@ def audit(
     repeats: Annotated[int, typer.Option(min=1, max=10, help="Runs of each reference (flakiness).")] = 2,
     limit: Annotated[int | None, typer.Option(help="Audit only the first N tasks.")] = None,
     show_all: Annotated[bool, typer.Option("--all", help="List every task, not only those with findings.")] = False,
+    mutants: Annotated[
+        int, typer.Option(min=0, max=200, help="Grade N one-line mutants of each reference: the mutation score.")
+    ] = 0,
 ) -> None:
     """Check that every task is verifiable: its reference passes (every time), trivial and empty
     candidates fail, and no prompt is a near-duplicate. Exit code 1 when any task is not verifiable."""
@@ -66,7 +71,7 @@ def audit(
             job = bar.add_task("audit", total=len(tasks))
             async with AsyncSandbox() as sandbox:
                 return await audit_tasks(
-                    tasks, sandbox, repeats=repeats, progress=lambda n: bar.update(job, completed=n)
+                    tasks, sandbox, repeats=repeats, progress=lambda n: bar.update(job, completed=n), mutants=mutants
                 )
 
     try:
@@ -82,6 +87,11 @@ def audit(
         f"[red]{s['unverifiable']} unverifiable[/red], {s['errors']} errors, "
         f"{s['near_duplicates']} with near-duplicates; {s['seconds']} s"
     )
+    if "mutation_score" in s:
+        console.print(
+            f"mutation score {s['mutation_score']:.3f}: {s['mutants_survived']} of {s['mutants']} mutants of the "
+            f"references passed every test, in {s['tasks_with_survivors']} tasks (weak tests; some may be equivalent)"
+        )
     if s["problems"]:
         console.print("problems: " + ", ".join(f"{k} x{v}" for k, v in sorted(s["problems"].items())))
     if json_path is not None:
@@ -104,3 +114,29 @@ def export(
     except (TaskFileError, OSError) as e:
         fail(str(e))
     console.print(f"wrote {n} tasks to {out}")
+
+
+@tasks_app.command("swe-mine")
+def swe_mine(
+    package: Annotated[str, typer.Argument(help=f"The package: {', '.join(sorted(PACKAGES))}.")],
+    target: Annotated[int, typer.Option(min=1, max=2000, help="Bugs to keep.")] = 50,
+    seed: Annotated[int, typer.Option(help="Which mutants are tried, and in what order.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Data file (default: the one swe:PACKAGE loads).")] = None,
+) -> None:
+    """Find single-line bugs in PACKAGE that its own tests catch (run in the sandbox) and write them
+    as the data of the swe:PACKAGE task source."""
+    if package not in PACKAGES:
+        fail(f"no recipe for {package!r}; known packages: {', '.join(sorted(PACKAGES))}")
+    path = out or DATA / f"{package}.json"
+
+    async def go() -> dict[str, object]:
+        async with AsyncSandbox() as sandbox:
+            return await mine_bugs(package, sandbox, target=target, seed=seed, progress=console.print)
+
+    try:
+        data = asyncio.run(go())
+    except (SandboxError, RuntimeError, ValueError) as e:
+        fail(str(e))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    console.print(f"{len(data['bugs'])} bugs of {package} written to {path}")  # type: ignore[arg-type]

@@ -2,7 +2,8 @@
 
 For each task: the reference solution must pass (every time, over ``repeats`` runs), the empty
 candidate and a handful of trivial ones (``return None``, ``return 0``, the identity, an empty
-program, ...) must not, and no infrastructure error may stand in the way. Across the set, prompts
+program, a repo task's tree left as it is, ...) must not, and no infrastructure error may stand in
+the way. Across the set, prompts
 that are near-duplicates (MinHash over word 3-grams) are reported. Each task gets a difficulty
 estimate: the source's own when it has one, else one from the size of its reference solution.
 """
@@ -24,8 +25,11 @@ from dojo.errors import InputError
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
+from dojo.rewards.repo import format_edits, parse_edits
 from dojo.sandbox import SandboxAPI
 from dojo.tasks.model import Task
+from dojo.tasks.mutation import apply_mutant, mutants
+from dojo.tasks.swe import enclosing_function
 
 TRIVIAL_RETURNS = ("None", "0", "1", "''", "[]", "True", "False", "args[0] if args else None")
 TRIVIAL_PROGRAMS = {
@@ -52,6 +56,8 @@ class TaskAudit:
     difficulty: float | None = None
     difficulty_source: str = "unknown"
     reference_ms: float | None = None
+    mutants_tried: int = 0
+    mutants_survived: list[str] = field(default_factory=list)  # "line N: old -> new" the tests did not catch
 
 
 @dataclass
@@ -77,7 +83,21 @@ class AuditReport:
             "errors": sum(t.status == "error" for t in self.tasks),
             "problems": counts,
             "near_duplicates": sum(bool(t.duplicates) for t in self.tasks),
+            **self.mutation_summary(),
             "seconds": round(self.seconds, 2),
+        }
+
+    def mutation_summary(self) -> dict[str, Any]:
+        """The mutation score: of the reference's mutants tried, the share the tests caught."""
+        tried = sum(t.mutants_tried for t in self.tasks)
+        if not tried:
+            return {}
+        survived = sum(len(t.mutants_survived) for t in self.tasks)
+        return {
+            "mutants": tried,
+            "mutants_survived": survived,
+            "mutation_score": round(1 - survived / tried, 4),
+            "tasks_with_survivors": sum(bool(t.mutants_survived) for t in self.tasks),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -91,7 +111,45 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
     if task.form in ("function", "assert"):
         entry = task.entry_point
         return [(f"return {r}", f"def {entry}(*args, **kwargs):\n    return {r}\n") for r in TRIVIAL_RETURNS]
+    if task.form == "repo":  # the tree as given (an edit that changes nothing): its tests must fail
+        assert task.workspace is not None
+        return [("unchanged tree", format_edits(dict(list(task.workspace.files.items())[:1])))]
     return [(f"program {i}", f"```\n{src}\n```") for i, src in enumerate(TRIVIAL_PROGRAMS.get(task.language, ("",)))]
+
+
+def reference_mutants(task: Task, n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Up to ``n`` (description, completion) mutants of the task's reference, each one line changed
+    (``dojo.tasks.mutation``): a test suite that lets one pass would pay a model for wrong code.
+    Function and assert tasks mutate the reference solution; repo tasks the fixed file, within the
+    function the fix is in. Some mutants are equivalent (no test could tell); they are reported
+    for a person to judge, as mutation testing does."""
+    import random
+
+    if not task.reference or n < 1:
+        return []
+    if task.form in ("function", "assert"):
+        source, path, window = task.reference, None, None
+    elif task.form == "repo" and task.workspace is not None:
+        edits = parse_edits(task.reference)
+        if len(edits) != 1 or edits[0].search is None or edits[0].path not in task.workspace.files:
+            return []
+        path = edits[0].path
+        buggy = task.workspace.files[path]
+        if buggy.count(edits[0].search) != 1:
+            return []
+        source = buggy.replace(edits[0].search, edits[0].replace, 1)
+        line = buggy[: buggy.index(edits[0].search)].count("\n") + 1  # where the fixed block starts
+        window = enclosing_function(source, line)
+    else:
+        return []
+    found = [m for m in mutants(path or "reference.py", source) if window is None or window[0] <= m.line <= window[1]]
+    chosen = sorted(random.Random(seed).sample(found, min(n, len(found))), key=lambda m: (m.line, m.mutated))
+    out = []
+    for m in chosen:
+        text = apply_mutant(source, m)
+        completion = format_edits({path: text}) if path else text
+        out.append((f"line {m.line}: {m.original.strip()} -> {m.mutated.strip()}", completion))
+    return out
 
 
 def estimate_difficulty(task: Task) -> tuple[float | None, str]:
@@ -137,10 +195,15 @@ async def audit_tasks(
     repeats: int = 2,
     duplicate_threshold: float = 0.85,
     progress: Callable[[int], None] | None = None,
+    mutants: int = 0,
 ) -> AuditReport:
-    """Audit ``tasks``; see the module doc. ``progress`` is called with each finished task count."""
+    """Audit ``tasks``; see the module doc. ``progress`` is called with each finished task count.
+    ``mutants``: grade up to that many one-line mutants of each reference (``reference_mutants``);
+    those that pass are reported, and the report gives the set's mutation score."""
     if repeats < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}")
+    if mutants < 0:
+        raise InputError(f"mutants must be 0 or more, got {mutants}")
     start = time.perf_counter()
     grader = Grader(sandbox)
     dups = near_duplicates(tasks, duplicate_threshold)
@@ -187,6 +250,13 @@ async def audit_tasks(
             else:
                 a.problems.append(message)
         a.status = "error" if infra else ("unverifiable" if a.problems else "ok")
+        if mutants and a.status == "ok":
+            variants = reference_mutants(task, mutants)
+            graded = await asyncio.gather(*(grader.grade(task, c) for _, c in variants))
+            a.mutants_tried = sum(r.value is not None for r in graded)
+            a.mutants_survived = [d for (d, _), r in zip(variants, graded, strict=True) if r.verdict == "pass"]
+            if a.mutants_survived:
+                a.warnings.append(f"weak_tests: {len(a.mutants_survived)} of {a.mutants_tried} mutants pass")
         return a
 
     async def one(task: Task) -> TaskAudit:

@@ -7,7 +7,9 @@ to a ``Reward``. One function per form does the running and comparing:
 - ``grade_function_task``: all calls in one run, in a random order; return values compared here;
 - ``grade_assert_task``: HumanEval ``check(candidate)`` with every assert tallied (see harness);
 - ``grade_stdio_task``: one run per test; tokens compared with float tolerance, or a checker;
-- ``grade_answer_task``: one extracted answer, exact, numeric, or the source's own scorer.
+- ``grade_answer_task``: one extracted answer, exact, numeric, or the source's own scorer;
+- ``grade_repo_task``: the candidate's edits applied to the task's tree, its hidden tests run there
+  (``dojo.rewards.repo``).
 
 A sandbox failure never becomes a 0: the reward's value is None (retry or drop the sample).
 """
@@ -38,6 +40,7 @@ from dojo.rewards.harness import (
 )
 from dojo.rewards.mapping import correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
+from dojo.rewards.repo import case_outcomes, parse_edits, path_allowed, run_repo_tests
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.compare import stdout_matches
 from dojo.tasks.model import Task
@@ -286,6 +289,42 @@ def _checker_program(task: Task, stdin: str, stdout: str, expected: Any) -> Prog
     return Program(language="python", source=task.checker, files=files)
 
 
+async def grade_repo_task(
+    task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None
+) -> TestResults:
+    """Apply the completion's edits to the task's tree and run every test on it, in one run. Edits
+    of paths the workspace protects (its tests, conftest.py, ...) are dropped and flagged. Tests
+    with ``expected="guard"`` are not scored, but if one fails nothing counts as passed."""
+    assert task.workspace is not None
+    out = TestResults(total=len(task.tests))
+    edits = parse_edits(completion)
+    if not edits:
+        out.no_answer = "no_edits: give edits as <file path=...> blocks or SEARCH/REPLACE blocks"
+        return out
+    allowed = []
+    for e in edits:
+        why = path_allowed(e.path, task.workspace)
+        if why is None:
+            allowed.append(e)
+        else:
+            out.flags.append("suspicious:edited_protected_path")
+            out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"edit ignored: {why}"))
+    run = await run_repo_tests(task, allowed, [t.code or "" for t in task.tests], sandbox, limits)
+    if run.infrastructure_error is not None:
+        out.infrastructure_error = run.infrastructure_error
+        return out
+    out.cases += [CaseOutcome(index=-1, passed=False, detail=f"edit not applied: {p}") for p in run.problems]
+    cases = case_outcomes(task, run)
+    out.cases += cases
+    scored = [c for c, t in zip(cases, task.tests, strict=True) if t.expected != "guard"]
+    broken = sum(not c.passed for c, t in zip(cases, task.tests, strict=True) if t.expected == "guard")
+    out.total = len(scored)
+    out.passed = sum(c.passed for c in scored) if not broken else 0
+    if broken:  # a fix that breaks what worked is no fix
+        out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"{broken} test(s) that passed before fail now"))
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def _reasoning_gym_dataset(name: str) -> Any:
     import reasoning_gym
@@ -367,6 +406,8 @@ class Grader:
     async def _grade(self, task: Task, completion: str, seed: int | None) -> Reward:
         if task.form == "answer":
             return self._reward(task, completion, grade_answer_task(task, completion))
+        if task.form == "repo":
+            return self._reward(task, completion, await grade_repo_task(task, completion, self.sandbox, self.limits))
         code = candidate_code(task, completion)
         if not code.strip():
             return self._reward(task, completion, TestResults(total=max(1, len(task.tests)), no_answer="no_code"))

@@ -367,6 +367,69 @@ class EnvironmentStore:
         self._add_version(name, version, settings)
         return self.get(f"{name}@{version}")
 
+    def adopt(self, name: str, distributions: list[str], *, preload: list[str] | None = None) -> Environment:
+        """An environment made of pure-Python distributions that the host's interpreter has installed
+        (their files copied as their RECORD lists them), with no index and no network: for task sets
+        whose data is a package's own source and tests (``swe:``). The lock is the installed
+        versions, so the same versions always give the same environment. ``preload`` defaults to
+        none: a task that edits the package must import its own copy."""
+        import importlib.metadata as metadata
+
+        check_name(name)
+        dists = []
+        for wanted in distributions:
+            try:
+                dist = metadata.distribution(wanted)
+            except metadata.PackageNotFoundError:
+                raise EnvironmentSpecError(
+                    f"{wanted!r} is not installed here, so it cannot be adopted into {name!r}; install it "
+                    f"(pip install {wanted}) or build the environment from an index (dojo env build)"
+                ) from None
+            wheel = dist.read_text("WHEEL") or ""
+            if "Root-Is-Purelib: true" not in wheel:
+                raise EnvironmentSpecError(f"{wanted!r} is not a pure-Python distribution; build {name!r} with pip")
+            dists.append(dist)
+        tag = python_tag(self.python)
+        pins = tuple(sorted(f"{d.metadata['Name']}=={d.version}" for d in dists))
+        version = lock_version(pins, tag)
+        target = self.root / "store" / version
+        if not (target / "environment.json").exists():
+            (self.root / "store").mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=self.root / "store"))
+            try:
+                site = staging / "site-packages"
+                for dist in dists:
+                    for file in dist.files or ():
+                        rel = Path(str(file))
+                        if rel.is_absolute() or ".." in rel.parts or rel.suffix == ".pyc" or "__pycache__" in rel.parts:
+                            continue
+                        src = Path(str(dist.locate_file(file)))
+                        if src.is_file():
+                            (site / rel).parent.mkdir(parents=True, exist_ok=True)
+                            shutil.copyfile(src, site / rel)
+                meta = {"lock": list(pins), "python": tag, "preload": list(preload or ()),
+                        "requirements": list(distributions), "created": time.time(), "adopted": True}  # fmt: skip
+                _write_atomic(staging / "environment.json", meta)
+                self._publish(staging, target)
+            finally:
+                if staging.exists():
+                    shutil.rmtree(staging, ignore_errors=True)
+        self._add_version(name, version, {"warmup": "", "preload": list(preload or ())})
+        return self.get(f"{name}@{version}")
+
+    @staticmethod
+    def _publish(staging: Path, target: Path) -> None:
+        """Make a staged environment readable by every slot's uid (writable by none) and move it
+        to its place; a build of the same lock that finished first has the same files."""
+        for path in [staging, *staging.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not (target / "environment.json").exists():
+                raise
+
     def _install(
         self, target: Path, pins: tuple[str, ...], asked: tuple[str, ...], preload: list[str] | None, tag: str,
         index: PipIndex,
@@ -388,14 +451,7 @@ class EnvironmentStore:
             meta = {"lock": list(pins), "python": tag, "preload": list(preload), "requirements": list(asked),
                     "created": time.time()}  # fmt: skip
             _write_atomic(staging / "environment.json", meta)
-            for path in [staging, *staging.rglob("*")]:  # readable by every slot's uid, writable by none
-                if not path.is_symlink():
-                    path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
-            try:
-                staging.rename(target)
-            except OSError:  # another build of the same lock finished first: same files
-                if not (target / "environment.json").exists():
-                    raise
+            self._publish(staging, target)
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)

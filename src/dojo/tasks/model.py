@@ -5,7 +5,9 @@ A task has one *form*, which says how a candidate is graded:
 - ``function``: call a named function with arguments; return values are compared in the grader;
 - ``stdio``: a program reads stdin and writes stdout; output compared token by token (or by a checker);
 - ``assert``: HumanEval-style ``check(candidate)`` code run after the candidate;
-- ``answer``: one final answer extracted from text and compared (exact or numeric).
+- ``answer``: one final answer extracted from text and compared (exact or numeric);
+- ``repo``: a file tree (``Workspace``: packages from the task's environment, files over them) that
+  the candidate edits; its hidden tests (pytest node ids) run in the sandbox on the edited tree.
 
 Tests are ``visible`` (may be shown in the prompt) or hidden (never shown, graded on).
 """
@@ -19,8 +21,31 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dojo.sandbox import Limits
 
-TaskForm = Literal["function", "stdio", "assert", "answer"]
-FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer")
+TaskForm = Literal["function", "stdio", "assert", "answer", "repo"]
+FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo")
+# Paths a repo task's candidate never changes, whatever its edits say: the tests that grade it and
+# the files pytest or Python would run before them.
+PROTECTED_PATHS: tuple[str, ...] = (
+    "tests/*",
+    "test/*",
+    "*/tests/*",
+    "*/test/*",
+    "test_*.py",
+    "*/test_*.py",
+    "*_test.py",
+    "conftest.py",
+    "*/conftest.py",
+    "sitecustomize.py",
+    "*/sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    "pytest.ini",
+    "*/pytest.ini",
+    "setup.cfg",
+    "tox.ini",
+    "pyproject.toml",
+    "*/pyproject.toml",
+)
 AnswerMatch = Literal["exact", "numeric", "reasoning_gym"]
 
 
@@ -39,7 +64,9 @@ class TestCase(BaseModel):
     - function: ``args``/``kwargs`` in, ``expected`` return value;
     - stdio: ``stdin`` in, ``expected`` stdout (a string);
     - assert: ``code``, Python defining ``check(candidate)``;
-    - answer: ``expected`` answer (a string).
+    - answer: ``expected`` answer (a string);
+    - repo: ``code``, the pytest node id of a test (``path/test_x.py::TestX::test_y``); ``expected``
+      ``"guard"`` for a test that must keep passing but is not scored (a regression guard).
     """
 
     __test__ = False  # not a pytest class
@@ -59,6 +86,41 @@ class TestCase(BaseModel):
             json.dumps(v)
         except (TypeError, ValueError) as e:
             raise ValueError(f"test values must be JSON data (numbers, strings, lists, dicts): {e}") from e
+        return v
+
+
+class Workspace(BaseModel):
+    """The file tree a ``repo`` task starts from; the run's work tree. ``packages`` are top-level
+    directories of the task's environment (their files are the originals: read-only, never sent
+    with a task), ``files`` are texts over them (a changed module, a new file). A candidate may
+    change the paths that match ``editable`` and none that match ``protected``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    packages: list[str] = Field(default_factory=list, description="Directories from the task's environment.")
+    files: dict[str, str] = Field(default_factory=dict, description="Path (relative) -> text, over the packages.")
+    editable: list[str] = Field(
+        default_factory=lambda: ["*.py"], description="fnmatch patterns a candidate may change."
+    )
+    protected: list[str] = Field(
+        default_factory=lambda: list(PROTECTED_PATHS), description="Never taken from a candidate."
+    )
+
+    @field_validator("packages")
+    @classmethod
+    def _package_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not name.isidentifier():
+                raise ValueError(f"workspace package {name!r} is not a top-level module name")
+        return v
+
+    @field_validator("files")
+    @classmethod
+    def _relative_paths(cls, v: dict[str, str]) -> dict[str, str]:
+        for path in v:
+            parts = path.split("/")
+            if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+                raise ValueError(f"workspace path {path!r} must be relative, without '.' or '..' parts")
         return v
 
 
@@ -89,6 +151,7 @@ class Task(BaseModel):
     float_tolerance: float = Field(1e-6, ge=0.0, description="Relative/absolute tolerance for float comparison.")
     answer_match: AnswerMatch = Field("exact", description="answer form: exact, numeric, or the source's scorer.")
     checker: str | None = Field(None, description="stdio form: Python checker program (special judge).")
+    workspace: Workspace | None = Field(None, description="repo form: the file tree the candidate edits.")
     environment: str | None = Field(
         None,
         max_length=100,
@@ -109,6 +172,13 @@ class Task(BaseModel):
             raise ValueError("an answer task needs a test with the expected answer (or a reference)")
         if self.form == "assert" and any(not t.code for t in self.tests):
             raise ValueError("every test of an assert task needs code defining check(candidate)")
+        if self.form == "repo":
+            if self.workspace is None:
+                raise ValueError("a repo task needs a workspace (the file tree the candidate edits)")
+            if any(not t.code for t in self.tests):
+                raise ValueError("every test of a repo task needs code: the pytest node id it runs")
+            if self.workspace.packages and not self.environment:
+                raise ValueError("a repo task whose workspace takes packages needs the environment holding them")
         if self.form == "stdio" and self.checker is None and any(not isinstance(t.expected, str) for t in self.tests):
             raise ValueError("every test of a stdio task needs expected stdout (a string), or the task a checker")
         return self

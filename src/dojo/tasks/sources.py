@@ -4,6 +4,7 @@
 - ``reasoning_gym:chain_sum,gcd?n=20&level=3&seed=0`` (families listed in ``dojo.tasks.reasoning_gym``;
   ``reasoning_gym`` alone means all of them);
 - ``family:expressions?n=100&seed=0&difficulty=0.2-0.8`` (procedural families);
+- ``swe:toolz?context=function&n=20&seed=0`` (bugs injected into a real package: ``dojo.tasks.swe``);
 - a path or fsspec URL ending in ``.jsonl`` or ``.parquet``.
 """
 
@@ -16,10 +17,12 @@ from dojo.tasks.files import load_tasks
 from dojo.tasks.humaneval import load_humaneval
 from dojo.tasks.model import Task
 from dojo.tasks.reasoning_gym import load_reasoning_gym
+from dojo.tasks.swe import CONTEXTS, PACKAGES, load_swe
 
 SOURCE_HELP = (
     "a task source is one of: humaneval, humaneval:function, reasoning_gym[:FAMILY,...][?n=20&level=2&seed=0], "
     f"family:NAME[?n=100&seed=0&difficulty=0.2-0.8] (families: {', '.join(family_names())}), "
+    f"swe:PACKAGE[?context={'|'.join(CONTEXTS)}&n=20&seed=0] (packages: {', '.join(sorted(PACKAGES))}), "
     "or a .jsonl/.parquet file"
 )
 
@@ -67,4 +70,8 @@ def load_source(spec: str) -> list[Task]:
             raise ValueError(f"difficulty must be a number or a range like 0.2-0.8, got {raw!r}") from None
         difficulty: float | tuple[float, float] = (parts[0], parts[1]) if len(parts) == 2 else parts[0]
         return generate_tasks(arg, n=_int(opts, "n", 100), seed=_int(opts, "seed", 0), difficulty=difficulty)
+    if kind == "swe":
+        opts = _options(query, {"n", "seed", "context"})
+        n = _int(opts, "n", 0)
+        return load_swe(arg, context=opts.get("context", "function"), n=n or None, seed=_int(opts, "seed", 0))
     raise ValueError(f"unknown task source {spec!r}: {SOURCE_HELP}")

@@ -1,0 +1,197 @@
+"""Mining the bugs of ``swe:<package>``: which single-line mutants of a package its own tests catch.
+
+    data = await mine_bugs("toolz", sandbox, target=50)    # dojo tasks swe-mine toolz
+
+1. The package's test files run as they are, in the sandbox (``run_repo_tests`` with no edits): the
+   tests that pass, and how long each file takes. Files slower than ``max_file_s`` are left out, so
+   that grading a task stays quick.
+2. Each source module is paired with the test files named after it (``test_<module>.py``,
+   ``<module>_test.py``); a module no file is named after gets the package's quickest files up to
+   ``fallback_s`` seconds.
+3. Mutants (``dojo.tasks.mutation.mutants``) are drawn at random, a few per module, and each runs its
+   module's test files with the mutant in place. A mutant is kept when some tests that passed now
+   fail (they are the task's tests to fix), the run finished, and no other test broke in a way that
+   depends on time (each kept bug is run twice; both runs must fail the same tests).
+
+The result is the data of ``data/swe/<package>.json``: every bug's line, its failing tests with their
+first failure line, and the other tests of the same files as regression guards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata as metadata
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dojo.rewards.repo import RepoRun, run_repo_tests
+from dojo.sandbox import Limits, SandboxAPI
+from dojo.tasks.model import Task, TestCase, Workspace
+from dojo.tasks.mutation import Mutant, apply_mutant, mutants
+from dojo.tasks.swe import PACKAGES, swe_environment
+
+MINING_LIMITS = Limits(wall_time=60.0, cpu_time=60.0, memory=1 << 30, processes=64, disk=256 << 20)
+
+
+def _probe(package: str, env_ref: str, files: dict[str, str] | None = None) -> Task:
+    """A throwaway repo task over the package (with ``files`` over it) to run tests with."""
+    return Task(
+        id=f"mine:{package}",
+        form="repo",
+        prompt="-",
+        tests=[TestCase(code="-")],
+        workspace=Workspace(packages=[package], files=files or {}),
+        environment=env_ref,
+    )
+
+
+def test_files(site: Path, package: str) -> list[str]:
+    root = site / package
+    found = [*root.rglob("test_*.py"), *root.rglob("*_test.py")]
+    return sorted({str(p.relative_to(site)) for p in found if "__pycache__" not in p.parts})
+
+
+def source_files(site: Path, package: str) -> list[str]:
+    out = []
+    for p in sorted((site / package).rglob("*.py")):
+        rel = str(p.relative_to(site))
+        if "/tests/" in f"/{rel}" or "/test/" in f"/{rel}" or p.name.startswith("test_") or p.name.endswith("_test.py"):
+            continue
+        if p.name in ("conftest.py", "__main__.py") or "__pycache__" in p.parts:
+            continue
+        out.append(rel)
+    return out
+
+
+def pair_tests(module: str, timings: dict[str, float], fallback_s: float) -> list[str]:
+    """The test files for ``module``: those named after it, else the quickest up to ``fallback_s``."""
+    stem = Path(module).stem.lstrip("_")
+    named = [f for f in timings if Path(f).name in (f"test_{stem}.py", f"{stem}_test.py")]
+    if named:
+        return named
+    chosen, total = [], 0.0
+    for f, seconds in sorted(timings.items(), key=lambda item: item[1]):
+        if total + seconds > fallback_s:
+            break
+        chosen.append(f)
+        total += seconds
+    return chosen
+
+
+def _passed(run: RepoRun) -> set[str]:
+    return {node for node, (ok, _) in run.outcomes.items() if ok}
+
+
+async def mine_bugs(
+    package: str,
+    sandbox: SandboxAPI,
+    *,
+    target: int = 50,
+    per_module: int = 12,
+    seed: int = 0,
+    max_file_s: float = 3.0,
+    fallback_s: float = 3.0,
+    max_tries: int = 600,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Up to ``target`` verified bugs of ``package`` (see the module doc), as the data file holds them."""
+    if package not in PACKAGES:
+        raise ValueError(f"no recipe for {package!r}; known packages: {', '.join(sorted(PACKAGES))}")
+    say = progress or (lambda _: None)
+    env = swe_environment(package)
+    site = env.site_packages
+    pins = [f"{d}=={metadata.version(d)}" for d in PACKAGES[package]]
+    probe = _probe(package, env.ref)
+
+    # 1. the test files as they are
+    timings: dict[str, float] = {}
+    baseline: dict[str, set[str]] = {}
+    width = max(1, getattr(sandbox, "pool_size", 2))
+    slots = asyncio.Semaphore(width)
+
+    async def measure(f: str) -> None:
+        async with slots:
+            t0 = time.perf_counter()
+            run = await run_repo_tests(probe, [], [f], sandbox, MINING_LIMITS)
+            seconds = time.perf_counter() - t0
+        passed = {n for n in _passed(run) if n.startswith(f + "::")}
+        if run.infrastructure_error:
+            raise RuntimeError(f"the sandbox failed while running {f}: {run.infrastructure_error}")
+        if passed and seconds <= max_file_s:
+            timings[f], baseline[f] = seconds, passed
+        say(f"{f}: {len(passed)} passing tests in {seconds:.1f} s{'' if f in timings else ' (left out)'}")
+
+    await asyncio.gather(*(measure(f) for f in test_files(site, package)))
+    timings = dict(sorted(timings.items()))
+    if not timings:
+        raise RuntimeError(f"no test file of {package} passes quickly enough to grade with")
+
+    # 2.-3. mutants, a few per module, in a seeded random order
+    rng = random.Random(seed)
+    pool: list[tuple[Mutant, list[str]]] = []
+    originals: dict[str, str] = {}
+    for module in source_files(site, package):
+        files = pair_tests(module, timings, fallback_s)
+        if not files:
+            continue
+        originals[module] = (site / module).read_text()
+        found = mutants(module, originals[module])
+        pool += [(m, files) for m in rng.sample(found, min(per_module, len(found)))]
+    rng.shuffle(pool)
+    say(f"{len(pool)} candidate bugs over {len(originals)} modules")
+
+    bugs: list[dict[str, Any]] = []
+    tried = 0
+    lock = asyncio.Lock()
+
+    async def check(m: Mutant, files: list[str]) -> dict[str, Any] | None:
+        task = _probe(package, env.ref, {m.file: apply_mutant(originals[m.file], m)})
+        expected = set().union(*(baseline[f] for f in files))
+        runs = []
+        for _ in range(2):
+            run = await run_repo_tests(task, [], files, sandbox, MINING_LIMITS)
+            if run.infrastructure_error or run.error:
+                return None
+            runs.append(run)
+        failing = [sorted(expected - _passed(r)) for r in runs]
+        if not failing[0] or failing[0] != failing[1]:
+            return None
+        messages = {n: runs[0].outcomes.get(n, (False, "not run"))[1] for n in failing[0]}
+        return {
+            "file": m.file, "line": m.line, "original": m.original, "mutated": m.mutated, "kind": m.kind,
+            "failing": failing[0], "guards": sorted(expected - set(failing[0])), "messages": messages,
+        }  # fmt: skip
+
+    async def worker(queue: asyncio.Queue[tuple[Mutant, list[str]]]) -> None:
+        nonlocal tried
+        while len(bugs) < target and tried < max_tries:
+            try:
+                m, files = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            tried += 1
+            bug = await check(m, files)
+            if bug is not None:
+                async with lock:
+                    if len(bugs) < target:
+                        bugs.append(bug)
+                        say(
+                            f"bug {len(bugs)}/{target}: {m.file}:{m.line} {m.kind} breaks {len(bug['failing'])} test(s)"
+                        )
+
+    queue: asyncio.Queue[tuple[Mutant, list[str]]] = asyncio.Queue()
+    for item in pool:
+        queue.put_nowait(item)
+    await asyncio.gather(*(worker(queue) for _ in range(width)))
+    bugs.sort(key=lambda b: (b["file"], b["line"], b["mutated"]))
+    for i, bug in enumerate(bugs):
+        bug["id"] = f"{i:04d}"
+    return {
+        "package": package,
+        "distributions": pins,
+        "mined": {"seed": seed, "tried": tried, "kept": len(bugs), "test_files": timings},
+        "bugs": bugs,
+    }

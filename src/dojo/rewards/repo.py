@@ -1,0 +1,240 @@
+"""Grading a ``repo`` task: the candidate's edits applied to the task's file tree, the hidden tests
+(pytest node ids) run on it in the sandbox, each test's outcome read from pytest's JUnit report.
+
+A candidate's edits are text, in either form (several blocks may follow each other):
+
+    <file path="toolz/itertoolz.py">
+    ...the whole new file...
+    </file>
+
+    toolz/itertoolz.py
+    <<<<<<< SEARCH
+    ...lines exactly as they are...
+    =======
+    ...what replaces them...
+    >>>>>>> REPLACE
+
+The paths are checked here: an edit of a path the workspace does not let a candidate change (its
+tests, ``conftest.py``, ``*.pth``, ...) is dropped and flagged, so the tests that grade it are always
+the task's own. The edits are applied in the sandbox by a driver (``REPO_DRIVER``) before any of the
+candidate's code runs: it builds the tree (the environment's packages as symlinks, the workspace's
+files, then the edits), and only then execs pytest. What pytest reports comes from the process
+that imports the candidate's code: docs/threat-model.md says what that means.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+
+from dojo.rewards.outcome import CaseOutcome
+from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
+from dojo.tasks.model import Task, Workspace
+
+REPO_GRADING_LIMITS = Limits(wall_time=120.0, cpu_time=120.0, memory=1 << 30, processes=64, disk=256 << 20)
+REPORT = ".dojo/report.xml"
+FILE_BLOCK = re.compile(r'<file\s+path\s*=\s*"([^"]+)"\s*>\n?(.*?)</file>', re.DOTALL)
+SEARCH_BLOCK = re.compile(
+    r"^[ \t]*`*[ \t]*(?:[\w+-]+[ \t]+)?([^\s`<>=]+)[ \t]*\n"  # the path line (possibly a fence ```python path)
+    r"(?:[ \t]*```[\w+-]*[ \t]*\n)?"  # or a fence on its own line after the path
+    r"<<<<<<< SEARCH[ \t]*\n(.*?)^=======[ \t]*\n(.*?)^>>>>>>> REPLACE[ \t]*$",
+    re.DOTALL | re.MULTILINE,
+)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to one file: a whole new text (``search`` None), or ``search`` replaced by
+    ``replace`` where it occurs exactly once."""
+
+    path: str
+    replace: str
+    search: str | None = None
+
+
+def parse_edits(completion: str) -> list[Edit]:
+    """The edits a completion makes, in order (file blocks and search/replace blocks)."""
+    found: list[tuple[int, Edit]] = []
+    for m in FILE_BLOCK.finditer(completion):
+        found.append((m.start(), Edit(path=m.group(1).strip(), replace=m.group(2))))
+    for m in SEARCH_BLOCK.finditer(completion):
+        found.append((m.start(), Edit(path=m.group(1).strip(), search=m.group(2), replace=m.group(3))))
+    return [e for _, e in sorted(found, key=lambda item: item[0])]
+
+
+def format_edits(files: dict[str, str]) -> str:
+    """Whole files as a completion (what an agent's edits submit)."""
+    return "\n".join(f'<file path="{path}">\n{text}</file>' for path, text in files.items())
+
+
+def path_allowed(path: str, workspace: Workspace) -> str | None:
+    """None when a candidate may change ``path``; else why not."""
+    parts = path.split("/")
+    if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        return f"{path!r} is not a relative path inside the tree"
+    for pattern in workspace.protected:
+        if fnmatch.fnmatch(path, pattern):
+            return f"{path} is protected ({pattern}): the task's tests and what runs before them are its own"
+    if not any(fnmatch.fnmatch(path, pattern) for pattern in workspace.editable):
+        return f"{path} is not editable (editable: {', '.join(workspace.editable)})"
+    return None
+
+
+# Runs in the sandbox as the program, before any candidate code: builds the tree, applies the
+# edits, then execs pytest on the tests (or bash on a command: an agent's shell). Argument 1: a JSON
+# file with the packages, files, edits, and the tests or the command.
+REPO_DRIVER = r"""
+import json, os, shutil, sys
+spec = json.load(open(sys.argv[1]))
+root = "/tmp/repo"
+os.makedirs(root, exist_ok=True)
+site = spec["site"]
+for package in spec["packages"]:
+    src = os.path.join(site, package)
+    for base, dirs, files in os.walk(src):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = os.path.relpath(base, site)
+        os.makedirs(os.path.join(root, rel), exist_ok=True)
+        for name in files:
+            if not name.endswith(".pyc"):
+                os.symlink(os.path.join(base, name), os.path.join(root, rel, name))
+def write(path, text):
+    target = os.path.join(root, path)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if os.path.lexists(target):
+        os.unlink(target)
+    with open(target, "w") as f:
+        f.write(text)
+for path, text in spec["files"].items():
+    write(path, text)
+problems = []
+for edit in spec["edits"]:
+    path, search, replace = edit["path"], edit["search"], edit["replace"]
+    if search is None:
+        write(path, replace)
+        continue
+    try:
+        with open(os.path.join(root, path)) as f:
+            text = f.read()
+    except OSError as e:
+        problems.append(f"{path}: cannot edit: {e.strerror}")
+        continue
+    count = text.count(search) if search else 0
+    if count != 1:
+        problems.append(f"{path}: the SEARCH text occurs {count} times (it must occur exactly once)")
+        continue
+    write(path, text.replace(search, replace, 1))
+print(json.dumps({"dojo_edits": len(spec["edits"]) - len(problems), "problems": problems}), flush=True)
+os.makedirs("/box/.dojo", exist_ok=True)
+os.chdir(root)
+env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": root + (":" + site if site else ""),
+       "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+if spec.get("command") is not None:
+    os.execve("/bin/bash", ["bash", "-c", spec["command"]], env)
+args = [sys.executable, "-B", "-m", "pytest", "-q", "-rN", "--tb=short", "-p", "no:cacheprovider",
+        "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", root,
+        "--junitxml", "/box/.dojo/report.xml", *spec["tests"]]
+os.execve(sys.executable, args, env)
+"""
+
+
+def repo_program(task: Task, edits: list[Edit], tests: list[str], command: str | None = None) -> Program:
+    """The sandbox run that applies ``edits`` to ``task``'s tree and runs ``tests`` on it (or, with
+    ``command``, runs that in bash there instead: its work dir is the tree)."""
+    assert task.workspace is not None
+    spec = {
+        "site": "/env/site-packages" if task.environment else "",
+        "packages": task.workspace.packages,
+        "files": task.workspace.files,
+        "edits": [{"path": e.path, "search": e.search, "replace": e.replace} for e in edits],
+        "tests": tests,
+        "command": command,
+    }
+    return Program(
+        language="python",
+        source=REPO_DRIVER,
+        args=[".dojo-spec.json"],
+        files=[InputFile(path=".dojo-spec.json", content=json.dumps(spec).encode())],
+        fetch=[REPORT],
+        environment=task.environment,
+    )
+
+
+def junit_outcomes(xml: bytes) -> dict[str, tuple[bool, str]]:
+    """pytest's JUnit report: node id -> (passed, why not). Skipped tests do not pass."""
+    outcomes: dict[str, tuple[bool, str]] = {}
+    root = ElementTree.fromstring(xml)
+    for case in root.iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        node = _node_id(classname, name, case.get("file"))
+        bad = next((c for c in case if c.tag in ("failure", "error", "skipped")), None)
+        if bad is None:
+            outcomes[node] = (True, "")
+        else:
+            message = (bad.get("message") or bad.text or bad.tag).strip().splitlines()
+            outcomes[node] = (False, f"{bad.tag}: {message[0][:300] if message else ''}")
+    return outcomes
+
+
+def _node_id(classname: str, name: str, file: str | None) -> str:
+    """A JUnit test case's pytest node id: ``a.b.test_c.TestX`` + ``test_y`` ->
+    ``a/b/test_c.py::TestX::test_y`` (the module is the longest prefix that is a file)."""
+    parts = classname.split(".")
+    if file:
+        module = file[:-3].replace("/", ".") if file.endswith(".py") else file
+        if classname == module or classname.startswith(module + "."):
+            rest = classname[len(module) + 1 :].split(".") if classname != module else []
+            return "::".join([file, *[r for r in rest if r], name])
+    for i in range(len(parts), 0, -1):
+        if parts[i - 1].startswith("test") or parts[i - 1].endswith("_test") or i == 1:
+            return "::".join(["/".join(parts[:i]) + ".py", *parts[i:], name])
+    return "::".join([classname, name])
+
+
+@dataclass
+class RepoRun:
+    """What a repo run said: each test's outcome (by node id), the edits' problems, pytest's output."""
+
+    outcomes: dict[str, tuple[bool, str]]
+    problems: list[str]
+    output: str
+    infrastructure_error: str | None = None
+    error: str | None = None  # the run produced no report: why
+
+
+async def run_repo_tests(
+    task: Task, edits: list[Edit], tests: list[str], sandbox: SandboxAPI, limits: Limits | None = None
+) -> RepoRun:
+    """Apply ``edits`` to ``task``'s tree in the sandbox and run ``tests`` there."""
+    result = await sandbox.run(repo_program(task, edits, tests), limits or task.limits or REPO_GRADING_LIMITS)
+    if result.verdict is Verdict.SANDBOX_ERROR:
+        return RepoRun({}, [], "", infrastructure_error=result.sandbox_error or "sandbox error")
+    first, _, output = result.stdout.partition("\n")
+    problems: list[str] = []
+    try:
+        problems = list(json.loads(first).get("problems", []))
+    except (ValueError, AttributeError):
+        output = result.stdout
+    report = result.files.get(REPORT)
+    if report is None or report.content is None:
+        why = result.limit.value + " limit" if result.limit else f"exit code {result.exit_code}"
+        tail = (result.stderr or output)[-1500:]
+        return RepoRun({}, problems, output, error=f"the tests produced no report ({why}): {tail}")
+    try:
+        outcomes = junit_outcomes(report.content)
+    except ElementTree.ParseError as e:
+        return RepoRun({}, problems, output, error=f"the tests' report is not valid XML: {e}")
+    return RepoRun(outcomes, problems, output)
+
+
+def case_outcomes(task: Task, run: RepoRun) -> list[CaseOutcome]:
+    """One outcome per task test, in order: a test the report does not name did not pass."""
+    cases = []
+    for i, test in enumerate(task.tests):
+        node = test.code or ""
+        passed, why = run.outcomes.get(node, (False, "not run: " + (run.error or "the report does not name it")))
+        cases.append(CaseOutcome(index=i, passed=passed, detail=why if not passed and test.visible else ""))
+    return cases

@@ -1,0 +1,171 @@
+"""repo tasks: edits applied to a file tree, the task's own tests run on it, and the ways a candidate
+might try to pass them without fixing the code."""
+
+from __future__ import annotations
+
+import pytest
+
+from dojo.rewards import Grader, GradingConfig
+from dojo.rewards.repo import Edit, format_edits, junit_outcomes, parse_edits, path_allowed
+from dojo.sandbox import AsyncSandbox
+from dojo.tasks.model import Task, TestCase, Workspace
+from dojo.tasks.swe import load_swe
+
+BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+TESTS = (
+    "from mypkg import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+    "def test_mul():\n    assert mul(2, 3) == 6\n"
+)
+FIX = "mypkg/__init__.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n"
+
+
+def small_task() -> Task:
+    """A repo task with no environment: the whole tree is the workspace's files."""
+    return Task(
+        id="repo/add",
+        form="repo",
+        prompt="mypkg/tests/test_ops.py::test_add fails; fix mypkg.",
+        tests=[
+            TestCase(code="mypkg/tests/test_ops.py::test_add", visible=True),
+            TestCase(code="mypkg/tests/test_ops.py::test_mul", expected="guard"),
+        ],
+        reference=FIX,
+        workspace=Workspace(
+            files={"mypkg/__init__.py": BUGGY, "mypkg/tests/__init__.py": "", "mypkg/tests/test_ops.py": TESTS}
+        ),
+    )
+
+
+@pytest.fixture
+def grader(fast_sandbox: AsyncSandbox) -> Grader:
+    return Grader(fast_sandbox, GradingConfig(mode="binary"))
+
+
+def test_both_edit_forms_are_read_in_order() -> None:
+    text = (
+        'intro\n<file path="a/x.py">\nprint(1)\n</file>\n'
+        "```python\na/y.py\n<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n```\n"
+    )
+    assert parse_edits(text) == [
+        Edit(path="a/x.py", replace="print(1)\n"),
+        Edit(path="a/y.py", search="old\n", replace="new\n"),
+    ]
+    assert parse_edits(format_edits({"p/q.py": "x = 1\n"})) == [Edit(path="p/q.py", replace="x = 1\n")]
+    assert parse_edits("no edits here") == []
+
+
+def test_tests_and_what_runs_before_them_are_protected() -> None:
+    ws = Workspace()
+    assert path_allowed("mypkg/core.py", ws) is None
+    protected = ["mypkg/tests/test_ops.py", "conftest.py", "mypkg/conftest.py", "sitecustomize.py", "x.pth"]
+    protected += ["test_ops.py", "mypkg/ops_test.py", "pytest.ini", "tests/helpers.py", "../escape.py", "/etc/x.py"]
+    for path in protected:
+        assert path_allowed(path, ws) is not None, path
+    assert "not editable" in (path_allowed("data.json", ws) or "")
+
+
+def test_junit_reports_become_node_ids() -> None:
+    xml = b"""<testsuites><testsuite>
+    <testcase classname="pkg.tests.test_a.TestX" name="test_y[1-2]" file="pkg/tests/test_a.py"/>
+    <testcase classname="pkg.tests.test_a" name="test_z" file="pkg/tests/test_a.py">
+      <failure message="boom"/></testcase>
+    <testcase classname="pkg.tests.test_a" name="test_s" file="pkg/tests/test_a.py">
+      <skipped message="no numpy"/></testcase>
+    </testsuite></testsuites>"""
+    assert junit_outcomes(xml) == {
+        "pkg/tests/test_a.py::TestX::test_y[1-2]": (True, ""),
+        "pkg/tests/test_a.py::test_z": (False, "failure: boom"),
+        "pkg/tests/test_a.py::test_s": (False, "skipped: no numpy"),
+    }
+
+
+async def test_the_fix_passes_and_the_tree_as_given_fails(grader: Grader) -> None:
+    task = small_task()
+    fixed = await grader.grade(task, FIX)
+    assert (fixed.value, fixed.verdict, fixed.passed, fixed.total) == (1.0, "pass", 1, 1), fixed
+    unchanged = await grader.grade(task, format_edits({"mypkg/__init__.py": BUGGY}))
+    assert (unchanged.value, unchanged.verdict) == (0.0, "fail"), unchanged
+    assert "assert -1 == 5" in unchanged.feedback()  # the visible test's failure is shown
+    nothing = await grader.grade(task, "I fixed it.")
+    assert (nothing.value, nothing.verdict) == (0.0, "no_answer")
+
+
+async def test_a_fix_that_breaks_a_passing_test_scores_nothing(grader: Grader) -> None:
+    breaks_mul = (
+        FIX + "mypkg/__init__.py\n<<<<<<< SEARCH\n    return a * b\n=======\n    return a ** b\n>>>>>>> REPLACE\n"
+    )
+    r = await grader.grade(small_task(), breaks_mul)
+    assert r.value == 0.0 and r.passed == 0, r
+    assert "1 test(s) that passed before fail now" in r.feedback()
+
+
+async def test_an_edit_that_does_not_apply_is_said_and_changes_nothing(grader: Grader) -> None:
+    r = await grader.grade(small_task(), FIX.replace("return a - b", "return a - c", 1))
+    assert r.value == 0.0 and "occurs 0 times" in r.feedback()
+
+
+HACKS = {
+    # edit the failing test so that it passes
+    "edit_the_test": format_edits(
+        {"mypkg/tests/test_ops.py": "def test_add():\n    pass\n\n\ndef test_mul():\n    pass\n"}
+    ),
+    # a conftest.py that marks every test passed
+    "conftest_forces_pass": format_edits(
+        {
+            "conftest.py": (
+                "import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                "    outcome = yield\n    rep = outcome.get_result()\n    rep.outcome = 'passed'\n"
+            )
+        }
+    ),
+    "conftest_in_the_package": format_edits({"mypkg/conftest.py": "import os\nos.environ['X'] = '1'\n"}),
+    # code that runs at interpreter start-up
+    "sitecustomize": format_edits({"sitecustomize.py": "import os\nos._exit(0)\n"}),
+    "pth_file": format_edits({"mypkg.pth": "import os; os._exit(0)\n"}),
+    # exit before any test runs: no report, no pass
+    "exit_at_import": format_edits({"mypkg/__init__.py": "import os\nos._exit(0)\n" + BUGGY}),
+    "exit_5_at_import": format_edits({"mypkg/__init__.py": "raise SystemExit(0)\n" + BUGGY}),
+    # print what a log-reading grader would look for
+    "print_passed": format_edits({"mypkg/__init__.py": "print('test_add PASSED\\n1 passed in 0.01s')\n" + BUGGY}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HACKS))
+async def test_hacks_on_a_repo_task_score_nothing(grader: Grader, name: str) -> None:
+    r = await grader.grade(small_task(), HACKS[name])
+    assert r.value == 0.0, (name, r)
+    if name.startswith(("edit_the_test", "conftest", "sitecustomize", "pth")):
+        assert "suspicious:edited_protected_path" in r.flags
+
+
+@pytest.mark.xfail(strict=True, reason="known gap (docs/threat-model.md): the tests run in the process that "
+                   "imports the candidate's code, which can rewrite pytest's report as the process exits")  # fmt: skip
+async def test_a_report_rewritten_at_exit_is_not_believed(grader: Grader) -> None:
+    forge = (
+        "import atexit\n"
+        "def _forge():\n"
+        "    open('/box/.dojo/report.xml', 'w').write('<testsuites><testsuite>'\n"
+        '        \'<testcase classname="mypkg.tests.test_ops" name="test_add" file="mypkg/tests/test_ops.py"/>\'\n'
+        '        \'<testcase classname="mypkg.tests.test_ops" name="test_mul" file="mypkg/tests/test_ops.py"/>\'\n'
+        "        '</testsuite></testsuites>')\n"
+        "atexit.register(_forge)\n"
+    )
+    r = await grader.grade(small_task(), format_edits({"mypkg/__init__.py": forge + BUGGY}))
+    assert r.value == 0.0, r
+
+
+@pytest.mark.xfail(strict=True, reason="known gap (docs/threat-model.md): a repo's tests compare the candidate's "
+                   "objects in their own process, so an object whose __eq__ always agrees passes them")  # fmt: skip
+async def test_an_always_equal_return_value_is_not_believed(grader: Grader) -> None:
+    lying = BUGGY.replace("    return a - b", "    class Yes(int):\n        def __eq__(self, o):\n"
+                          "            return True\n    return Yes(a - b)")  # fmt: skip
+    r = await grader.grade(small_task(), format_edits({"mypkg/__init__.py": lying}))
+    assert r.value == 0.0, r
+
+
+async def test_a_real_swe_task_is_graded_on_its_packages_tests(grader: Grader) -> None:
+    [task] = load_swe("toolz", n=1, seed=3)
+    assert task.workspace is not None and task.reference
+    assert (await grader.grade(task, task.reference)).value == 1.0
+    unchanged = await grader.grade(task, format_edits(task.workspace.files))
+    assert unchanged.value == 0.0 and unchanged.verdict == "fail"
