@@ -80,3 +80,17 @@ def test_killed_rollout_resumes_with_every_episode_exactly_once(policy_server: s
     expected = {f"expressions/0/{i}#{s}" for i in range(n_tasks) for s in range(samples)}
     assert set(counts) == expected and set(counts.values()) == {1}  # all present, none twice
     assert after["run_id"].nunique() == 2
+
+
+@pytest.mark.parametrize("mode", ["feedback", "tools"])
+def test_rollout_runs_repo_tasks(policy_server: str, tmp_path: Path, mode: str) -> None:
+    """swe: tasks go through the same rollout: episodes recorded, each graded (or not) on the tree."""
+    out, summary = tmp_path / "run", tmp_path / "summary.json"
+    args = ["rollout", "swe:toolz?n=2&seed=4", "--policy", policy_server, "--out", str(out), "-n", "1",
+            "--mode", mode, "--max-turns", "2", "--max-tokens", "16", "--json", str(summary)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(summary.read_text())
+    assert data["groups"] == 2 and data["episodes"] == 2
+    assert sum(data["verdicts"].values()) == 2  # a random tiny model's replies hold no edits: no_answer
+    assert set(pd.read_parquet(out)["task_id"]) <= {f"swe:toolz/{i:04d}" for i in range(100)}
