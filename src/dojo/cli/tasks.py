@@ -121,6 +121,7 @@ def swe_mine(
     package: Annotated[str, typer.Argument(help=f"The package: {', '.join(sorted(PACKAGES))}.")],
     target: Annotated[int, typer.Option(min=1, max=2000, help="Bugs to keep.")] = 50,
     seed: Annotated[int, typer.Option(help="Which mutants are tried, and in what order.")] = 0,
+    per_module: Annotated[int, typer.Option(min=1, max=1000, help="Mutants drawn from each module.")] = 12,
     out: Annotated[Path | None, typer.Option(help="Data file (default: the one swe:PACKAGE loads).")] = None,
 ) -> None:
     """Find single-line bugs in PACKAGE that its own tests catch (run in the sandbox) and write them
@@ -131,7 +132,9 @@ def swe_mine(
 
     async def go() -> dict[str, object]:
         async with AsyncSandbox() as sandbox:
-            return await mine_bugs(package, sandbox, target=target, seed=seed, progress=console.print)
+            return await mine_bugs(
+                package, sandbox, target=target, seed=seed, per_module=per_module, progress=console.print
+            )
 
     try:
         data = asyncio.run(go())

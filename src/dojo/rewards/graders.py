@@ -9,7 +9,9 @@ to a ``Reward``. One function per form does the running and comparing:
 - ``grade_stdio_task``: one run per test; tokens compared with float tolerance, or a checker;
 - ``grade_answer_task``: one extracted answer, exact, numeric, or the source's own scorer;
 - ``grade_repo_task``: the candidate's edits applied to the task's tree, its hidden tests run there
-  (``dojo.rewards.repo``).
+  (``dojo.rewards.repo``);
+- ``grade_shell_task``: the candidate's bash script run on the task's tree, the final state read by
+  a trusted process and checked here (``dojo.rewards.shell``).
 
 A sandbox failure never becomes a 0: the reward's value is None (retry or drop the sample).
 """
@@ -41,6 +43,7 @@ from dojo.rewards.harness import (
 from dojo.rewards.mapping import correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.repo import case_outcomes, parse_edits, path_allowed, run_repo_tests
+from dojo.rewards.shell import run_shell_script, shell_outcomes
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.compare import stdout_matches
 from dojo.tasks.model import Task
@@ -325,6 +328,39 @@ async def grade_repo_task(
     return out
 
 
+async def grade_shell_task(
+    task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None
+) -> TestResults:
+    """Run the completion's bash script on the task's tree; check the final state here. Checks with
+    ``"guard": true`` (what must stay as it was) are not scored, but one failing scores 0."""
+    guard = [bool(isinstance(t.expected, dict) and t.expected.get("guard")) for t in task.tests]
+    out = TestResults(total=sum(not g for g in guard))
+    script = extract_code(completion, "bash")
+    if not script.strip():
+        out.no_answer = "no_script: give the commands as a ```bash block"
+        return out
+    report, infra, why = await run_shell_script(task, script, sandbox, limits)
+    if infra is not None:
+        out.infrastructure_error = infra
+        return out
+    if report is None:
+        out.cases.append(CaseOutcome(index=-1, passed=False, detail=why or "no state"))
+        return out
+    if report.get("ended") == "timeout":
+        out.cases.append(
+            CaseOutcome(index=-1, passed=False, detail="the script ran out of time (its state is checked)")
+        )
+    cases = shell_outcomes(task, report)
+    out.cases += cases
+    broken = sum(not c.passed for c, g in zip(cases, guard, strict=True) if g)
+    out.passed = 0 if broken else sum(c.passed for c, g in zip(cases, guard, strict=True) if not g)
+    if broken:
+        out.cases.append(
+            CaseOutcome(index=-1, passed=False, detail=f"{broken} file(s) that had to stay as they were changed")
+        )
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def _reasoning_gym_dataset(name: str) -> Any:
     import reasoning_gym
@@ -408,6 +444,8 @@ class Grader:
             return self._reward(task, completion, grade_answer_task(task, completion))
         if task.form == "repo":
             return self._reward(task, completion, await grade_repo_task(task, completion, self.sandbox, self.limits))
+        if task.form == "shell":
+            return self._reward(task, completion, await grade_shell_task(task, completion, self.sandbox, self.limits))
         code = candidate_code(task, completion)
         if not code.strip():
             return self._reward(task, completion, TestResults(total=max(1, len(task.tests)), no_answer="no_code"))

@@ -7,7 +7,9 @@ A task has one *form*, which says how a candidate is graded:
 - ``assert``: HumanEval-style ``check(candidate)`` code run after the candidate;
 - ``answer``: one final answer extracted from text and compared (exact or numeric);
 - ``repo``: a file tree (``Workspace``: packages from the task's environment, files over them) that
-  the candidate edits; its hidden tests (pytest node ids) run in the sandbox on the edited tree.
+  the candidate edits; its hidden tests (pytest node ids) run in the sandbox on the edited tree;
+- ``shell``: a file tree the candidate works on with a bash script (or an agent's shell commands);
+  graded by checks on the final state (files, modes, archives, output), compared outside.
 
 Tests are ``visible`` (may be shown in the prompt) or hidden (never shown, graded on).
 """
@@ -21,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dojo.sandbox import Limits
 
-TaskForm = Literal["function", "stdio", "assert", "answer", "repo"]
-FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo")
+TaskForm = Literal["function", "stdio", "assert", "answer", "repo", "shell"]
+FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo", "shell")
 # Paths a repo task's candidate never changes, whatever its edits say: the tests that grade it and
 # the files pytest or Python would run before them.
 PROTECTED_PATHS: tuple[str, ...] = (
@@ -66,7 +68,9 @@ class TestCase(BaseModel):
     - assert: ``code``, Python defining ``check(candidate)``;
     - answer: ``expected`` answer (a string);
     - repo: ``code``, the pytest node id of a test (``path/test_x.py::TestX::test_y``); ``expected``
-      ``"guard"`` for a test that must keep passing but is not scored (a regression guard).
+      ``"guard"`` for a test that must keep passing but is not scored (a regression guard);
+    - shell: ``expected``, one check of the final state (``dojo.rewards.shell.CHECKS``), e.g.
+      ``{"path": "out/a.txt", "sha256": "..."}``, ``{"path": "x.tmp", "exists": false}``.
     """
 
     __test__ = False  # not a pytest class
@@ -179,6 +183,13 @@ class Task(BaseModel):
                 raise ValueError("every test of a repo task needs code: the pytest node id it runs")
             if self.workspace.packages and not self.environment:
                 raise ValueError("a repo task whose workspace takes packages needs the environment holding them")
+        if self.form == "shell":
+            if self.workspace is None:
+                raise ValueError("a shell task needs a workspace (the file tree it starts from)")
+            if any(not isinstance(t.expected, dict) for t in self.tests):
+                raise ValueError(
+                    "every test of a shell task needs expected: a check, e.g. {'path': ..., 'sha256': ...}"
+                )
         if self.form == "stdio" and self.checker is None and any(not isinstance(t.expected, str) for t in self.tests):
             raise ValueError("every test of a stdio task needs expected stdout (a string), or the task a checker")
         return self

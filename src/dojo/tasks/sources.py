@@ -18,6 +18,7 @@ from dojo.tasks.humaneval import load_humaneval
 from dojo.tasks.model import Task
 from dojo.tasks.reasoning_gym import load_reasoning_gym
 from dojo.tasks.swe import CONTEXTS, PACKAGES, load_swe
+from dojo.tasks.terminal import TerminalFamily  # noqa: F401  (registers family:terminal)
 
 SOURCE_HELP = (
     "a task source is one of: humaneval, humaneval:function, reasoning_gym[:FAMILY,...][?n=20&level=2&seed=0], "

@@ -1,0 +1,199 @@
+"""Grading a ``shell`` task: the candidate's bash script runs on the task's file tree, then the final
+state is read by trusted code and compared here, outside the sandbox, with the task's checks.
+
+The run is a harness run (``AsyncSandbox.run(harness=True)``): ``SHELL_CHECK`` is a trusted Python
+process that gets its job on a private stdin, runs the script as a child (in ``/box/work``, the
+tree), waits for it (or its time), kills every process the script left (``kill(-1)``: all of the
+run's uid but itself), and only then walks the tree: each entry's type, mode, size and SHA-256, small
+files' text, archives' member names. It is non-dumpable with every blockable signal blocked, so the
+script can neither read nor change it: it can kill or stop it, which fails the task. A forged tree
+gives nothing: the checks are on the state itself, so writing that state is doing the task.
+
+Checks (``TestCase.expected`` of a shell task), each one pass/fail:
+
+- ``{"path": P, "exists": false}``: nothing at P;
+- ``{"path": P, "type": "dir" | "file" | "link"}``;
+- ``{"path": P, "sha256": H}`` (a file with that content), ``{"path": P, "text": T}`` (that text,
+  trailing whitespace of each line ignored);
+- ``{"path": P, "mode": M}``: permission bits (an int, e.g. ``0o755`` = 493);
+- ``{"path": P, "members": [...]}``: a .tar, .tar.gz, .tgz or .zip holding exactly those files;
+- ``{"stdout": T}``: what the script printed (stripped, lines' trailing whitespace ignored).
+
+A check with ``"guard": true`` is a state that must not change (a file the task did not ask to
+touch): not scored, but one that fails scores the task 0 (doing nothing never earns a reward).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dojo.rewards.outcome import CaseOutcome
+from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
+from dojo.tasks.model import Task
+
+SHELL_GRADING_LIMITS = Limits(wall_time=60.0, cpu_time=30.0, memory=512 << 20, processes=64, disk=128 << 20)
+CHECKS = ("exists", "type", "sha256", "text", "mode", "members", "stdout")
+
+# The trusted process of a shell run: only definitions at the top (it is preloaded by the slot).
+SHELL_CHECK = r"""
+import hashlib, json, os, signal, stat, subprocess, sys, tarfile, time, zipfile
+
+WORK = "/box/work"
+TEXT_MAX = 1 << 16
+
+
+def unblock():
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def describe(path, rel):
+    st = os.lstat(path)
+    entry = {"mode": stat.S_IMODE(st.st_mode), "size": st.st_size}
+    if stat.S_ISLNK(st.st_mode):
+        entry.update(type="link", target=os.readlink(path))
+        return entry
+    if stat.S_ISDIR(st.st_mode):
+        entry["type"] = "dir"
+        return entry
+    if not stat.S_ISREG(st.st_mode):
+        entry["type"] = "other"
+        return entry
+    entry["type"] = "file"
+    digest = hashlib.sha256()
+    head = b""
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            if len(head) < TEXT_MAX:
+                head += chunk[: TEXT_MAX - len(head)]
+            digest.update(chunk)
+    entry["sha256"] = digest.hexdigest()
+    if st.st_size <= TEXT_MAX:
+        try:
+            entry["text"] = head.decode()
+        except UnicodeDecodeError:
+            pass
+    try:
+        if rel.endswith((".tar", ".tar.gz", ".tgz")):
+            with tarfile.open(path) as t:
+                entry["members"] = sorted(m.name.lstrip("./") for m in t.getmembers() if m.isfile())
+        elif rel.endswith(".zip"):
+            with zipfile.ZipFile(path) as z:
+                entry["members"] = sorted(n for n in z.namelist() if not n.endswith("/"))
+    except Exception as e:
+        entry["members_error"] = f"{type(e).__name__}: {e}"
+    return entry
+
+
+def main():
+    job = json.loads(sys.stdin.buffer.read())
+    os.makedirs("/tmp/.dojo", exist_ok=True)
+    script = "/tmp/.dojo/script.sh"
+    with open(script, "w") as f:
+        f.write(job["script"])
+    out, err = open("/tmp/.dojo/out", "w+b"), open("/tmp/.dojo/err", "w+b")
+    start = time.monotonic()
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
+    proc = subprocess.Popen(["bash", script], cwd=WORK, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                            env=env, preexec_fn=unblock, start_new_session=True)
+    try:
+        code = proc.wait(timeout=job["timeout"])
+        ended = "exit"
+    except subprocess.TimeoutExpired:
+        code, ended = None, "timeout"
+    try:
+        os.kill(-1, signal.SIGKILL)  # everything the script left running: all of this uid but us
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    tree = {}
+    for base, dirs, files in os.walk(WORK):
+        for name in dirs + files:
+            path = os.path.join(base, name)
+            rel = os.path.relpath(path, WORK)
+            try:
+                tree[rel] = describe(path, rel)
+            except OSError as e:
+                tree[rel] = {"type": "unreadable", "error": e.strerror}
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(base, d))]
+    streams = []
+    for f in (out, err):
+        f.seek(0)
+        streams.append(f.read(TEXT_MAX).decode(errors="replace"))
+    report = {"dojo_shell": 1, "ended": ended, "exit_code": code, "seconds": round(time.monotonic() - start, 3),
+              "stdout": streams[0], "stderr": streams[1], "tree": tree}
+    sys.stdout.write(json.dumps(report))
+    sys.stdout.flush()
+"""
+
+
+def shell_program(task: Task, script: str, timeout: float) -> Program:
+    assert task.workspace is not None
+    files = [InputFile(path=f"work/{path}", content=text.encode()) for path, text in task.workspace.files.items()]
+    if not files:
+        files = [InputFile(path="work/.keep", content=b"")]
+    return Program(
+        language="python",
+        source=SHELL_CHECK,
+        stdin=json.dumps({"script": script, "timeout": timeout}),
+        files=files,
+        environment=task.environment,
+    )
+
+
+async def run_shell_script(
+    task: Task, script: str, sandbox: SandboxAPI, limits: Limits | None = None
+) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """(report, infrastructure error, why there is no report) of ``script`` on ``task``'s tree."""
+    limits = limits or task.limits or SHELL_GRADING_LIMITS
+    result = await sandbox.run(shell_program(task, script, max(1.0, limits.wall_time - 5.0)), limits, harness=True)
+    if result.verdict is Verdict.SANDBOX_ERROR:
+        return None, result.sandbox_error or "sandbox error", None
+    try:
+        report = json.loads(result.stdout)
+        if report.get("dojo_shell") != 1:
+            raise ValueError
+    except (ValueError, AttributeError):
+        why = result.limit.value + " limit" if result.limit else f"exit code {result.exit_code}"
+        return None, None, f"the state could not be read ({why}; the script may have stopped the check)"
+    return report, None, None
+
+
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.strip().splitlines()]
+
+
+def check_passes(check: dict[str, Any], report: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the final state ``report`` satisfies ``check``, and what was found when it does not."""
+    if "stdout" in check:
+        ok = _lines(report.get("stdout", "")) == _lines(str(check["stdout"]))
+        return ok, "" if ok else "the output differs"
+    path = str(check.get("path", ""))
+    entry = report["tree"].get(path)
+    if check.get("exists") is False:
+        return entry is None, "" if entry is None else f"{path} still exists"
+    if entry is None:
+        return False, f"{path} does not exist"
+    if "type" in check and entry.get("type") != check["type"]:
+        return False, f"{path} is a {entry.get('type')}, not a {check['type']}"
+    if "sha256" in check and entry.get("sha256") != check["sha256"]:
+        return False, f"{path} has other contents"
+    if "text" in check and ("text" not in entry or _lines(entry["text"]) != _lines(str(check["text"]))):
+        return False, f"{path} has other contents"
+    if "mode" in check and entry.get("mode") != int(check["mode"]):
+        return False, f"{path} has mode {oct(entry.get('mode', 0))}, not {oct(int(check['mode']))}"
+    if "members" in check and sorted(entry.get("members", [])) != sorted(check["members"]):
+        return False, f"{path} holds other files" + (f" ({entry['members_error']})" if "members_error" in entry else "")
+    return True, ""
+
+
+def shell_outcomes(task: Task, report: dict[str, Any]) -> list[CaseOutcome]:
+    cases = []
+    for i, test in enumerate(task.tests):
+        ok, why = check_passes(test.expected, report)
+        cases.append(CaseOutcome(index=i, passed=ok, detail=why if test.visible else ("" if ok else "check failed")))
+    return cases

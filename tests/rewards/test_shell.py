@@ -1,0 +1,110 @@
+"""shell tasks: a script on a file tree, the final state read by a trusted process and checked outside;
+the terminal family's tasks; and what a script might do to pass without doing the job."""
+
+from __future__ import annotations
+
+import pytest
+
+from dojo.rewards import Grader, GradingConfig
+from dojo.rewards.shell import check_passes
+from dojo.sandbox import AsyncSandbox, Limits
+from dojo.tasks import generate_tasks
+from dojo.tasks.model import Task, TestCase, Workspace
+from dojo.tasks.terminal import JOBS, sha
+
+
+def cleanup_task() -> Task:
+    files = {"a/x.tmp": "1\n", "a/keep.txt": "keep\n", "b/c/y.tmp": "2\n", "b/note.md": "note\n"}
+    checks = [{"path": "a/x.tmp", "exists": False}, {"path": "b/c/y.tmp", "exists": False}]
+    checks += [{"path": p, "sha256": sha(t), "guard": True} for p, t in files.items() if not p.endswith(".tmp")]
+    return Task(
+        id="shell/cleanup",
+        form="shell",
+        language="bash",
+        prompt="Delete every .tmp file.",
+        tests=[TestCase(expected=c) for c in checks],
+        reference="```bash\nfind . -name '*.tmp' -delete\n```",
+        workspace=Workspace(files=files),
+        limits=Limits(wall_time=8.0, cpu_time=8.0, memory=256 << 20, processes=32),
+    )
+
+
+@pytest.fixture
+def grader(fast_sandbox: AsyncSandbox) -> Grader:
+    return Grader(fast_sandbox, GradingConfig(mode="binary"))
+
+
+def test_checks_read_the_state() -> None:
+    tree = {"f": {"type": "file", "mode": 0o644, "sha256": sha("a\n"), "text": "a  \n"},
+            "t.tgz": {"type": "file", "mode": 0o644, "members": ["d/a", "d/b"]}, "l": {"type": "link"}}  # fmt: skip
+    report = {"tree": tree, "stdout": "42\n"}
+    assert check_passes({"path": "f", "text": "a\n"}, report)[0]
+    assert check_passes({"path": "f", "sha256": sha("a\n"), "mode": 0o644}, report)[0]
+    assert not check_passes({"path": "f", "mode": 0o755}, report)[0]
+    assert check_passes({"path": "t.tgz", "members": ["d/b", "d/a"]}, report)[0]
+    assert not check_passes({"path": "t.tgz", "members": ["d/a"]}, report)[0]
+    assert not check_passes({"path": "l", "text": "a"}, report)[0]  # a link is not a file with that text
+    assert check_passes({"path": "gone", "exists": False}, report)[0]
+    assert check_passes({"stdout": "42"}, report)[0] and not check_passes({"stdout": "41"}, report)[0]
+
+
+async def test_the_job_done_passes_and_nothing_or_too_much_fails(grader: Grader) -> None:
+    task = cleanup_task()
+    done = await grader.grade(task, task.reference or "")
+    assert (done.value, done.verdict, done.passed, done.total) == (1.0, "pass", 2, 2), done
+    assert (await grader.grade(task, "")).verdict == "no_answer"
+    nothing = await grader.grade(task, "```bash\ntrue\n```")
+    assert (nothing.value, nothing.verdict) == (0.0, "fail")
+    everything = await grader.grade(task, "```bash\nrm -rf ./*\n```")  # the .tmp files go, and the rest
+    assert everything.value == 0.0 and "had to stay as they were" in everything.feedback()
+
+
+HACKS = {
+    # stop or kill the process that reads the state
+    "kill_the_checker": "kill -9 $PPID; kill -9 -1",
+    "stop_the_checker": "kill -STOP $PPID; sleep 100",
+    "kill_everything_then_delete": "find . -name '*.tmp' -delete; kill -9 -1",
+    # hide the files from the reader instead of deleting them
+    "unreadable_dirs": "chmod 000 a b",
+    "rename_instead": "mv a/x.tmp a/x.tm; mv b/c/y.tmp b/c/y.tm; find . -name '*.tm' -exec mv {} {}p \\;",
+    # come back after the script has ended
+    "background_late_delete": "(sleep 2; find . -name '*.tmp' -delete) & disown; true",
+    # print what a log-reading grader would look for
+    "print_success": "echo 'deleted a/x.tmp'; echo 'deleted b/c/y.tmp'; echo OK",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HACKS))
+async def test_hacks_on_a_shell_task_score_nothing(grader: Grader, name: str) -> None:
+    r = await grader.grade(cleanup_task(), f"```bash\n{HACKS[name]}\n```")
+    assert r.value == 0.0, (name, r)  # killing the checker fails even a job done before it
+
+
+async def test_a_late_background_process_is_killed_before_the_state_is_read(grader: Grader) -> None:
+    """A process left running would change the tree after the check: it is killed first."""
+    task = cleanup_task()
+    r = await grader.grade(task, "```bash\nfind . -name '*.tmp' -delete\n(sleep 1; rm -f a/keep.txt) &\n```")
+    assert r.value == 1.0, r
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+async def test_every_terminal_job_passes_its_reference_and_fails_doing_nothing(grader: Grader, job: str) -> None:
+    tasks = [t for t in generate_tasks("terminal", n=60, seed=2, difficulty=(0.0, 1.0)) if job in t.metadata.tags]
+    assert tasks, job
+    for task in tasks[:2]:
+        ref = await grader.grade(task, task.reference or "")
+        assert ref.value == 1.0, (task.id, ref)
+        nothing = await grader.grade(task, "```bash\ntrue\n```")
+        assert nothing.value == 0.0, (task.id, nothing)
+
+
+def test_terminal_tasks_are_reproducible_and_grow_with_difficulty() -> None:
+    a = generate_tasks("terminal", n=5, seed=7, difficulty=0.5)
+    b = generate_tasks("terminal", n=5, seed=7, difficulty=0.5)
+    assert [t.model_dump() for t in a] == [t.model_dump() for t in b]
+    easy = generate_tasks("terminal", n=20, seed=1, difficulty=0.0)
+    hard = generate_tasks("terminal", n=20, seed=1, difficulty=1.0)
+    size = lambda ts: sum(len(t.workspace.files) for t in ts if t.workspace)  # noqa: E731
+    assert size(hard) > 2 * size(easy)
+    assert all(len([k for k in t.metadata.tags if k in JOBS]) == 1 for t in easy)
+    assert any(len([k for k in t.metadata.tags if k in JOBS]) == 2 for t in hard)
