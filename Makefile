@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -U pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	# bfcl: tasks read the data files of this wheel; its own dependencies pin old numpy and networkx
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps bfcl-eval==2026.3.23
 	@touch $(STAMP)
 
 # verl's classes for the verl bridge's tests: --no-deps, outside the venv (see the requirements file).

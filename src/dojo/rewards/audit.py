@@ -111,6 +111,12 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
     if task.form in ("function", "assert"):
         entry = task.entry_point
         return [(f"return {r}", f"def {entry}(*args, **kwargs):\n    return {r}\n") for r in TRIVIAL_RETURNS]
+    if task.form == "tools":  # no call at all (the answer when none of the tools fits), or a bare call
+        names = [t["function"]["name"] for t in task.tools[:2]]
+        bare = [(f"call {n} bare", f'<tool_call>{{"name": "{n}", "arguments": {{}}}}</tool_call>') for n in names]
+        if any(isinstance(t.expected, dict) and t.expected.get("any_call") for t in task.tests):
+            bare = []  # any call answers a relevance task: only making none must fail
+        return bare if task.abstains else [("no call", "I cannot do that with these tools."), *bare]
     if task.form == "repo":  # the tree as given (an edit that changes nothing): its tests must fail
         assert task.workspace is not None
         return [("unchanged tree", format_edits(dict(list(task.workspace.files.items())[:1])))]
@@ -215,7 +221,11 @@ async def audit_tasks(
         a.duplicates = dups.get(task.id, [])
         if a.duplicates:
             a.warnings.append(f"near_duplicate: {', '.join(a.duplicates[:3])}")
-        trivial = [*trivial_candidates(task), ("empty", "")]
+        trivial = trivial_candidates(task)
+        if not (
+            task.form == "tools" and any(isinstance(t.expected, dict) and t.expected.get("no_call") for t in task.tests)
+        ):
+            trivial.append(("empty", ""))  # a task answered by saying nothing has no empty candidate to fail
         t0 = time.perf_counter()
         refs: list[Reward] = []
         try:

@@ -11,7 +11,9 @@ to a ``Reward``. One function per form does the running and comparing:
 - ``grade_repo_task``: the candidate's edits applied to the task's tree, its hidden tests run there
   (``dojo.rewards.repo``);
 - ``grade_shell_task``: the candidate's bash script run on the task's tree, the final state read by
-  a trusted process and checked here (``dojo.rewards.shell``).
+  a trusted process and checked here (``dojo.rewards.shell``);
+- ``grade_tools_task``: the candidate's calls read from its text and checked here against the
+  allowed values (``dojo.rewards.calls``); nothing runs.
 
 A sandbox failure never becomes a 0: the reward's value is None (retry or drop the sample).
 """
@@ -28,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dojo.rewards.calls import check_calls, parse_calls
 from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
 from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number
 from dojo.rewards.hacks import Example, scan_python, visible_examples
@@ -361,6 +364,17 @@ async def grade_shell_task(
     return out
 
 
+def grade_tools_task(task: Task, completion: str) -> TestResults:
+    """Read the completion's calls and check them against each test (one per expected call set)."""
+    out = TestResults(total=len(task.tests))
+    calls = parse_calls(completion)
+    for i, test in enumerate(task.tests):
+        ok, why = check_calls(calls, test.expected)
+        out.cases.append(CaseOutcome(index=i, passed=ok, detail=why))
+        out.passed += ok
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def _reasoning_gym_dataset(name: str) -> Any:
     import reasoning_gym
@@ -442,6 +456,8 @@ class Grader:
     async def _grade(self, task: Task, completion: str, seed: int | None) -> Reward:
         if task.form == "answer":
             return self._reward(task, completion, grade_answer_task(task, completion))
+        if task.form == "tools":
+            return self._reward(task, completion, grade_tools_task(task, completion))
         if task.form == "repo":
             return self._reward(task, completion, await grade_repo_task(task, completion, self.sandbox, self.limits))
         if task.form == "shell":

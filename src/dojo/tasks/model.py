@@ -9,7 +9,9 @@ A task has one *form*, which says how a candidate is graded:
 - ``repo``: a file tree (``Workspace``: packages from the task's environment, files over them) that
   the candidate edits; its hidden tests (pytest node ids) run in the sandbox on the edited tree;
 - ``shell``: a file tree the candidate works on with a bash script (or an agent's shell commands);
-  graded by checks on the final state (files, modes, archives, output), compared outside.
+  graded by checks on the final state (files, modes, archives, output), compared outside;
+- ``tools``: tool schemas (``Task.tools``, OpenAI function format); the candidate's calls are
+  checked outside against allowed-value answers (or: no call at all, when none of the tools fits).
 
 Tests are ``visible`` (may be shown in the prompt) or hidden (never shown, graded on).
 """
@@ -17,14 +19,15 @@ Tests are ``visible`` (may be shown in the prompt) or hidden (never shown, grade
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dojo.sandbox import Limits
 
-TaskForm = Literal["function", "stdio", "assert", "answer", "repo", "shell"]
-FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo", "shell")
+TaskForm = Literal["function", "stdio", "assert", "answer", "repo", "shell", "tools"]
+FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo", "shell", "tools")
 # Paths a repo task's candidate never changes, whatever its edits say: the tests that grade it and
 # the files pytest or Python would run before them.
 PROTECTED_PATHS: tuple[str, ...] = (
@@ -51,6 +54,12 @@ PROTECTED_PATHS: tuple[str, ...] = (
 AnswerMatch = Literal["exact", "numeric", "reasoning_gym"]
 
 
+def tool_name(name: str) -> str:
+    """A function name as OpenAI tool names allow it (letters, digits, ``_``, ``-``): a source's
+    dotted names (``math.hypot``) become ``math_hypot``; graders accept either."""
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", name)
+
+
 class Message(BaseModel):
     """One chat message of a prompt."""
 
@@ -69,6 +78,9 @@ class TestCase(BaseModel):
     - answer: ``expected`` answer (a string);
     - repo: ``code``, the pytest node id of a test (``path/test_x.py::TestX::test_y``); ``expected``
       ``"guard"`` for a test that must keep passing but is not scored (a regression guard);
+    - tools: ``expected``, ``{"calls": [{name: {param: [allowed values]}}, ...]}`` (BFCL's answer
+      form; ``""`` allowed means the parameter may be left out), ``{"no_call": true}`` or
+      ``{"any_call": true}``;
     - shell: ``expected``, one check of the final state (``dojo.rewards.shell.CHECKS``), e.g.
       ``{"path": "out/a.txt", "sha256": "..."}``, ``{"path": "x.tmp", "exists": false}``.
     """
@@ -156,6 +168,7 @@ class Task(BaseModel):
     answer_match: AnswerMatch = Field("exact", description="answer form: exact, numeric, or the source's scorer.")
     checker: str | None = Field(None, description="stdio form: Python checker program (special judge).")
     workspace: Workspace | None = Field(None, description="repo form: the file tree the candidate edits.")
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="tools form: OpenAI tool schemas.")
     environment: str | None = Field(
         None,
         max_length=100,
@@ -183,6 +196,13 @@ class Task(BaseModel):
                 raise ValueError("every test of a repo task needs code: the pytest node id it runs")
             if self.workspace.packages and not self.environment:
                 raise ValueError("a repo task whose workspace takes packages needs the environment holding them")
+        if self.form == "tools":
+            if not self.tools and any(
+                not (isinstance(t.expected, dict) and t.expected.get("no_call")) for t in self.tests
+            ):
+                raise ValueError("a tools task needs tools (OpenAI function schemas), unless no call is its answer")
+            if any(not isinstance(t.expected, dict) for t in self.tests):
+                raise ValueError("every test of a tools task needs expected: {'calls': [...]} or {'no_call': true}")
         if self.form == "shell":
             if self.workspace is None:
                 raise ValueError("a shell task needs a workspace (the file tree it starts from)")
@@ -193,6 +213,13 @@ class Task(BaseModel):
         if self.form == "stdio" and self.checker is None and any(not isinstance(t.expected, str) for t in self.tests):
             raise ValueError("every test of a stdio task needs expected stdout (a string), or the task a checker")
         return self
+
+    @property
+    def abstains(self) -> bool:
+        """A tools task answered by making no call (none of its tools fits the request)."""
+        return self.form == "tools" and any(
+            isinstance(t.expected, dict) and t.expected.get("no_call") for t in self.tests
+        )
 
     @property
     def hidden_tests(self) -> list[TestCase]:

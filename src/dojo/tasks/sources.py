@@ -4,6 +4,8 @@
 - ``reasoning_gym:chain_sum,gcd?n=20&level=3&seed=0`` (families listed in ``dojo.tasks.reasoning_gym``;
   ``reasoning_gym`` alone means all of them);
 - ``family:expressions?n=100&seed=0&difficulty=0.2-0.8`` (procedural families);
+- ``bfcl:simple_python?n=50&seed=0`` (the Berkeley Function Calling Leaderboard's single-turn
+  categories, from the bfcl-eval wheel: ``dojo.tasks.bfcl``);
 - ``swe:toolz?context=function&n=20&seed=0`` (bugs injected into a real package: ``dojo.tasks.swe``);
 - a path or fsspec URL ending in ``.jsonl`` or ``.parquet``.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
+from dojo.tasks.bfcl import CATEGORIES, load_bfcl
 from dojo.tasks.families import family_names, generate_tasks
 from dojo.tasks.files import load_tasks
 from dojo.tasks.humaneval import load_humaneval
@@ -23,6 +26,7 @@ from dojo.tasks.terminal import TerminalFamily  # noqa: F401  (registers family:
 SOURCE_HELP = (
     "a task source is one of: humaneval, humaneval:function, reasoning_gym[:FAMILY,...][?n=20&level=2&seed=0], "
     f"family:NAME[?n=100&seed=0&difficulty=0.2-0.8] (families: {', '.join(family_names())}), "
+    f"bfcl:CATEGORY[?n=50&seed=0] (categories: {', '.join(CATEGORIES)}), "
     f"swe:PACKAGE[?context={'|'.join(CONTEXTS)}&n=20&seed=0] (packages: {', '.join(sorted(PACKAGES))}), "
     "or a .jsonl/.parquet file"
 )
@@ -71,6 +75,10 @@ def load_source(spec: str) -> list[Task]:
             raise ValueError(f"difficulty must be a number or a range like 0.2-0.8, got {raw!r}") from None
         difficulty: float | tuple[float, float] = (parts[0], parts[1]) if len(parts) == 2 else parts[0]
         return generate_tasks(arg, n=_int(opts, "n", 100), seed=_int(opts, "seed", 0), difficulty=difficulty)
+    if kind == "bfcl":
+        opts = _options(query, {"n", "seed"})
+        n = _int(opts, "n", 0)
+        return load_bfcl(arg, n=n or None, seed=_int(opts, "seed", 0))
     if kind == "swe":
         opts = _options(query, {"n", "seed", "context"})
         n = _int(opts, "n", 0)

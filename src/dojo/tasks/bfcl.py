@@ -1,0 +1,161 @@
+"""``bfcl:<category>``: the Berkeley Function Calling Leaderboard's single-turn tasks, from the data
+files of the ``bfcl-eval`` wheel (installed without its dependencies: only its files are read,
+nothing of it is imported or downloaded at run time).
+
+Each task is a ``tools`` task: the user's request, the functions offered (as OpenAI tool schemas:
+BFCL's dotted names become ``math_hypot``, its types JSON Schema's), and the calls that answer it
+with every allowed value (``dojo.rewards.calls`` checks them by BFCL's rules). ``irrelevance`` and
+``live_irrelevance`` tasks are answered by making no call; ``live_relevance`` by making one.
+
+Categories: ``simple_python``, ``multiple``, ``parallel``, ``parallel_multiple``, ``live_simple``,
+``live_multiple``, ``live_parallel``, ``live_parallel_multiple``, ``irrelevance``,
+``live_irrelevance``, ``live_relevance`` (the AST-checked ones with Python types; BFCL's Java and
+JavaScript categories and its multi-turn, memory and web-search ones are not here yet).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata as metadata
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from dojo.tasks.model import Message, Task, TaskMetadata, TestCase, tool_name
+
+DISTRIBUTION = "bfcl-eval"
+VERSION = "2026.3.23"
+CATEGORIES = (
+    "simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple", "live_parallel",
+    "live_parallel_multiple", "irrelevance", "live_irrelevance", "live_relevance",
+)  # fmt: skip
+JSON_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
+SYSTEM = (
+    "You can call the functions described below. If the request can be met with them, answer only with the "
+    "call(s) that meet it; if none of them fits, say so and make no call."
+)
+
+
+@functools.cache
+def data_dir() -> Path:
+    try:
+        dist = metadata.distribution(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        raise ValueError(
+            f"bfcl: tasks are read from the {DISTRIBUTION} wheel, which is not installed: "
+            f"pip install --no-deps {DISTRIBUTION}=={VERSION} (make test installs it)"
+        ) from None
+    if dist.version != VERSION:
+        raise ValueError(f"bfcl: tasks expect {DISTRIBUTION}=={VERSION}, found {dist.version}")
+    return Path(str(dist.locate_file("bfcl_eval/data")))
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def json_schema(params: dict[str, Any]) -> dict[str, Any]:
+    """BFCL's parameter types as JSON Schema's (``dict`` -> ``object``, ``float`` -> ``number``)."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if key == "type" and isinstance(value, str):
+            out[key] = JSON_TYPES.get(value, value)
+        elif isinstance(value, dict):
+            out[key] = json_schema(value)
+        elif isinstance(value, list):
+            out[key] = [json_schema(v) if isinstance(v, dict) else v for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+def tool_spec(function: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool_name(function["name"]),
+            "description": function.get("description", ""),
+            "parameters": json_schema(function.get("parameters", {"type": "dict", "properties": {}})),
+        },
+    }
+
+
+def _first_allowed(allowed: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A value for each key: a required parameter's first value that is not ``""``, another's first
+    value (left out when that is ``""``, or when the schema does not know the parameter and it may be
+    left out), into nested dicts."""
+    properties = (schema or {}).get("properties", {})
+    required = set((schema or {}).get("required", []))
+
+    def pick(value: Any) -> Any:
+        if isinstance(value, dict):
+            return _first_allowed(value)
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            return [_first_allowed(v) for v in value]
+        return value
+
+    out = {}
+    for key, options in allowed.items():
+        if not isinstance(options, list):  # a plain value where a list of allowed ones usually is
+            out[key] = options
+            continue
+        given = [o for o in options if o != ""]
+        if schema is not None and key not in properties and "" in options:
+            continue
+        if given and (key in required or options[0] != ""):
+            out[key] = pick(given[0] if key in required else options[0])
+    return out
+
+
+def _reference(category: str, answer: dict[str, Any] | None, functions: list[dict[str, Any]]) -> str:
+    """A call set that meets the answer: each parameter's first allowed value (left out when ``""``
+    is the first); for relevance, a call of the first function."""
+    if category.endswith("irrelevance"):
+        return "None of the functions fits this request, so I make no call."
+    if answer is None:
+        first = {"name": tool_name(functions[0]["name"]) if functions else "none", "arguments": {}}
+        return f"<tool_call>\n{json.dumps(first)}\n</tool_call>"
+    blocks = []
+    schemas = {f["name"]: f.get("parameters", {}) for f in functions}
+    for call in answer["ground_truth"]:
+        [(name, params)] = call.items()
+        args = _first_allowed(params, schemas.get(name, {}))
+        blocks.append(f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>")
+    return "\n".join(blocks)
+
+
+def load_bfcl(category: str, *, n: int | None = None, seed: int = 0) -> list[Task]:
+    if category not in CATEGORIES:
+        raise ValueError(f"bfcl has no category {category!r} here; categories: {', '.join(CATEGORIES)}")
+    root = data_dir()
+    rows = _rows(root / f"BFCL_v4_{category}.json")
+    answers_path = root / "possible_answer" / f"BFCL_v4_{category}.json"
+    answers = {a["id"]: a for a in _rows(answers_path)} if answers_path.exists() else {}
+    if n is not None:
+        rows = random.Random(seed).sample(rows, min(n, len(rows)))
+    tasks = []
+    for row in rows:
+        functions = row["function"]
+        schemas = {f["name"]: f.get("parameters", {}) for f in functions}
+        if category.endswith("irrelevance"):
+            expected: dict[str, Any] = {"no_call": True}
+        elif category == "live_relevance":
+            expected = {"any_call": True}
+        else:
+            expected = {"calls": answers[row["id"]]["ground_truth"], "schemas": schemas}
+        turns = row["question"][0]
+        prompt = [Message(role="system", content=SYSTEM)] + [
+            Message(role=m["role"], content=m["content"]) for m in turns
+        ]
+        tasks.append(Task(
+            id=f"bfcl:{row['id']}",
+            domain="tool_calling",
+            form="tools",
+            prompt=prompt,
+            tools=[tool_spec(f) for f in functions],
+            tests=[TestCase(expected=expected)],
+            reference=_reference(category, answers.get(row["id"]), functions),
+            metadata=TaskMetadata(source=f"bfcl:{category}", tags=[category]),
+        ))  # fmt: skip
+    return tasks
