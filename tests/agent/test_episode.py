@@ -198,3 +198,20 @@ async def test_a_repo_agent_cannot_edit_the_tests(grader: Grader) -> None:
     observations = [r.observation for turn in ep.turns for r in turn.tool_results]
     assert all("protected" in o for o in observations[:2]), observations
     assert ep.value == 0.0 and ep.reward is not None and ep.reward.verdict == "no_answer"
+
+
+async def test_a_tools_task_is_answered_by_its_calls(grader: Grader) -> None:
+    """A BFCL task: its own functions are offered natively; the first reply's calls are the answer,
+    graded without running anything."""
+    from dojo.tasks import load_source
+
+    [task] = load_source("bfcl:simple_python?n=1&seed=0")
+    reference = task.reference or ""
+    right = fixed(reference)
+    ep = await EpisodeRunner(right, grader, EpisodeConfig(mode="tools", max_turns=3)).run(task)
+    assert ep.status == "submitted" and ep.value == 1.0, ep
+    assert ep.messages[0]["role"] == "system" and task.tools[0]["function"]["name"] in ep.messages[0]["content"]
+    prose = await EpisodeRunner(fixed("I can't."), grader, EpisodeConfig(mode="tools")).run(task)
+    assert prose.status == "answered" and prose.value == 0.0
+    single = await EpisodeRunner(fixed(reference), grader, EpisodeConfig()).run(task)  # feedback mode, one turn
+    assert single.value == 1.0

@@ -6,7 +6,8 @@ Two ways to work, chosen by ``EpisodeConfig.mode``:
   fail, the failures go back as the next user message (code → run → error → fix). The episode ends
   when the visible tests pass or the turns run out. With ``max_turns=1`` it is single-turn.
 - ``tools``: the model calls tools (``dojo.agent.tools``): natively through the server's tool
-  calling, or as ``<tool_call>`` text. A reply without a tool call, or a ``submit``, is final.
+  calling, or as ``<tool_call>`` text. A reply without a tool call, or a ``submit``, is final. On a
+  ``tools`` task (its own functions, e.g. BFCL's) the first reply's calls are the answer.
 
 Limits: turns, completion tokens over the whole episode, and a wall-clock deadline. The final
 candidate (the submission, else the last reply) is graded on every test, hidden ones included.
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.feedback import feedback_step
 from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams, ToolCall
-from dojo.agent.tool_calls import parse_tool_calls
+from dojo.agent.tool_calls import format_tool_call, parse_tool_calls
 from dojo.agent.tools import Toolbox, ToolResult, held, tools_for
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import Reward
@@ -246,6 +247,10 @@ class EpisodeRunner:
                 ep.messages.append(step.message)
                 continue
             calls = c.tool_calls or parse_tool_calls(c.text)
+            if task.form == "tools":  # the calls are the answer (graded, never run)
+                ep.final = "\n".join(format_tool_call(call) for call in calls) if calls else c.text
+                ep.status = "submitted" if calls else "answered"
+                return
             if not calls:
                 ep.status = "answered"
                 return

@@ -104,7 +104,10 @@ def tool_specs(names: tuple[str, ...] | list[str] = TOOL_NAMES) -> list[dict[str
 
 
 def tools_for(task: Task, names: tuple[str, ...] | list[str] | None = None) -> tuple[str, ...]:
-    """The tools an episode on ``task`` offers: ``names`` when given, else the form's own set."""
+    """The tools an episode on ``task`` offers: ``names`` when given, else the form's own set (a
+    tools task's: its own functions, whose calls are its answer)."""
+    if task.form == "tools":
+        return tuple(t["function"]["name"] for t in task.tools)
     if names is not None:
         tool_specs(names)  # validates the names
         return tuple(names)
@@ -168,6 +171,8 @@ class Toolbox:
         self._visible = Grader(sandbox, GradingConfig(limits=limits, scan=False), stats=RewardStats())
 
     def specs(self) -> list[dict[str, Any]]:
+        if self.task.form == "tools":
+            return list(self.task.tools)
         return tool_specs(self.tools)
 
     async def call(self, call: ToolCall) -> ToolResult:

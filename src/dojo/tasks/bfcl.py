@@ -32,8 +32,9 @@ CATEGORIES = (
 )  # fmt: skip
 JSON_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
 SYSTEM = (
-    "You can call the functions described below. If the request can be met with them, answer only with the "
-    "call(s) that meet it; if none of them fits, say so and make no call."
+    "You can call the functions below. If the request can be met with them, answer with only the call(s) that "
+    'meet it, each as <tool_call>{{"name": ..., "arguments": {{...}}}}</tool_call> (or as a Python list '
+    "[func(arg=value), ...]); if none of them fits, say so and make no call.\n\nFunctions:\n{functions}"
 )
 
 
@@ -145,15 +146,18 @@ def load_bfcl(category: str, *, n: int | None = None, seed: int = 0) -> list[Tas
         else:
             expected = {"calls": answers[row["id"]]["ground_truth"], "schemas": schemas}
         turns = row["question"][0]
-        prompt = [Message(role="system", content=SYSTEM)] + [
-            Message(role=m["role"], content=m["content"]) for m in turns
+        tools = [tool_spec(f) for f in functions]
+        system = SYSTEM.format(functions=json.dumps([t["function"] for t in tools], indent=1))
+        prompt = [
+            Message(role="system", content=system),
+            *(Message(role=m["role"], content=m["content"]) for m in turns),
         ]
         tasks.append(Task(
             id=f"bfcl:{row['id']}",
             domain="tool_calling",
             form="tools",
             prompt=prompt,
-            tools=[tool_spec(f) for f in functions],
+            tools=tools,
             tests=[TestCase(expected=expected)],
             reference=_reference(category, answers.get(row["id"]), functions),
             metadata=TaskMetadata(source=f"bfcl:{category}", tags=[category]),
