@@ -13,6 +13,7 @@ from dojo.agent.policy import Completion, OpenAIPolicy, SamplingParams
 from dojo.rewards import Grader
 from dojo.sandbox import AsyncSandbox, ExecutionResult
 from tests.agent.scripted import RIGHT, SPECIAL, WRONG, ScriptedPolicy, answer_task, broken, double_task, fixed, tool
+from tests.sandbox.conftest import requires_sandbox_pytest
 
 FEEDBACK3 = EpisodeConfig(mode="feedback", max_turns=3)
 TOOLS4 = EpisodeConfig(mode="tools", max_turns=4)
@@ -162,6 +163,7 @@ def test_config_rejects_nonsense() -> None:
         EpisodeConfig(mode="chaos")  # type: ignore[arg-type]
 
 
+@requires_sandbox_pytest
 async def test_a_repo_task_is_fixed_through_the_shell_and_an_edit(grader: Grader) -> None:
     """An agent looks at the failing test in the shell, reads the module, edits it, runs the
     visible tests, submits: the edits are what the grader scores, on every test."""
@@ -186,6 +188,7 @@ async def test_a_repo_task_is_fixed_through_the_shell_and_an_edit(grader: Grader
     assert "run_shell" in system and "edit_file" in system and "run_code" not in system
 
 
+@requires_sandbox_pytest
 async def test_a_repo_agent_cannot_edit_the_tests(grader: Grader) -> None:
     from tests.rewards.test_repo import small_task
 

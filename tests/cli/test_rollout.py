@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dojo.cli import app
-from tests.sandbox.conftest import SKIP_REASON
+from tests.sandbox.conftest import SKIP_REASON, requires_sandbox_pytest
 
 runner = CliRunner()
 pytestmark = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON or "")
@@ -82,6 +82,7 @@ def test_killed_rollout_resumes_with_every_episode_exactly_once(policy_server: s
     assert after["run_id"].nunique() == 2
 
 
+@requires_sandbox_pytest
 @pytest.mark.parametrize("mode", ["feedback", "tools"])
 def test_rollout_runs_repo_tasks(policy_server: str, tmp_path: Path, mode: str) -> None:
     """swe: tasks go through the same rollout: episodes recorded, each graded (or not) on the tree."""

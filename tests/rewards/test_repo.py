@@ -10,6 +10,7 @@ from dojo.rewards.repo import Edit, format_edits, junit_outcomes, parse_edits, p
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks.model import Task, TestCase, Workspace
 from dojo.tasks.swe import load_swe
+from tests.sandbox.conftest import requires_sandbox_pytest
 
 BUGGY = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 TESTS = (
@@ -34,6 +35,9 @@ def small_task() -> Task:
             files={"mypkg/__init__.py": BUGGY, "mypkg/tests/__init__.py": "", "mypkg/tests/test_ops.py": TESTS}
         ),
     )
+
+
+pytestmark = requires_sandbox_pytest
 
 
 @pytest.fixture

@@ -17,6 +17,26 @@ except IsolationUnavailable as e:  # pragma: no cover - CI runs as root
     SKIP_REASON = str(e)
 
 requires_isolation = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON)
+
+
+def _sandbox_has_pytest() -> bool:
+    import subprocess
+
+    from dojo.sandbox.languages import default_python
+
+    try:
+        return (
+            subprocess.run([default_python(), "-c", "import pytest"], capture_output=True, timeout=30).returncode == 0
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+# repo tasks run a package's tests with the sandbox interpreter's pytest (Debian's python3-pytest,
+# which `make toolchains` installs)
+requires_sandbox_pytest = pytest.mark.skipif(
+    not _sandbox_has_pytest(), reason="the sandbox's python3 has no pytest: make toolchains (python3-pytest)"
+)
 # Tests of what only root mode offers (cgroups, the host network); test_rootless.py runs this
 # whole directory again as an unprivileged user, where these are skipped.
 root_only = pytest.mark.skipif(MODE == "rootless", reason="root mode only (cgroups, host network)")
