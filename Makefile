@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -U pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
-	# bfcl: tasks read the data files of this wheel; its own dependencies pin old numpy and networkx
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps bfcl-eval==2026.3.23
+	# bfcl: and intercode: tasks read these wheels' data files (their own dependencies would pin old
+	# numpy and networkx, and pull in Docker's client): nothing of them is imported
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps bfcl-eval==2026.3.23 intercode-bench==0.1.22
 	@touch $(STAMP)
 
 # verl's classes for the verl bridge's tests: --no-deps, outside the venv (see the requirements file).

@@ -108,3 +108,21 @@ def test_terminal_tasks_are_reproducible_and_grow_with_difficulty() -> None:
     assert size(hard) > 2 * size(easy)
     assert all(len([k for k in t.metadata.tags if k in JOBS]) == 1 for t in easy)
     assert any(len([k for k in t.metadata.tags if k in JOBS]) == 2 for t in hard)
+
+
+async def test_intercode_tasks_are_graded_against_the_gold_commands_effect(grader: Grader) -> None:
+    from dojo.tasks import load_source
+
+    tasks = {t.id: t for t in load_source("intercode:bash")}
+    count, sort_r = tasks["intercode:bash/0"], tasks["intercode:bash/3"]
+    assert count.workspace is not None and "testbed/dir1/textfile1.txt" in count.workspace.files
+    assert "testbed/dir1/subdir2" in count.workspace.directories  # empty directories exist too
+    for task in (count, sort_r):
+        assert (await grader.grade(task, task.reference or "")).value == 1.0, task.id
+        assert (await grader.grade(task, "```bash\ntrue\n```")).value == 0.0, task.id
+    # another command with the same output passes; a different count does not
+    assert (await grader.grade(count, "```bash\nfind testbed -print | wc -l\n```")).value == 1.0
+    assert (await grader.grade(count, "```bash\nfind testbed -type f | wc -l\n```")).value == 0.0
+    # the right file, but also a stray one: the tree differs from the gold's
+    stray = "```bash\nsort -r testbed/dir1/textfile1.txt > testbed/dir1/textfile1_reverse_sorted.txt; touch x\n```"
+    assert (await grader.grade(sort_r, stray)).value == 0.0

@@ -342,7 +342,17 @@ async def grade_shell_task(
     if not script.strip():
         out.no_answer = "no_script: give the commands as a ```bash block"
         return out
-    report, infra, why = await run_shell_script(task, script, sandbox, limits)
+    reference = None
+    if any(isinstance(t.expected, dict) and t.expected.get("reference_state") for t in task.tests):
+        gold = extract_code(task.reference or "", "bash")
+        (report, infra, why), (reference, gold_infra, gold_why) = await asyncio.gather(
+            run_shell_script(task, script, sandbox, limits), run_shell_script(task, gold, sandbox, limits)
+        )
+        infra = infra or gold_infra
+        if reference is None and gold_infra is None:
+            raise InvalidTask(f"task {task.id}: its reference script left no state to compare with: {gold_why}")
+    else:
+        report, infra, why = await run_shell_script(task, script, sandbox, limits)
     if infra is not None:
         out.infrastructure_error = infra
         return out
@@ -353,7 +363,7 @@ async def grade_shell_task(
         out.cases.append(
             CaseOutcome(index=-1, passed=False, detail="the script ran out of time (its state is checked)")
         )
-    cases = shell_outcomes(task, report)
+    cases = shell_outcomes(task, report, reference)
     out.cases += cases
     broken = sum(not c.passed for c, g in zip(cases, guard, strict=True) if g)
     out.passed = 0 if broken else sum(c.passed for c, g in zip(cases, guard, strict=True) if not g)

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 from dojo.rewards.outcome import CaseOutcome
 from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
-from dojo.tasks.model import Task, Workspace
+from dojo.sandbox.environment import EnvironmentStore
+from dojo.tasks.model import TEST_RUNNER, Task, Workspace
 
 REPO_GRADING_LIMITS = Limits(wall_time=120.0, cpu_time=120.0, memory=1 << 30, processes=64, disk=256 << 20)
 REPORT = ".dojo/report.xml"
@@ -130,23 +131,38 @@ for edit in spec["edits"]:
 print(json.dumps({"dojo_edits": len(spec["edits"]) - len(problems), "problems": problems}), flush=True)
 os.makedirs("/box/.dojo", exist_ok=True)
 os.chdir(root)
-env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": root + (":" + site if site else ""),
+env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": root + ":" + site,
        "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
 if spec.get("command") is not None:
     os.execve("/bin/bash", ["bash", "-c", spec["command"]], env)
-args = [sys.executable, "-B", "-m", "pytest", "-q", "-rN", "--tb=short", "-p", "no:cacheprovider",
-        "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", root,
-        "--junitxml", "/box/.dojo/report.xml", *spec["tests"]]
-os.execve(sys.executable, args, env)
+args = ["-q", "-rN", "--tb=short", "-p", "no:cacheprovider", "-o", "addopts=", "-o", "junit_family=xunit1",
+        "--rootdir", root, "--junitxml", "/box/.dojo/report.xml", *spec["tests"]]
+if "pytest" not in sys.modules:  # a fresh interpreter; a slot that preloads pytest runs it here
+    os.execve(sys.executable, [sys.executable, "-B", "-m", "pytest", *args], env)
+os.environ.clear()
+os.environ.update(env)
+sys.path[:0] = [root, site]
+sys.dont_write_bytecode = True
+import pytest
+code = pytest.main(args)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(int(code))
 """
+
+
+def runner_environment() -> str:
+    """The environment of a repo task that names none: only the test runner (``TEST_RUNNER``)."""
+    return EnvironmentStore().adopt("dojo-pytest", list(TEST_RUNNER), preload=["pytest"]).ref
 
 
 def repo_program(task: Task, edits: list[Edit], tests: list[str], command: str | None = None) -> Program:
     """The sandbox run that applies ``edits`` to ``task``'s tree and runs ``tests`` on it (or, with
-    ``command``, runs that in bash there instead: its work dir is the tree)."""
+    ``command``, runs that in bash there instead: its work dir is the tree). A task without an
+    environment runs in ``runner_environment()``."""
     assert task.workspace is not None
     spec = {
-        "site": "/env/site-packages" if task.environment else "",
+        "site": "/env/site-packages",
         "packages": task.workspace.packages,
         "files": task.workspace.files,
         "edits": [{"path": e.path, "search": e.search, "replace": e.replace} for e in edits],
@@ -159,7 +175,7 @@ def repo_program(task: Task, edits: list[Edit], tests: list[str], command: str |
         args=[".dojo-spec.json"],
         files=[InputFile(path=".dojo-spec.json", content=json.dumps(spec).encode())],
         fetch=[REPORT],
-        environment=task.environment,
+        environment=task.environment or runner_environment(),
     )
 
 

@@ -17,7 +17,9 @@ Checks (``TestCase.expected`` of a shell task), each one pass/fail:
   trailing whitespace of each line ignored);
 - ``{"path": P, "mode": M}``: permission bits (an int, e.g. ``0o755`` = 493);
 - ``{"path": P, "members": [...]}``: a .tar, .tar.gz, .tgz or .zip holding exactly those files;
-- ``{"stdout": T}``: what the script printed (stripped, lines' trailing whitespace ignored).
+- ``{"stdout": T}``: what the script printed (stripped, lines' trailing whitespace ignored);
+- ``{"reference_state": true}``: the same output and tree as the task's reference script leaves,
+  run on the same tree in the same grading (InterCode's gold commands: ``same_state``).
 
 A check with ``"guard": true`` is a state that must not change (a file the task did not ask to
 touch): not scored, but one that fails scores the task 0 (doing nothing never earns a reward).
@@ -26,6 +28,7 @@ touch): not scored, but one that fails scores the task 0 (doing nothing never ea
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from dojo.rewards.outcome import CaseOutcome
@@ -87,6 +90,10 @@ def describe(path, rel):
 
 def main():
     job = json.loads(sys.stdin.buffer.read())
+    for d in job.get("directories", []):
+        path = os.path.normpath(os.path.join(WORK, d))
+        if path.startswith(WORK + "/"):
+            os.makedirs(path, exist_ok=True)
     os.makedirs("/tmp/.dojo", exist_ok=True)
     script = "/tmp/.dojo/script.sh"
     with open(script, "w") as f:
@@ -124,8 +131,8 @@ def main():
     for f in (out, err):
         f.seek(0)
         streams.append(f.read(TEXT_MAX).decode(errors="replace"))
-    report = {"dojo_shell": 1, "ended": ended, "exit_code": code, "seconds": round(time.monotonic() - start, 3),
-              "stdout": streams[0], "stderr": streams[1], "tree": tree}
+    report = {"dojo_shell": 1, "uid": os.getuid(), "ended": ended, "exit_code": code,
+              "seconds": round(time.monotonic() - start, 3), "stdout": streams[0], "stderr": streams[1], "tree": tree}
     sys.stdout.write(json.dumps(report))
     sys.stdout.flush()
 """
@@ -133,13 +140,15 @@ def main():
 
 def shell_program(task: Task, script: str, timeout: float) -> Program:
     assert task.workspace is not None
-    files = [InputFile(path=f"work/{path}", content=text.encode()) for path, text in task.workspace.files.items()]
+    executable = set(task.workspace.executable)
+    files = [InputFile(path=f"work/{path}", content=text.encode(), executable=path in executable)
+             for path, text in task.workspace.files.items()]  # fmt: skip
     if not files:
         files = [InputFile(path="work/.keep", content=b"")]
     return Program(
         language="python",
         source=SHELL_CHECK,
-        stdin=json.dumps({"script": script, "timeout": timeout}),
+        stdin=json.dumps({"script": script, "timeout": timeout, "directories": task.workspace.directories}),
         files=files,
         environment=task.environment,
     )
@@ -161,6 +170,30 @@ async def run_shell_script(
         why = result.limit.value + " limit" if result.limit else f"exit code {result.exit_code}"
         return None, None, f"the state could not be read ({why}; the script may have stopped the check)"
     return report, None, None
+
+
+def same_state(got: dict[str, Any], want: dict[str, Any]) -> tuple[bool, str]:
+    """Whether two final states agree: the same output (in order, or as the same lines in another
+    order) and the same tree (every entry's type, mode, contents and archive members)."""
+    def output(report: dict[str, Any]) -> list[str]:  # each slot has its own uid: `ls -l` shows it
+        text = str(report.get("stdout", ""))
+        uid = report.get("uid")
+        return _lines(re.sub(rf"\b{uid}\b", "user", text) if isinstance(uid, int) else text)
+
+    out, ref = output(got), output(want)
+    if out != ref and sorted(out) != sorted(ref):
+        return False, "the output differs from the reference's"
+    def entry(e: dict[str, Any]) -> dict[str, Any]:
+        # an archive by its members: its bytes hold the time it was made (gzip, tar headers)
+        keys = ("type", "mode", "members", "target") if "members" in e else ("type", "mode", "sha256", "target")
+        return {k: e.get(k) for k in keys}
+
+    mine = {p: entry(e) for p, e in got["tree"].items()}
+    theirs = {p: entry(e) for p, e in want["tree"].items()}
+    if mine != theirs:
+        differ = sorted(set(mine) ^ set(theirs)) or sorted(p for p in mine if mine[p] != theirs.get(p))
+        return False, f"the files differ from the reference's ({len(differ)} paths, e.g. {differ[0]})"
+    return True, ""
 
 
 def _lines(text: str) -> list[str]:
@@ -191,9 +224,12 @@ def check_passes(check: dict[str, Any], report: dict[str, Any]) -> tuple[bool, s
     return True, ""
 
 
-def shell_outcomes(task: Task, report: dict[str, Any]) -> list[CaseOutcome]:
+def shell_outcomes(task: Task, report: dict[str, Any], reference: dict[str, Any] | None = None) -> list[CaseOutcome]:
     cases = []
     for i, test in enumerate(task.tests):
-        ok, why = check_passes(test.expected, report)
+        if test.expected.get("reference_state"):
+            ok, why = same_state(report, reference) if reference is not None else (False, "no reference state")
+        else:
+            ok, why = check_passes(test.expected, report)
         cases.append(CaseOutcome(index=i, passed=ok, detail=why if test.visible else ("" if ok else "check failed")))
     return cases

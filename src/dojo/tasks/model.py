@@ -52,6 +52,9 @@ PROTECTED_PATHS: tuple[str, ...] = (
     "*/pyproject.toml",
 )
 AnswerMatch = Literal["exact", "numeric", "reasoning_gym"]
+# What runs a repo task's tests: these distributions, as dojo's own environment has them (pure
+# Python), adopted into the task's environment (``EnvironmentStore.adopt``).
+TEST_RUNNER: tuple[str, ...] = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
 
 
 def tool_name(name: str) -> str:
@@ -115,6 +118,8 @@ class Workspace(BaseModel):
 
     packages: list[str] = Field(default_factory=list, description="Directories from the task's environment.")
     files: dict[str, str] = Field(default_factory=dict, description="Path (relative) -> text, over the packages.")
+    executable: list[str] = Field(default_factory=list, description="Paths of files written with mode 755.")
+    directories: list[str] = Field(default_factory=list, description="Directories made (empty ones too).")
     editable: list[str] = Field(
         default_factory=lambda: ["*.py"], description="fnmatch patterns a candidate may change."
     )

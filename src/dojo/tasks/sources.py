@@ -6,6 +6,8 @@
 - ``family:expressions?n=100&seed=0&difficulty=0.2-0.8`` (procedural families);
 - ``bfcl:simple_python?n=50&seed=0`` (the Berkeley Function Calling Leaderboard's single-turn
   categories, from the bfcl-eval wheel: ``dojo.tasks.bfcl``);
+- ``intercode:bash`` (InterCode's bash tasks on its test file tree, graded against the gold command's
+  output and file changes: ``dojo.tasks.intercode``);
 - ``swe:toolz?context=function&n=20&seed=0`` (bugs injected into a real package: ``dojo.tasks.swe``);
 - a path or fsspec URL ending in ``.jsonl`` or ``.parquet``.
 """
@@ -18,6 +20,7 @@ from dojo.tasks.bfcl import CATEGORIES, load_bfcl
 from dojo.tasks.families import family_names, generate_tasks
 from dojo.tasks.files import load_tasks
 from dojo.tasks.humaneval import load_humaneval
+from dojo.tasks.intercode import load_intercode
 from dojo.tasks.model import Task
 from dojo.tasks.reasoning_gym import load_reasoning_gym
 from dojo.tasks.swe import CONTEXTS, PACKAGES, load_swe
@@ -27,6 +30,7 @@ SOURCE_HELP = (
     "a task source is one of: humaneval, humaneval:function, reasoning_gym[:FAMILY,...][?n=20&level=2&seed=0], "
     f"family:NAME[?n=100&seed=0&difficulty=0.2-0.8] (families: {', '.join(family_names())}), "
     f"bfcl:CATEGORY[?n=50&seed=0] (categories: {', '.join(CATEGORIES)}), "
+    "intercode:bash[?n=10&seed=0], "
     f"swe:PACKAGE[?context={'|'.join(CONTEXTS)}&n=20&seed=0] (packages: {', '.join(sorted(PACKAGES))}), "
     "or a .jsonl/.parquet file"
 )
@@ -79,6 +83,10 @@ def load_source(spec: str) -> list[Task]:
         opts = _options(query, {"n", "seed"})
         n = _int(opts, "n", 0)
         return load_bfcl(arg, n=n or None, seed=_int(opts, "seed", 0))
+    if kind == "intercode":
+        opts = _options(query, {"n", "seed"})
+        n = _int(opts, "n", 0)
+        return load_intercode(arg, n=n or None, seed=_int(opts, "seed", 0))
     if kind == "swe":
         opts = _options(query, {"n", "seed", "context"})
         n = _int(opts, "n", 0)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dojo.sandbox.environment import Environment, EnvironmentStore
-from dojo.tasks.model import Task, TaskMetadata, TestCase, Workspace
+from dojo.tasks.model import TEST_RUNNER, Task, TaskMetadata, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant
 
 DATA = Path(__file__).parent / "data" / "swe"
@@ -81,7 +81,8 @@ def swe_data(package: str) -> dict[str, Any]:
 def swe_environment(package: str, store: EnvironmentStore | None = None) -> Environment:
     """The environment holding ``package`` as installed here (adopted on first use)."""
     store = store or EnvironmentStore()
-    return store.adopt(f"swe-{package}", list(PACKAGES[package]))
+    # with the test runner; the slots preload pytest, never the package (each run imports its edited copy)
+    return store.adopt(f"swe-{package}", [*PACKAGES[package], *TEST_RUNNER], preload=["pytest"])
 
 
 def check_versions(package: str, data: dict[str, Any]) -> None:
