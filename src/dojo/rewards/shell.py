@@ -175,6 +175,7 @@ async def run_shell_script(
 def same_state(got: dict[str, Any], want: dict[str, Any]) -> tuple[bool, str]:
     """Whether two final states agree: the same output (in order, or as the same lines in another
     order) and the same tree (every entry's type, mode, contents and archive members)."""
+
     def output(report: dict[str, Any]) -> list[str]:  # each slot has its own uid: `ls -l` shows it
         text = str(report.get("stdout", ""))
         uid = report.get("uid")
@@ -183,6 +184,7 @@ def same_state(got: dict[str, Any], want: dict[str, Any]) -> tuple[bool, str]:
     out, ref = output(got), output(want)
     if out != ref and sorted(out) != sorted(ref):
         return False, "the output differs from the reference's"
+
     def entry(e: dict[str, Any]) -> dict[str, Any]:
         # an archive by its members: its bytes hold the time it was made (gzip, tar headers)
         keys = ("type", "mode", "members", "target") if "members" in e else ("type", "mode", "sha256", "target")

@@ -15,14 +15,13 @@ JavaScript categories and its multi-turn, memory and web-search ones are not her
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata as metadata
 import json
 import random
 from pathlib import Path
 from typing import Any
 
 from dojo.tasks.model import Message, Task, TaskMetadata, TestCase, tool_name
+from dojo.tasks.wheel_data import wheel_data
 
 DISTRIBUTION = "bfcl-eval"
 VERSION = "2026.3.23"
@@ -38,18 +37,8 @@ SYSTEM = (
 )
 
 
-@functools.cache
 def data_dir() -> Path:
-    try:
-        dist = metadata.distribution(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        raise ValueError(
-            f"bfcl: tasks are read from the {DISTRIBUTION} wheel, which is not installed: "
-            f"pip install --no-deps {DISTRIBUTION}=={VERSION} (make test installs it)"
-        ) from None
-    if dist.version != VERSION:
-        raise ValueError(f"bfcl: tasks expect {DISTRIBUTION}=={VERSION}, found {dist.version}")
-    return Path(str(dist.locate_file("bfcl_eval/data")))
+    return wheel_data(DISTRIBUTION, VERSION, "bfcl_eval/data", "bfcl")
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:

@@ -13,8 +13,6 @@ have, show up in ``dojo tasks audit`` as findings.
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata as metadata
 import json
 import random
 import re
@@ -22,24 +20,15 @@ import shlex
 from pathlib import Path
 
 from dojo.tasks.model import Task, TaskMetadata, TestCase, Workspace
+from dojo.tasks.wheel_data import wheel_data
 
 DISTRIBUTION = "intercode-bench"
 VERSION = "0.1.22"
 CATEGORIES = ("bash",)
 
 
-@functools.cache
 def assets_dir() -> Path:
-    try:
-        dist = metadata.distribution(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        raise ValueError(
-            f"intercode: tasks are read from the {DISTRIBUTION} wheel, which is not installed: "
-            f"pip install --no-deps {DISTRIBUTION}=={VERSION} (make test installs it)"
-        ) from None
-    if dist.version != VERSION:
-        raise ValueError(f"intercode: tasks expect {DISTRIBUTION}=={VERSION}, found {dist.version}")
-    return Path(str(dist.locate_file("intercode/assets")))
+    return wheel_data(DISTRIBUTION, VERSION, "intercode/assets", "intercode")
 
 
 def testbed(script: str) -> tuple[dict[str, str], list[str], list[str]]:
