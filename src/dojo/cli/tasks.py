@@ -122,6 +122,7 @@ def swe_mine(
     target: Annotated[int, typer.Option(min=1, max=2000, help="Bugs to keep.")] = 50,
     seed: Annotated[int, typer.Option(help="Which mutants are tried, and in what order.")] = 0,
     per_module: Annotated[int, typer.Option(min=1, max=1000, help="Mutants drawn from each module.")] = 12,
+    max_minutes: Annotated[float | None, typer.Option(min=1, help="Stop drawing mutants after this long.")] = None,
     out: Annotated[Path | None, typer.Option(help="Data file (default: the one swe:PACKAGE loads).")] = None,
 ) -> None:
     """Find single-line bugs in PACKAGE that its own tests catch (run in the sandbox) and write them
@@ -129,17 +130,21 @@ def swe_mine(
     if package not in PACKAGES:
         fail(f"no recipe for {package!r}; known packages: {', '.join(sorted(PACKAGES))}")
     path = out or DATA / f"{package}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save(data: dict[str, object]) -> None:  # after every bug kept: a stopped run keeps what it found
+        path.write_text(json.dumps(data, indent=1) + "\n")
 
     async def go() -> dict[str, object]:
         async with AsyncSandbox() as sandbox:
             return await mine_bugs(
-                package, sandbox, target=target, seed=seed, per_module=per_module, progress=console.print
-            )
+                package, sandbox, target=target, seed=seed, per_module=per_module, progress=console.print,
+                max_seconds=max_minutes * 60 if max_minutes else None, checkpoint=save,
+            )  # fmt: skip
 
     try:
         data = asyncio.run(go())
     except (SandboxError, RuntimeError, ValueError) as e:
         fail(str(e))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1) + "\n")
+    save(data)
     console.print(f"{len(data['bugs'])} bugs of {package} written to {path}")  # type: ignore[arg-type]

@@ -95,9 +95,13 @@ async def mine_bugs(
     max_file_s: float = 3.0,
     fallback_s: float = 3.0,
     max_tries: int = 600,
+    max_seconds: float | None = None,
     progress: Callable[[str], None] | None = None,
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Up to ``target`` verified bugs of ``package`` (see the module doc), as the data file holds them."""
+    """Up to ``target`` verified bugs of ``package`` (see the module doc), as the data file holds them.
+    ``checkpoint`` gets the data so far after each bug kept (a long run loses nothing when stopped);
+    ``max_seconds`` stops drawing new mutants after that long."""
     if package not in PACKAGES:
         raise ValueError(f"no recipe for {package!r}; known packages: {', '.join(sorted(PACKAGES))}")
     say = progress or (lambda _: None)
@@ -145,6 +149,17 @@ async def mine_bugs(
 
     bugs: list[dict[str, Any]] = []
     tried = 0
+    started = time.monotonic()
+
+    def data() -> dict[str, Any]:
+        ordered = sorted(bugs, key=lambda b: (b["file"], b["line"], b["mutated"]))
+        return {
+            "package": package,
+            "distributions": pins,
+            "mined": {"seed": seed, "tried": tried, "kept": len(ordered), "test_files": timings},
+            "bugs": [{**b, "id": f"{i:04d}"} for i, b in enumerate(ordered)],
+        }
+
     lock = asyncio.Lock()
 
     async def check(m: Mutant, files: list[str]) -> dict[str, Any] | None:
@@ -168,6 +183,8 @@ async def mine_bugs(
     async def worker(queue: asyncio.Queue[tuple[Mutant, list[str]]]) -> None:
         nonlocal tried
         while len(bugs) < target and tried < max_tries:
+            if max_seconds is not None and time.monotonic() - started > max_seconds:
+                return
             try:
                 m, files = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -178,20 +195,13 @@ async def mine_bugs(
                 async with lock:
                     if len(bugs) < target:
                         bugs.append(bug)
-                        say(
-                            f"bug {len(bugs)}/{target}: {m.file}:{m.line} {m.kind} breaks {len(bug['failing'])} test(s)"
-                        )
+                        broken = len(bug["failing"])
+                        say(f"bug {len(bugs)}/{target}: {m.file}:{m.line} {m.kind} breaks {broken} test(s)")
+                        if checkpoint is not None:
+                            checkpoint(data())
 
     queue: asyncio.Queue[tuple[Mutant, list[str]]] = asyncio.Queue()
     for item in pool:
         queue.put_nowait(item)
     await asyncio.gather(*(worker(queue) for _ in range(width)))
-    bugs.sort(key=lambda b: (b["file"], b["line"], b["mutated"]))
-    for i, bug in enumerate(bugs):
-        bug["id"] = f"{i:04d}"
-    return {
-        "package": package,
-        "distributions": pins,
-        "mined": {"seed": seed, "tried": tried, "kept": len(bugs), "test_files": timings},
-        "bugs": bugs,
-    }
+    return data()
