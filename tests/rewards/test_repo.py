@@ -142,17 +142,26 @@ async def test_hacks_on_a_repo_task_score_nothing(grader: Grader, name: str) -> 
         assert "suspicious:edited_protected_path" in r.flags
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (docs/threat-model.md): the tests run in the process that "
-                   "imports the candidate's code, which can rewrite pytest's report as the process exits")  # fmt: skip
+FORGED = (
+    "<testsuites><testsuite>"
+    '<testcase classname="mypkg.tests.test_ops" name="test_add" file="mypkg/tests/test_ops.py"/>'
+    '<testcase classname="mypkg.tests.test_ops" name="test_mul" file="mypkg/tests/test_ops.py"/>'
+    "</testsuite></testsuites>"
+)
+
+
 async def test_a_report_rewritten_at_exit_is_not_believed(grader: Grader) -> None:
-    forge = (
-        "import atexit\n"
-        "def _forge():\n"
-        "    open('/box/.dojo/report.xml', 'w').write('<testsuites><testsuite>'\n"
-        '        \'<testcase classname="mypkg.tests.test_ops" name="test_add" file="mypkg/tests/test_ops.py"/>\'\n'
-        '        \'<testcase classname="mypkg.tests.test_ops" name="test_mul" file="mypkg/tests/test_ops.py"/>\'\n'
-        "        '</testsuite></testsuites>')\n"
-        "atexit.register(_forge)\n"
+    """The runner ends with os._exit once pytest returns: exit handlers never run."""
+    forge = f"import atexit\natexit.register(lambda: open('/box/.dojo/report.xml', 'w').write({FORGED!r}))\n"
+    r = await grader.grade(small_task(), format_edits({"mypkg/__init__.py": forge + BUGGY}))
+    assert r.value == 0.0, r
+
+
+@pytest.mark.xfail(strict=True, reason="known gap (docs/threat-model.md): the tests run in the process that "
+                   "imports the candidate's code, which can write the report itself and keep pytest from writing it")  # fmt: skip
+async def test_a_report_written_by_the_candidate_is_not_believed(grader: Grader) -> None:
+    forge = (  # write the report first, then make it read-only for pytest (same uid, no root)
+        f"import os\nopen('/box/.dojo/report.xml', 'w').write({FORGED!r})\nos.chmod('/box/.dojo/report.xml', 0o444)\n"
     )
     r = await grader.grade(small_task(), format_edits({"mypkg/__init__.py": forge + BUGGY}))
     assert r.value == 0.0, r
