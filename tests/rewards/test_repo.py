@@ -158,7 +158,7 @@ async def test_a_report_rewritten_at_exit_is_not_believed(grader: Grader) -> Non
 
 
 @pytest.mark.xfail(strict=True, reason="known gap (docs/threat-model.md): the tests run in the process that "
-                   "imports the candidate's code, which can write the report itself and keep pytest from writing it")  # fmt: skip
+                   "imports the candidate's code: it can write the report and keep pytest from writing it")  # fmt: skip
 async def test_a_report_written_by_the_candidate_is_not_believed(grader: Grader) -> None:
     forge = (  # write the report first, then make it read-only for pytest (same uid, no root)
         f"import os\nopen('/box/.dojo/report.xml', 'w').write({FORGED!r})\nos.chmod('/box/.dojo/report.xml', 0o444)\n"
