@@ -143,6 +143,8 @@ os.environ.clear()
 os.environ.update(env)
 sys.path[:0] = [root, site]
 sys.dont_write_bytecode = True
+import site  # the slot's interpreter starts without it: give the builtins it adds (copyright, exit, ...)
+site.setquit(); site.setcopyright(); site.sethelper()
 import pytest
 code = pytest.main(args)
 sys.stdout.flush()
