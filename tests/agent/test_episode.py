@@ -218,3 +218,16 @@ async def test_a_tools_task_is_answered_by_its_calls(grader: Grader) -> None:
     assert prose.status == "answered" and prose.value == 0.0
     single = await EpisodeRunner(fixed(reference), grader, EpisodeConfig()).run(task)  # feedback mode, one turn
     assert single.value == 1.0
+
+
+async def test_a_shell_agent_runs_its_commands_on_the_tasks_tree(grader: Grader) -> None:
+    from tests.rewards.test_shell import cleanup_task
+
+    task = cleanup_task()
+    policy = fixed(
+        tool("run_code", code="find . -name '*.tmp' | sort"), tool("submit", code="find . -name '*.tmp' -delete")
+    )
+    ep = await EpisodeRunner(policy, grader, EpisodeConfig(mode="tools", max_turns=3)).run(task)
+    [look] = ep.turns[0].tool_results
+    assert "./a/x.tmp" in look.observation and "./b/c/y.tmp" in look.observation
+    assert ep.status == "submitted" and ep.value == 1.0, ep

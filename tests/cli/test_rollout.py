@@ -95,3 +95,14 @@ def test_rollout_runs_repo_tasks(policy_server: str, tmp_path: Path, mode: str) 
     assert data["groups"] == 2 and data["episodes"] == 2
     assert sum(data["verdicts"].values()) == 2  # a random tiny model's replies hold no edits: no_answer
     assert set(pd.read_parquet(out)["task_id"]) <= {f"swe:toolz/{i:04d}" for i in range(100)}
+
+
+@pytest.mark.parametrize("source", ["bfcl:simple_python?n=2", "family:terminal?n=2", "intercode:bash?n=2"])
+def test_rollout_runs_the_other_agent_sources(policy_server: str, tmp_path: Path, source: str) -> None:
+    out, summary = tmp_path / "run", tmp_path / "summary.json"
+    args = ["rollout", source, "--policy", policy_server, "--out", str(out), "-n", "1", "--mode", "tools",
+            "--max-turns", "2", "--max-tokens", "16", "--json", str(summary)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(summary.read_text())
+    assert data["groups"] == 2 and data["episodes"] == 2 and sum(data["verdicts"].values()) == 2

@@ -245,7 +245,7 @@ class Toolbox:
             language=self.task.language,
             source=call.arguments["code"],
             stdin=call.arguments.get("stdin", ""),
-            files=[InputFile(path=p, content=c.encode()) for p, c in self.files.items()],
+            files=self._run_files(),
             environment=self.task.environment,
         )
         async with held(self._slots):
@@ -253,6 +253,14 @@ class Toolbox:
         if result.verdict is Verdict.SANDBOX_ERROR:
             return ToolResult(call=call, observation="", infra_error=result.sandbox_error or "sandbox error")
         return self._observe(call, result)
+
+    def _run_files(self) -> list[InputFile]:
+        """A run's files: a shell task's tree (as it starts: the script is the answer), then the
+        episode's own files."""
+        tree = dict(self.task.workspace.files) if self.task.form == "shell" and self.task.workspace else {}
+        executable = set(self.task.workspace.executable) if self.task.workspace else set()
+        tree.update(self.files)
+        return [InputFile(path=p, content=c.encode(), executable=p in executable) for p, c in tree.items()]
 
     def _observe(self, call: ToolCall, result: ExecutionResult) -> ToolResult:
         """A run's verdict, exit status and output, as an observation within the budget."""
