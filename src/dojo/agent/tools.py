@@ -29,7 +29,7 @@ from dojo.agent.policy import ToolCall
 from dojo.rewards.config import GradingConfig
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import RewardStats
-from dojo.rewards.repo import REPO_GRADING_LIMITS, format_edits, parse_edits, path_allowed, repo_program
+from dojo.rewards.repo import REPO_GRADING_LIMITS, Edit, format_edits, path_allowed, repo_program
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.program import check_relative_path
 from dojo.tasks.model import Task
@@ -298,7 +298,8 @@ class Toolbox:
         return (result.stdout if result.exit_code == 0 else None), None
 
     async def _repo_shell(self, command: str) -> ExecutionResult:
-        program = repo_program(self.task, parse_edits(self.repo_edits()), [], command=command)
+        edits = [Edit(path=path, replace=text) for path, text in self.files.items()]
+        program = repo_program(self.task, edits, [], command=command)
         async with held(self._slots):
             return await self.sandbox.run(program, self.limits or self.task.limits or REPO_GRADING_LIMITS)
 

@@ -302,7 +302,7 @@ async def grade_repo_task(
     of paths the workspace protects (its tests, conftest.py, ...) are dropped and flagged. Tests
     with ``expected="guard"`` are not scored, but if one fails nothing counts as passed."""
     assert task.workspace is not None
-    out = TestResults(total=len(task.tests))
+    out = TestResults(total=sum(not t.guard for t in task.tests))
     edits = parse_edits(completion)
     if not edits:
         out.no_answer = "no_edits: give edits as <file path=...> blocks or SEARCH/REPLACE blocks"
@@ -320,15 +320,18 @@ async def grade_repo_task(
         out.infrastructure_error = run.infrastructure_error
         return out
     out.cases += [CaseOutcome(index=-1, passed=False, detail=f"edit not applied: {p}") for p in run.problems]
-    cases = case_outcomes(task, run)
-    out.cases += cases
-    scored = [c for c, t in zip(cases, task.tests, strict=True) if t.expected != "guard"]
-    broken = sum(not c.passed for c, t in zip(cases, task.tests, strict=True) if t.expected == "guard")
-    out.total = len(scored)
-    out.passed = sum(c.passed for c in scored) if not broken else 0
-    if broken:  # a fix that breaks what worked is no fix
-        out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"{broken} test(s) that passed before fail now"))
+    _score_guarded(out, task, case_outcomes(task, run), "test(s) that passed before fail now")
     return out
+
+
+def _score_guarded(out: TestResults, task: Task, cases: list[CaseOutcome], broken_means: str) -> None:
+    """Count ``cases`` (one per test of ``task``) into ``out``: guards are not scored, and one that
+    fails scores nothing (a fix that breaks what worked is no fix; doing nothing is not a job done)."""
+    out.cases += cases
+    broken = sum(not c.passed for c, t in zip(cases, task.tests, strict=True) if t.guard)
+    out.passed = 0 if broken else sum(c.passed for c, t in zip(cases, task.tests, strict=True) if not t.guard)
+    if broken:
+        out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"{broken} {broken_means}"))
 
 
 async def grade_shell_task(
@@ -336,8 +339,7 @@ async def grade_shell_task(
 ) -> TestResults:
     """Run the completion's bash script on the task's tree; check the final state here. Checks with
     ``"guard": true`` (what must stay as it was) are not scored, but one failing scores 0."""
-    guard = [bool(isinstance(t.expected, dict) and t.expected.get("guard")) for t in task.tests]
-    out = TestResults(total=sum(not g for g in guard))
+    out = TestResults(total=sum(not t.guard for t in task.tests))
     script = extract_code(completion, "bash")
     if not script.strip():
         out.no_answer = "no_script: give the commands as a ```bash block"
@@ -363,14 +365,7 @@ async def grade_shell_task(
         out.cases.append(
             CaseOutcome(index=-1, passed=False, detail="the script ran out of time (its state is checked)")
         )
-    cases = shell_outcomes(task, report, reference)
-    out.cases += cases
-    broken = sum(not c.passed for c, g in zip(cases, guard, strict=True) if g)
-    out.passed = 0 if broken else sum(c.passed for c, g in zip(cases, guard, strict=True) if not g)
-    if broken:
-        out.cases.append(
-            CaseOutcome(index=-1, passed=False, detail=f"{broken} file(s) that had to stay as they were changed")
-        )
+    _score_guarded(out, task, shell_outcomes(task, report, reference), "file(s) that had to stay as they were changed")
     return out
 
 

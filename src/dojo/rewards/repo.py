@@ -25,6 +25,7 @@ that imports the candidate's code: docs/threat-model.md says what that means.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
 import xml.etree.ElementTree as ElementTree
@@ -153,6 +154,7 @@ os._exit(int(code))
 """
 
 
+@functools.cache
 def runner_environment() -> str:
     """The environment of a repo task that names none: only the test runner (``TEST_RUNNER``)."""
     return EnvironmentStore().adopt("dojo-pytest", list(TEST_RUNNER), preload=["pytest"]).ref

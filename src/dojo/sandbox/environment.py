@@ -462,6 +462,8 @@ class EnvironmentStore:
 
     def _add_version(self, name: str, version: str, settings: dict[str, Any]) -> None:
         record = self._record(name)
+        if record["versions"][-1:] == [version] and record.get("settings", {}).get(version) == settings:
+            return  # already the name's newest, as asked: the file (and what runs cached of it) stays
         record["versions"] = [v for v in record["versions"] if v != version] + [version]
         record.setdefault("settings", {})[version] = settings
         path = self._names_file(name)

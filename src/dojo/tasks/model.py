@@ -98,6 +98,12 @@ class TestCase(BaseModel):
     code: str | None = None
     visible: bool = False
 
+    @property
+    def guard(self) -> bool:
+        """A regression guard (repo: ``expected="guard"``; shell: a check with ``"guard": true``): it
+        must pass, but is not scored."""
+        return self.expected == "guard" or (isinstance(self.expected, dict) and bool(self.expected.get("guard")))
+
     @field_validator("args", "kwargs", "expected")
     @classmethod
     def _json_values(cls, v: Any) -> Any:
