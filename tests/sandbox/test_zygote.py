@@ -38,13 +38,19 @@ async def test_without_a_spare_each_run_is_forked_on_request(one_slot: AsyncSand
 @root_only
 async def test_a_run_whose_spare_was_killed_is_forked_afresh(spare_slot: AsyncSandbox) -> None:
     """A spare that died while idle (anything killed it) costs nothing but the fork it saved."""
+    import asyncio
     import os
     from pathlib import Path
 
     slot = spare_slot.pool.slots()[0]
     assert slot.pid is not None
     zygote = int(Path(f"/proc/{slot.pid}/task/{slot.pid}/children").read_text().split()[0])
-    spares = Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()
+    spares: list[str] = []
+    for _ in range(200):  # the spare is forked once the slot is idle, a moment after it said ready
+        spares = Path(f"/proc/{zygote}/task/{zygote}/children").read_text().split()
+        if spares:
+            break
+        await asyncio.sleep(0.05)
     assert len(spares) == 1  # the idle slot holds exactly one spare
     os.kill(int(spares[0]), 9)
     resp = await raw_run(spare_slot, Program(language="python", source="print('after')"))
