@@ -13,7 +13,10 @@ to a ``Reward``. One function per form does the running and comparing:
 - ``grade_shell_task``: the candidate's bash script run on the task's tree, the final state read by
   a trusted process and checked here (``dojo.rewards.shell``);
 - ``grade_tools_task``: the candidate's calls read from its text and checked here against the
-  allowed values (``dojo.rewards.calls``); nothing runs.
+  allowed values (``dojo.rewards.calls``); nothing runs;
+- ``grade_api_task``: a tools task with a simulated API (``Task.api``): the candidate's calls of
+  each turn run on the API in the sandbox, and the API's state after each turn is compared here
+  with the gold calls' (``dojo.rewards.simulated_api``).
 
 A sandbox failure never becomes a 0: the reward's value is None (retry or drop the sample).
 """
@@ -47,8 +50,10 @@ from dojo.rewards.mapping import correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.repo import case_outcomes, parse_edits, path_allowed, run_repo_tests
 from dojo.rewards.shell import run_shell_script, shell_outcomes
+from dojo.rewards.simulated_api import candidate_turns, gold_run, run_api_calls, turn_outcomes
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.compare import stdout_matches
+from dojo.tasks.gold_calls import gold_calls
 from dojo.tasks.model import Task
 from dojo.tasks.values import decode_value, values_equal
 
@@ -380,6 +385,50 @@ def grade_tools_task(task: Task, completion: str) -> TestResults:
     return out
 
 
+def api_answer(completion: str) -> Any:
+    """A multi-turn answer: the completion as JSON (``{"turns": ...}``, what an episode writes), the
+    last JSON code block, else the calls in its text as the first turn's."""
+    for text in (completion, *reversed(re.findall(r"```(?:json)?\n(.*?)```", completion, re.DOTALL))):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "turns" in data:
+            return data
+    calls = parse_calls(completion) or []
+    return {"turns": [[[{"name": name, "arguments": args} for name, args in calls]]]}
+
+
+async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None) -> TestResults:
+    """Run the candidate's calls turn by turn on the task's simulated API, and the gold calls in
+    their own run; compare each checked turn's state and results here (BFCL's multi-turn rule)."""
+    gold = gold_calls(task)
+    out = TestResults(total=sum(1 for turn in gold if turn))
+    calls, problem = candidate_turns(api_answer(completion), len(gold))
+    if problem is not None:
+        out.flags.append("suspicious:malformed_reply")
+    if not any(calls):
+        out.no_answer = "no_calls: no call could be read from the answer"
+        return out
+    try:
+        mine, theirs = await asyncio.gather(
+            run_api_calls(task, calls, sandbox, limits), gold_run(task, sandbox, limits)
+        )
+    except ValueError as e:
+        raise InvalidTask(str(e)) from None
+    if (err := mine.infrastructure_error or theirs.infrastructure_error) is not None:
+        out.infrastructure_error = err
+        return out
+    if theirs.problem is not None:
+        raise InvalidTask(f"task {task.id}: its gold calls do not run: {theirs.problem}")
+    if mine.problem is not None:
+        out.cases.append(CaseOutcome(index=-1, passed=False, detail=mine.problem))
+        return out
+    out.cases = turn_outcomes(gold, calls, mine, theirs)
+    out.passed = sum(c.passed for c in out.cases)
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def _reasoning_gym_dataset(name: str) -> Any:
     import reasoning_gym
@@ -461,6 +510,8 @@ class Grader:
     async def _grade(self, task: Task, completion: str, seed: int | None) -> Reward:
         if task.form == "answer":
             return self._reward(task, completion, grade_answer_task(task, completion))
+        if task.form == "tools" and task.api is not None:
+            return self._reward(task, completion, await grade_api_task(task, completion, self.sandbox, self.limits))
         if task.form == "tools":
             return self._reward(task, completion, grade_tools_task(task, completion))
         if task.form == "repo":

@@ -12,6 +12,9 @@ A task has one *form*, which says how a candidate is graded:
   graded by checks on the final state (files, modes, archives, output), compared outside;
 - ``tools``: tool schemas (``Task.tools``, OpenAI function format); the candidate's calls are
   checked outside against allowed-value answers (or: no call at all, when none of the tools fits).
+  With an ``api`` (``ApiScenario``: a simulated, stateful API and the user's turns) the task is
+  multi-turn: the calls run on the API in the sandbox, and after each turn the API's state and the
+  calls' results are compared outside with those of the gold calls (BFCL's multi-turn rule).
 
 Tests are ``visible`` (may be shown in the prompt) or hidden (never shown, graded on).
 """
@@ -151,6 +154,47 @@ class Workspace(BaseModel):
         return v
 
 
+class ApiScenario(BaseModel):
+    """A ``tools`` task's simulated, stateful API and the conversation over it (BFCL's multi-turn
+    categories). ``classes`` are instantiated from ``modules`` (importable in the task's
+    environment) and loaded with ``config[class]`` (``obj._load_scenario(config, long_context=)``,
+    BFCL's convention; ``stateless`` classes are not loaded). ``turns`` are the user's messages,
+    one per turn, the first included (``""``: the user says nothing new, e.g. a turn where
+    functions are added); ``added`` names the tools held back until a turn (they are in
+    ``Task.tools`` but offered from that turn on). The test's ``expected`` is ``{"turns": [[call,
+    ...], ...]}``: the gold calls of each turn, as Python call text (``cd(folder='x')``); a turn
+    with no gold call is not checked (the user asked for something the tools cannot do yet)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    classes: list[str] = Field(min_length=1, description="Class names of the API, as in modules.")
+    modules: dict[str, str] = Field(description="Class name -> the module that defines it.")
+    config: dict[str, Any] = Field(default_factory=dict, description="Class name -> its initial state.")
+    stateless: list[str] = Field(default_factory=list, description="Classes made without a scenario.")
+    long_context: bool = Field(False, description="Load the scenario with the API's long-context filler.")
+    turns: list[str] = Field(min_length=1, description="The user's message of each turn.")
+    added: dict[int, list[str]] = Field(default_factory=dict, description="Turn -> tools offered from it on.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ApiScenario:
+        for name in self.classes:
+            if not name.isidentifier() or name not in self.modules:
+                raise ValueError(f"API class {name!r} needs a module (modules: {{class: 'package.module'}})")
+        for turn in self.added:
+            if not 0 <= turn < len(self.turns):
+                raise ValueError(f"tools are added at turn {turn}, but the scenario has {len(self.turns)} turn(s)")
+        try:
+            json.dumps(self.config)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"an API's config must be JSON data: {e}") from e
+        return self
+
+    def offered(self, tools: list[dict[str, Any]], turn: int) -> list[dict[str, Any]]:
+        """The tools offered at ``turn``: all but those added at a later turn."""
+        later = {name for t, names in self.added.items() if t > turn for name in names}
+        return [t for t in tools if t.get("function", {}).get("name") not in later]
+
+
 class TaskMetadata(BaseModel):
     """Where a task came from and how hard it is. ``difficulty`` runs from 0 (easiest) to 1."""
 
@@ -180,6 +224,7 @@ class Task(BaseModel):
     checker: str | None = Field(None, description="stdio form: Python checker program (special judge).")
     workspace: Workspace | None = Field(None, description="repo form: the file tree the candidate edits.")
     tools: list[dict[str, Any]] = Field(default_factory=list, description="tools form: OpenAI tool schemas.")
+    api: ApiScenario | None = Field(None, description="tools form: a simulated API the calls run on, over turns.")
     environment: str | None = Field(
         None,
         max_length=100,
@@ -214,6 +259,15 @@ class Task(BaseModel):
                 raise ValueError("a tools task needs tools (OpenAI function schemas), unless no call is its answer")
             if any(not isinstance(t.expected, dict) for t in self.tests):
                 raise ValueError("every test of a tools task needs expected: {'calls': [...]} or {'no_call': true}")
+            if self.api is not None:
+                for t in self.tests:
+                    gold = t.expected.get("turns")
+                    if not isinstance(gold, list) or len(gold) != len(self.api.turns):
+                        raise ValueError(
+                            "a tools task with an api needs expected {'turns': [[call, ...], ...]}, one list per turn"
+                        )
+        elif self.api is not None:
+            raise ValueError("only a tools task has an api")
         if self.form == "shell":
             if self.workspace is None:
                 raise ValueError("a shell task needs a workspace (the file tree it starts from)")

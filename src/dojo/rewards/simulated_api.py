@@ -1,0 +1,298 @@
+"""Running calls on a ``tools`` task's simulated API (``Task.api``, BFCL's multi-turn categories) and
+grading them by the API's state, outside the sandbox.
+
+``API_DRIVER`` is the program of every run: it makes the task's API objects (``_load_scenario``
+with the task's config), then, turn by turn, calls the methods that the calls name with the calls'
+arguments (JSON data, never evaluated), and after each turn reports the state of every object:
+one SHA-256 per public attribute of a canonical JSON encoding of its value (objects by their
+public attributes, sets sorted, a reference back to an object already encoded by its class name),
+plus one SHA-256 per call's result (BFCL's text of it: a string, a dict as JSON, else ``str``).
+Only a tool offered at that turn, by its public name, can be called: ``_load_scenario``, private
+attributes and anything that is not a method are refused, as are tools held back until a later
+turn. The gold calls run the same way, in their own run, and the two reports are compared here.
+
+BFCL's rule, turn by turn (a turn whose gold is empty is not checked, but its calls still run):
+the candidate made at least one call in the turn; every object's state equals the gold's after
+the turn; the results of the gold's calls of the turn are among the results of the candidate's
+calls so far (as a multiset, in any order). The first turn that fails ends the check.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from dojo.rewards.outcome import CaseOutcome
+from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
+from dojo.tasks.gold_calls import gold_turns
+from dojo.tasks.model import ApiScenario, Task
+
+API_GRADING_LIMITS = Limits(wall_time=30.0, cpu_time=20.0, memory=1 << 30)
+SPEC = ".dojo-api.json"
+RESULT_CHARS = 1 << 16  # the most of one call's result an observation carries
+
+# The program of a run: the API objects, the calls turn by turn, one state digest per turn.
+API_DRIVER = r"""
+import copy, hashlib, importlib, io, json, math, sys
+
+spec = json.load(open(sys.argv[1]))
+report_to = sys.stdout
+sys.stdout = sys.stderr = io.StringIO()  # what the API prints is not the report
+
+
+def encode(value, done):
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return {"__float__": repr(value)}
+        return int(value) if value.is_integer() else value
+    if isinstance(value, list):
+        return [encode(v, done) for v in value]
+    if isinstance(value, tuple):
+        return {"__tuple__": [encode(v, done) for v in value]}
+    if isinstance(value, (set, frozenset)):
+        items = [encode(v, done) for v in value]
+        return {"__set__": sorted(items, key=lambda v: json.dumps(v, sort_keys=True))}
+    if isinstance(value, dict):
+        if all(isinstance(k, str) for k in value):
+            return {k: encode(v, done) for k, v in value.items()}
+        pairs = [[encode(k, done), encode(v, done)] for k, v in value.items()]
+        return {"__dict__": sorted(pairs, key=lambda p: json.dumps(p, sort_keys=True))}
+    if hasattr(value, "__dict__") and not callable(value):
+        if id(value) in done:
+            return {"__ref__": type(value).__name__}
+        done.add(id(value))
+        attrs = {k: encode(v, done) for k, v in vars(value).items() if not k.startswith("_")}
+        return {"__object__": type(value).__name__, "attrs": attrs}
+    return {"__repr__": repr(value)}
+
+
+def digest(value):
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def state(objects):
+    out = {}
+    for name, obj in objects.items():
+        done = {id(obj)}
+        out[name] = {k: digest(encode(v, done)) for k, v in vars(obj).items() if not k.startswith("_")}
+    return out
+
+
+def result_text(value):
+    if type(value) is str:
+        return value
+    if type(value) is dict:
+        try:
+            return json.dumps(value)
+        except Exception:
+            return str(value)
+    return str(value)
+
+
+objects = {}
+for name in spec["classes"]:
+    obj = getattr(importlib.import_module(spec["modules"][name]), name)()
+    if name not in spec["stateless"]:
+        obj._load_scenario(copy.deepcopy(spec["config"].get(name, {})), long_context=spec["long_context"])
+    objects[name] = obj
+methods = {}
+for name, obj in objects.items():  # a later class's method of the same name wins (BFCL's order)
+    for attr in dir(obj):
+        if not attr.startswith("_") and callable(getattr(obj, attr, None)):
+            methods[attr] = getattr(obj, attr)
+
+report = {"turns": []}
+observe_from = spec.get("observe_from")
+n = 0
+for turn in spec["turns"]:
+    allowed = turn.get("allowed")
+    results = []
+    for call in turn["calls"]:
+        name = call.get("name")
+        args, kwargs = call.get("args", []), call.get("arguments", {})
+        method = methods.get(name) if isinstance(name, str) and not name.startswith("_") else None
+        if method is None or (allowed is not None and name not in allowed):
+            text = f"Error during execution: there is no function {name!r} to call"
+        elif not isinstance(args, list) or not isinstance(kwargs, dict):
+            text = f"Error during execution: the arguments of {name} must be an object"
+        else:
+            try:
+                text = result_text(method(*args, **kwargs))
+            except Exception as e:
+                text = f"Error during execution: {e}"
+        entry = {"sha256": hashlib.sha256(text.encode()).hexdigest()}
+        if observe_from is not None and n >= observe_from:
+            entry["text"] = text
+        results.append(entry)
+        n += 1
+    report["turns"].append({"results": results, "state": state(objects)})
+report_to.write(json.dumps(report))
+report_to.flush()
+"""
+
+
+@dataclass
+class ApiRun:
+    """What one run of calls on a task's API reported (or why there is no report)."""
+
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    infrastructure_error: str | None = None
+    problem: str | None = None  # the run ended without a report (the API raised while loading, ...)
+
+    def observations(self) -> list[str]:
+        """The texts of the calls' results that the run was asked to show, in order."""
+        return [r["text"] for t in self.turns for r in t["results"] if "text" in r]
+
+
+def offered_names(task: Task, turn: int) -> list[str]:
+    assert task.api is not None
+    return [t["function"]["name"] for t in task.api.offered(task.tools, turn)]
+
+
+def api_program(
+    task: Task, turns: list[list[dict[str, Any]]], *, restrict: bool, observe_from: int | None = None
+) -> Program:
+    """The run that makes ``task``'s API and makes ``turns``' calls on it (``restrict``: only the
+    tools offered at each turn; the gold is not restricted). ``observe_from``: the results of the
+    calls from that index on (counted over all turns) come back as text too."""
+    api = task.api
+    assert api is not None
+    spec = {
+        "classes": api.classes,
+        "modules": api.modules,
+        "config": api.config,
+        "stateless": api.stateless,
+        "long_context": api.long_context,
+        "observe_from": observe_from,
+        "turns": [
+            {"calls": calls, "allowed": offered_names(task, i) if restrict else None} for i, calls in enumerate(turns)
+        ],
+    }
+    return Program(
+        language="python",
+        source=API_DRIVER,
+        args=[SPEC],
+        files=[InputFile(path=SPEC, content=json.dumps(spec).encode())],
+        environment=task.environment,
+    )
+
+
+async def run_api_calls(
+    task: Task,
+    turns: list[list[dict[str, Any]]],
+    sandbox: SandboxAPI,
+    limits: Limits | None = None,
+    *,
+    restrict: bool = True,
+    observe_from: int | None = None,
+) -> ApiRun:
+    """Make ``turns``' calls on ``task``'s API in one sandbox run; its report, read here."""
+    result = await sandbox.run(api_program(task, turns, restrict=restrict, observe_from=observe_from),
+                               limits or API_GRADING_LIMITS)  # fmt: skip
+    if result.verdict is Verdict.SANDBOX_ERROR:
+        return ApiRun(infrastructure_error=result.sandbox_error or "sandbox error")
+    if result.verdict is not Verdict.ACCEPTED:
+        return ApiRun(problem=f"the API's run ended with {result.verdict.value}: {result.stderr[-300:]}")
+    try:
+        report = json.loads(result.stdout)
+        reported = report["turns"]
+        if not isinstance(reported, list) or len(reported) != len(turns):
+            raise ValueError("one report per turn expected")
+    except (ValueError, KeyError, TypeError) as e:
+        return ApiRun(problem=f"the API's run gave no report: {e}")
+    return ApiRun(turns=reported)
+
+
+_GOLD_RUNS: collections.OrderedDict[str, ApiRun] = collections.OrderedDict()
+GOLD_CACHE_SIZE = 4096
+
+
+async def gold_run(task: Task, sandbox: SandboxAPI, limits: Limits | None = None) -> ApiRun:
+    """The gold calls' run (remembered per scenario and gold: the APIs are deterministic, and a
+    task is graded once per sample of its group). A run that failed is not remembered."""
+    turns = gold_turns(task)
+    key = hashlib.sha256(json.dumps([scenario_of(task).model_dump(), turns, task.environment],
+                                    sort_keys=True).encode()).hexdigest()  # fmt: skip
+    if key in _GOLD_RUNS:
+        _GOLD_RUNS.move_to_end(key)
+        return _GOLD_RUNS[key]
+    run = await run_api_calls(task, turns, sandbox, limits, restrict=False)
+    if run.infrastructure_error is None and run.problem is None:
+        _GOLD_RUNS[key] = run
+        while len(_GOLD_RUNS) > GOLD_CACHE_SIZE:
+            _GOLD_RUNS.popitem(last=False)
+    return run
+
+
+def scenario_of(task: Task) -> ApiScenario:
+    if task.api is None:
+        raise ValueError(f"task {task.id} has no simulated API")
+    return task.api
+
+
+def candidate_turns(answer: Any, n_turns: int) -> tuple[list[list[dict[str, Any]]], str | None]:
+    """A candidate's calls per turn from its answer (``{"turns": [[[call, ...] per step] per turn]}``
+    or ``[[call, ...] per turn]``; a call ``{"name": ..., "arguments": {...}}``), padded with
+    empty turns; and a problem when the answer is not of that shape."""
+    turns = answer.get("turns") if isinstance(answer, dict) else answer
+    if not isinstance(turns, list):
+        return [[] for _ in range(n_turns)], "the answer holds no calls per turn"
+    out: list[list[dict[str, Any]]] = []
+    for turn in turns[:n_turns]:
+        steps = turn if isinstance(turn, list) else []
+        calls: list[dict[str, Any]] = []
+        for step in steps:
+            for call in step if isinstance(step, list) else [step]:
+                if isinstance(call, dict) and isinstance(call.get("name"), str):
+                    arguments = call.get("arguments", {})
+                    calls.append({"name": call["name"], "arguments": arguments if isinstance(arguments, dict) else {}})
+        out.append(calls)
+    out += [[] for _ in range(n_turns - len(out))]
+    return out, ("more turns than the task has" if len(turns) > n_turns else None)
+
+
+def turn_outcomes(gold: list[list[str]], candidate: list[list[dict[str, Any]]], mine: ApiRun,
+                  theirs: ApiRun) -> list[CaseOutcome]:  # fmt: skip
+    """One outcome per checked turn (a turn with gold calls), by BFCL's rule; the turns after the
+    first that fails fail too."""
+    outcomes: list[CaseOutcome] = []
+    results_so_far: list[str] = []
+    failed_at: int | None = None
+    for i, gold_turn in enumerate(gold):
+        results_so_far += [r["sha256"] for r in mine.turns[i]["results"]]
+        if not gold_turn:
+            continue
+        if failed_at is not None:
+            outcomes.append(CaseOutcome(index=i, passed=False, detail=f"not reached: turn {failed_at} failed"))
+            continue
+        why = _turn_problem(candidate[i], mine.turns[i], theirs.turns[i], results_so_far)
+        if why is not None:
+            failed_at = i
+        outcomes.append(CaseOutcome(index=i, passed=why is None, detail=why or ""))
+    return outcomes
+
+
+def _turn_problem(calls: list[dict[str, Any]], mine: dict[str, Any], gold: dict[str, Any],
+                  results_so_far: list[str]) -> str | None:  # fmt: skip
+    if not calls:
+        return "no call was made in this turn"
+    for name, attrs in gold["state"].items():
+        got = mine["state"].get(name, {})
+        differ = sorted(a for a in attrs if got.get(a) != attrs[a])
+        if differ:
+            return f"after this turn, {name}'s {', '.join(differ[:5])} differ from what the request leads to"
+    left = list(results_so_far)
+    for r in gold["results"]:
+        if r["sha256"] in left:
+            left.remove(r["sha256"])
+        else:
+            return "a result the request needs was never produced by a call"
+    return None
