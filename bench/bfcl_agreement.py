@@ -48,7 +48,7 @@ def call_text(call: dict[str, Any]) -> str:
 
 
 def bfcl_verdict(task: Task, turns: Turns, tag: str) -> bool:
-    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker  # type: ignore[import-untyped]
 
     assert task.api is not None
     row_id = task.id.removeprefix("bfcl:")
@@ -73,7 +73,7 @@ async def main() -> None:
             rewards = await asyncio.gather(*(grader.grade(t, json.dumps({"turns": [[c] for c in turns]}))
                                              for t, _, turns in jobs))  # fmt: skip
             seconds = time.perf_counter() - t0
-            agree, disagreements, passed = 0, [], collections.Counter()
+            agree, disagreements, passed = 0, [], collections.Counter[str]()
             for (t, name, turns), r in zip(jobs, rewards, strict=True):
                 ours = r.verdict == "pass"
                 theirs = bfcl_verdict(t, turns, f"{name}_{kind}")
