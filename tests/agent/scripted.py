@@ -20,6 +20,7 @@ class ScriptedPolicy:
         self.script = script
         self.delay = delay
         self.calls: list[list[dict[str, Any]]] = []
+        self.offered: list[list[str]] = []  # the names of the tools passed with each call
         self.active = 0
         self.max_active = 0
 
@@ -32,6 +33,7 @@ class ScriptedPolicy:
         tools: list[dict[str, Any]] | None = None,
     ) -> list[Completion]:
         self.calls.append([dict(m) for m in messages])
+        self.offered.append([t["function"]["name"] for t in tools or []])
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         try:

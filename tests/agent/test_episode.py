@@ -5,14 +5,27 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dojo.agent.episode import EpisodeConfig, EpisodeRunner
-from dojo.agent.policy import Completion, OpenAIPolicy, SamplingParams
+from dojo.agent.policy import Completion, OpenAIPolicy, SamplingParams, ToolCall
 from dojo.rewards import Grader
 from dojo.sandbox import AsyncSandbox, ExecutionResult
-from tests.agent.scripted import RIGHT, SPECIAL, WRONG, ScriptedPolicy, answer_task, broken, double_task, fixed, tool
+from dojo.tasks.model import Task
+from tests.agent.scripted import (
+    RIGHT,
+    SPECIAL,
+    WRONG,
+    Reply,
+    ScriptedPolicy,
+    answer_task,
+    broken,
+    double_task,
+    fixed,
+    tool,
+)
 from tests.sandbox.conftest import requires_sandbox_pytest
 
 FEEDBACK3 = EpisodeConfig(mode="feedback", max_turns=3)
@@ -231,3 +244,63 @@ async def test_a_shell_agent_runs_its_commands_on_the_tasks_tree(grader: Grader)
     [look] = ep.turns[0].tool_results
     assert "./a/x.tmp" in look.observation and "./b/c/y.tmp" in look.observation
     assert ep.status == "submitted" and ep.value == 1.0, ep
+
+
+def _gold_player(task: Task, *, skip_turn: int | None = None) -> ScriptedPolicy:
+    """Plays a multi-turn API task's gold calls: a turn's calls one per step, then a reply
+    without a call (the turn is done); ``skip_turn``: that turn gets no call."""
+    from dojo.tasks.gold_calls import gold_turns, keyword_arguments
+
+    gold = [[(c["name"], keyword_arguments(task, c)) for c in turn] for turn in gold_turns(task)]
+
+    def script(messages: list[dict[str, Any]], _i: int) -> Reply:
+        turn = sum(m["role"] == "user" for m in messages) - 1
+        made = 0
+        for m in reversed(messages):
+            if m["role"] == "user":
+                break
+            made += m["role"] == "tool"
+        if turn == skip_turn or made >= len(gold[turn]):
+            return "Done."
+        name, args = gold[turn][made]
+        return Completion(text="", tool_calls=[ToolCall(id=f"c{turn}-{made}", name=name, arguments=args)],
+                          completion_tokens=5)  # fmt: skip
+
+    return ScriptedPolicy(script)
+
+
+async def test_a_multi_turn_api_task_is_a_conversation(grader: Grader) -> None:
+    """BFCL multi-turn: each step's calls run on the simulated API and their results come back; a
+    reply without a call ends the turn and the user's next message follows; tools held back are
+    offered from their turn; every call of every turn is graded."""
+    from dojo.tasks import load_source
+
+    tasks = load_source("bfcl:multi_turn_miss_func?n=10&seed=2")
+    task = next(t for t in tasks if t.api and t.api.added and len(gold_turns_of(t)[0]) >= 2)
+    assert task.api is not None
+    config = EpisodeConfig(mode="tools", max_turns=64, max_total_tokens=100_000)
+    player = _gold_player(task)
+    ep = await EpisodeRunner(player, grader, config).run(task)
+    assert ep.status == "answered" and ep.value == 1.0, ep.reward
+    users = [m["content"] for m in ep.messages if m["role"] == "user"]
+    assert users == task.api.turns
+    observations = [m["content"] for m in ep.messages if m["role"] == "tool"]
+    assert len(observations) == sum(len(t) for t in gold_turns_of(task))
+    assert not any("there is no function" in o for o in observations)
+    assert all(r.seconds >= 0 for t in ep.turns for r in t.tool_results)
+    # natively offered tools follow the turns: the held-back ones only from their turn on
+    [(turn, names)] = task.api.added.items()
+    for messages, offered in zip(player.calls, player.offered, strict=True):
+        at = sum(m["role"] == "user" for m in messages) - 1
+        assert set(names) <= set(offered) if at >= turn else not set(names) & set(offered)
+    skipped = await EpisodeRunner(_gold_player(task, skip_turn=0), grader, config).run(task)
+    assert skipped.status == "answered" and skipped.reward is not None and skipped.reward.passed == 0
+    assert skipped.value == 0.0
+    short = await EpisodeRunner(_gold_player(task), grader, config.model_copy(update={"max_turns": 2})).run(task)
+    assert short.status == "turn_limit" and short.reward is not None and short.reward.verdict != "pass"
+
+
+def gold_turns_of(task: Task) -> list[list[str]]:
+    from dojo.tasks.gold_calls import gold_calls
+
+    return gold_calls(task)

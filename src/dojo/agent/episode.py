@@ -9,6 +9,11 @@ Two ways to work, chosen by ``EpisodeConfig.mode``:
   calling, or as ``<tool_call>`` text. A reply without a tool call, or a ``submit``, is final. On a
   ``tools`` task (its own functions, e.g. BFCL's) the first reply's calls are the answer.
 
+A ``tools`` task with a simulated API (``Task.api``, BFCL's multi-turn) is a conversation in either
+mode (``dojo.agent.api_conversation``): the user speaks once per turn, each reply's calls run on
+the API and their results come back, a reply without a call ends the turn, and every call of every
+turn is the answer.
+
 Limits: turns, completion tokens over the whole episode, and a wall-clock deadline. The final
 candidate (the submission, else the last reply) is graded on every test, hidden ones included.
 A policy or sandbox failure, or the deadline, leaves the episode without a reward
@@ -24,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dojo.agent.api_conversation import ApiConversation
 from dojo.agent.feedback import feedback_step
 from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams, ToolCall
 from dojo.agent.tool_calls import format_tool_call, parse_tool_calls
@@ -47,6 +53,12 @@ TOOLS_SYSTEM_PROMPT = (
     "You can use tools. To call one, write\n<tool_call>\n"
     '{{"name": "<tool>", "arguments": {{...}}}}\n</tool_call>\n'
     "Tools: {tools}. Call submit with your final solution; a reply without a tool call is your final answer."
+)
+# A tools task's own functions: its calls are the answer (no submit).
+TASK_TOOLS_PROMPT = (
+    "To call a function, write\n<tool_call>\n"
+    '{{"name": "<function>", "arguments": {{...}}}}\n</tool_call>\n'
+    "(one block per call). Functions: {tools}. A reply without a call ends your turn."
 )
 
 
@@ -174,7 +186,8 @@ class EpisodeRunner:
     def _initial_messages(self, task: Task) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = [dict(m) for m in task.messages()]
         if self.config.mode == "tools" and self.config.tool_prompt:
-            note = TOOLS_SYSTEM_PROMPT.format(tools=", ".join(tools_for(task, self.config.tools)))
+            template = TASK_TOOLS_PROMPT if task.form == "tools" else TOOLS_SYSTEM_PROMPT
+            note = template.format(tools=", ".join(tools_for(task, self.config.tools)))
             if messages and messages[0]["role"] == "system":
                 messages[0]["content"] = f"{messages[0]['content']}\n\n{note}"
             else:
@@ -203,8 +216,47 @@ class EpisodeRunner:
         ep.turns.append(TurnRecord(index=len(ep.turns), completion=c, policy_seconds=dt))
         return c
 
+    async def _api_loop(self, task: Task, ep: Episode) -> None:
+        """A conversation over the task's simulated API: turns of the user, steps of calls."""
+        cfg = self.config
+        talk = ApiConversation(
+            task,
+            self.grader.sandbox,
+            limits=self.grader.limits,
+            max_observation_chars=cfg.max_observation_chars,
+            sandbox_slots=self.sandbox_slots,
+        )
+        native = cfg.mode == "tools" and cfg.native_tools
+        ep.status = "turn_limit"
+        for _ in range(cfg.max_turns):
+            c = await self._generate(ep, talk.specs() if native else None)
+            if c is None:
+                break
+            record = ep.turns[-1]
+            calls = c.tool_calls or parse_tool_calls(c.text)
+            if calls and not talk.turn_exhausted:
+                results = await talk.step(calls)
+                record.tool_results += results
+                record.tool_seconds = sum(r.seconds for r in results)
+                ep.tool_seconds += record.tool_seconds
+                if (err := next((r.infra_error for r in results if r.infra_error), None)) is not None:
+                    ep.status, ep.error = "infra_error", err
+                    return
+                ep.messages += [{"role": "tool", "tool_call_id": r.call.id, "name": r.call.name,
+                                 "content": r.observation} for r in results]  # fmt: skip
+                continue
+            message = talk.next_turn()
+            if message is None:
+                ep.status = "answered"
+                break
+            ep.messages.append({"role": "user", "content": message})
+        ep.final = talk.answer()
+
     async def _loop(self, task: Task, ep: Episode) -> None:
         cfg = self.config
+        if task.api is not None:
+            await self._api_loop(task, ep)
+            return
         toolbox = Toolbox(
             task,
             self.grader.sandbox,

@@ -10,7 +10,8 @@ with every allowed value (``dojo.rewards.calls`` checks them by BFCL's rules). `
 Categories: ``simple_python``, ``multiple``, ``parallel``, ``parallel_multiple``, ``live_simple``,
 ``live_multiple``, ``live_parallel``, ``live_parallel_multiple``, ``irrelevance``,
 ``live_irrelevance``, ``live_relevance`` (the AST-checked ones with Python types; BFCL's Java and
-JavaScript categories and its multi-turn, memory and web-search ones are not here yet).
+JavaScript categories and its memory and web-search ones are not here yet; the multi-turn ones are
+``dojo.tasks.bfcl_multi_turn``'s).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ CATEGORIES = (
     "simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple", "live_parallel",
     "live_parallel_multiple", "irrelevance", "live_irrelevance", "live_relevance",
 )  # fmt: skip
+MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_long_context", "multi_turn_miss_func", "multi_turn_miss_param")
 JSON_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
 SYSTEM = (
     "You can call the functions below. If the request can be met with them, answer with only the call(s) that "
@@ -117,7 +119,9 @@ def _reference(category: str, answer: dict[str, Any] | None, functions: list[dic
 
 def load_bfcl(category: str, *, n: int | None = None, seed: int = 0) -> list[Task]:
     if category not in CATEGORIES:
-        raise ValueError(f"bfcl has no category {category!r} here; categories: {', '.join(CATEGORIES)}")
+        raise ValueError(
+            f"bfcl has no category {category!r} here; categories: {', '.join(CATEGORIES + MULTI_TURN_CATEGORIES)}"
+        )
     root = data_dir()
     rows = _rows(root / f"BFCL_v4_{category}.json")
     answers_path = root / "possible_answer" / f"BFCL_v4_{category}.json"

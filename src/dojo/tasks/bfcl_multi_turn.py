@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from dojo.sandbox.environment import Environment, EnvironmentStore
-from dojo.tasks.bfcl import DISTRIBUTION, VERSION, data_dir, tool_spec
+from dojo.tasks.bfcl import DISTRIBUTION, MULTI_TURN_CATEGORIES, VERSION, data_dir, tool_spec
 from dojo.tasks.gold_calls import api_reference
 from dojo.tasks.model import ApiScenario, Message, Task, TaskMetadata, TestCase
 from dojo.tasks.wheel_data import wheel_data
 
-KINDS = ("multi_turn_base", "multi_turn_long_context", "multi_turn_miss_func", "multi_turn_miss_param")
+KINDS = MULTI_TURN_CATEGORIES
 PACKAGE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
 MODULES = {
     "GorillaFileSystem": "gorilla_file_system",
@@ -51,6 +51,7 @@ SYSTEM = (
     "no call.\n\nAt each turn, try your best to complete the user's requests within the turn: keep calling "
     "functions until the request is fulfilled; you see each call's result. When you have no more functions "
     "to call, reply without a call: the turn is then complete and the user may say more.\n\n"
+    'Write each call as <tool_call>{{"name": ..., "arguments": {{...}}}}</tool_call>.\n\n'
     "Functions:\n{functions}"
 )
 

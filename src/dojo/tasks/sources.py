@@ -5,7 +5,8 @@
   ``reasoning_gym`` alone means all of them);
 - ``family:expressions?n=100&seed=0&difficulty=0.2-0.8`` (procedural families);
 - ``bfcl:simple_python?n=50&seed=0`` (the Berkeley Function Calling Leaderboard's single-turn
-  categories, from the bfcl-eval wheel: ``dojo.tasks.bfcl``);
+  categories, from the bfcl-eval wheel: ``dojo.tasks.bfcl``; its multi-turn ones, e.g.
+  ``bfcl:multi_turn_base``, on simulated APIs: ``dojo.tasks.bfcl_multi_turn``);
 - ``intercode:bash`` (InterCode's bash tasks on its test file tree, graded against the gold command's
   output and file changes: ``dojo.tasks.intercode``);
 - ``swe:toolz?context=function&n=20&seed=0`` (bugs injected into a real package: ``dojo.tasks.swe``);
@@ -17,6 +18,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs
 
 from dojo.tasks.bfcl import CATEGORIES, load_bfcl
+from dojo.tasks.bfcl_multi_turn import KINDS, load_bfcl_multi_turn
 from dojo.tasks.families import family_names, generate_tasks
 from dojo.tasks.files import load_tasks
 from dojo.tasks.humaneval import load_humaneval
@@ -29,7 +31,7 @@ from dojo.tasks.terminal import TerminalFamily  # noqa: F401  (registers family:
 SOURCE_HELP = (
     "a task source is one of: humaneval, humaneval:function, reasoning_gym[:FAMILY,...][?n=20&level=2&seed=0], "
     f"family:NAME[?n=100&seed=0&difficulty=0.2-0.8] (families: {', '.join(family_names())}), "
-    f"bfcl:CATEGORY[?n=50&seed=0] (categories: {', '.join(CATEGORIES)}), "
+    f"bfcl:CATEGORY[?n=50&seed=0] (categories: {', '.join(CATEGORIES + KINDS)}), "
     "intercode:bash[?n=10&seed=0], "
     f"swe:PACKAGE[?context={'|'.join(CONTEXTS)}&n=20&seed=0] (packages: {', '.join(sorted(PACKAGES))}), "
     "or a .jsonl/.parquet file"
@@ -82,6 +84,8 @@ def load_source(spec: str) -> list[Task]:
     if kind == "bfcl":
         opts = _options(query, {"n", "seed"})
         n = _int(opts, "n", 0)
+        if arg in KINDS:
+            return load_bfcl_multi_turn(arg, n=n or None, seed=_int(opts, "seed", 0))
         return load_bfcl(arg, n=n or None, seed=_int(opts, "seed", 0))
     if kind == "intercode":
         opts = _options(query, {"n", "seed"})
