@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import pytest
+
+from dojo.errors import InputError
 from dojo.rewards.audit import audit_tasks
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import Task, TestCase, load_humaneval
@@ -43,3 +46,26 @@ async def test_humaneval_sample_is_verifiable_with_difficulty_estimates(fast_san
     assert all(d is not None and 0 <= d <= 1 for d in difficulties)
     assert len(set(difficulties)) > 5  # estimates differ between tasks
     assert report.to_json()["summary"]["verifiable"] == 20
+
+
+async def test_a_multi_turn_api_tasks_gold_is_checked(fast_sandbox: AsyncSandbox) -> None:
+    """BFCL multi-turn: the gold passes every time, and no call, the first turn's calls only, or
+    all calls at once fail; a gold that calls a tool not offered at its turn is found."""
+    from dojo.tasks import load_source
+    from dojo.tasks.gold_calls import api_reference
+
+    tasks = load_source("bfcl:multi_turn_base?n=4&seed=0")
+    first = tasks[0]
+    assert first.api is not None
+    gold = [list(turn) for turn in first.tests[0].expected["turns"]]
+    gold[0].append("no_such_tool()")
+    broken = first.model_copy(update={"id": "broken", "tests": [TestCase(expected={"turns": gold})]})
+    broken = broken.model_copy(update={"reference": api_reference(broken)})
+    report = await audit_tasks([*tasks, broken], fast_sandbox, repeats=2)
+    assert [t.status for t in report.tasks[:4]] == ["ok"] * 4
+    assert all(t.reference_rewards == [1.0, 1.0] and not t.trivial_passed for t in report.tasks[:4])
+    assert report.tasks[4].status == "unverifiable"
+    assert report.tasks[4].problems == ["gold_call_fails: turn 0: no_such_tool: Error during execution: there is no "
+                                        "function 'no_such_tool' to call"]  # fmt: skip
+    with pytest.raises(InputError, match="unique"):
+        await audit_tasks([first, first], fast_sandbox)

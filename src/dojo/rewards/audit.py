@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import collections
 import contextlib
+import json
 import math
 import time
 from collections.abc import Callable
@@ -26,7 +28,9 @@ from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
 from dojo.rewards.repo import format_edits, parse_edits
+from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
+from dojo.tasks.gold_calls import gold_turns
 from dojo.tasks.model import Task
 from dojo.tasks.mutation import apply_mutant, mutants
 from dojo.tasks.swe import enclosing_function
@@ -111,6 +115,14 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
     if task.form in ("function", "assert"):
         entry = task.entry_point
         return [(f"return {r}", f"def {entry}(*args, **kwargs):\n    return {r}\n") for r in TRIVIAL_RETURNS]
+    if task.form == "tools" and task.api is not None:  # a conversation: no call, one turn's, all at once
+        gold = json.loads(task.reference or '{"turns": []}').get("turns", [])
+        calls = [c for turn in gold for step in turn for c in step]
+        out = [("no call", "I cannot do that with these tools.")]
+        if sum(1 for turn in gold if any(turn)) > 1:
+            out.append(("first turn only", json.dumps({"turns": gold[:1]})))
+            out.append(("all calls in the first turn", json.dumps({"turns": [[calls]]})))
+        return out
     if task.form == "tools":  # no call at all (the answer when none of the tools fits), or a bare call
         names = [t["function"]["name"] for t in task.tools[:2]]
         bare = [(f"call {n} bare", f'<tool_call>{{"name": "{n}", "arguments": {{}}}}</tool_call>') for n in names]
@@ -121,6 +133,25 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
         assert task.workspace is not None
         return [("unchanged tree", format_edits(dict(list(task.workspace.files.items())[:1])))]
     return [(f"program {i}", f"```\n{src}\n```") for i, src in enumerate(TRIVIAL_PROGRAMS.get(task.language, ("",)))]
+
+
+async def failing_gold_call(task: Task, sandbox: SandboxAPI) -> str | None:
+    """A multi-turn API task's first gold call that raises or names a tool not offered at its turn
+    (a gold that cannot be followed with what the model is shown), or None."""
+    try:
+        turns = gold_turns(task)
+    except ValueError as e:
+        raise InvalidTask(str(e)) from None
+    run = await run_api_calls(task, turns, sandbox, observe_from=0)
+    if run.infrastructure_error is not None or run.problem is not None:
+        return run.problem
+    texts = iter(run.observations())
+    for i, turn in enumerate(turns):
+        for call in turn:
+            text = next(texts, "")
+            if text.startswith("Error during execution"):
+                return f"turn {i}: {call['name']}: {text[:200]}"
+    return None
 
 
 def reference_mutants(task: Task, n: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -180,7 +211,8 @@ def near_duplicates(tasks: list[Task], threshold: float = 0.85, num_perm: int = 
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
     hashes: dict[str, MinHash] = {}
     for t in tasks:
-        words = t.prompt_text().lower().split()
+        text = "\n".join(t.api.turns) if t.api is not None else t.prompt_text()  # not the shared function docs
+        words = text.lower().split()
         shingles = {" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
         m = MinHash(num_perm=num_perm, seed=1)
         m.update_batch([s.encode() for s in shingles])
@@ -210,6 +242,9 @@ async def audit_tasks(
         raise InputError(f"repeats must be at least 1, got {repeats}")
     if mutants < 0:
         raise InputError(f"mutants must be 0 or more, got {mutants}")
+    counts = collections.Counter(t.id for t in tasks)
+    if twice := sorted(tid for tid, k in counts.items() if k > 1):
+        raise InputError(f"task ids must be unique; given more than once: {', '.join(twice[:5])}")
     start = time.perf_counter()
     grader = Grader(sandbox)
     dups = near_duplicates(tasks, duplicate_threshold)
@@ -237,6 +272,8 @@ async def audit_tasks(
                 refs = list(await asyncio.gather(*(grader.grade(task, task.reference) for _ in range(repeats))))
             a.reference_ms = round((time.perf_counter() - t0) * 1000 / max(1, repeats), 2) if refs else None
             others = await asyncio.gather(*(grader.grade(task, c) for _, c in trivial))
+            if task.api is not None and (failed := await failing_gold_call(task, sandbox)) is not None:
+                a.problems.append(f"gold_call_fails: {failed}")
         except InvalidTask as e:
             a.problems.append(f"invalid_check: {e}")
             a.status = "error"
