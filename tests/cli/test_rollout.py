@@ -97,7 +97,9 @@ def test_rollout_runs_repo_tasks(policy_server: str, tmp_path: Path, mode: str) 
     assert set(pd.read_parquet(out)["task_id"]) <= {f"swe:toolz/{i:04d}" for i in range(100)}
 
 
-@pytest.mark.parametrize("source", ["bfcl:simple_python?n=2", "family:terminal?n=2", "intercode:bash?n=2"])
+@pytest.mark.parametrize(
+    "source", ["bfcl:simple_python?n=2", "bfcl:multi_turn_miss_func?n=2", "family:terminal?n=2", "intercode:bash?n=2"]
+)
 def test_rollout_runs_the_other_agent_sources(policy_server: str, tmp_path: Path, source: str) -> None:
     out, summary = tmp_path / "run", tmp_path / "summary.json"
     args = ["rollout", source, "--policy", policy_server, "--out", str(out), "-n", "1", "--mode", "tools",
