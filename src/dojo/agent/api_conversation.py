@@ -7,7 +7,8 @@ API is deterministic, so each step replays the conversation's calls so far from 
 in one run (``dojo.rewards.simulated_api``) and shows the results of the new calls: no state lives
 between runs. Tools held back until a turn (``api.added``) are offered from that turn on.
 
-The answer graded at the end is every call of every step of every turn (``answer()``).
+The answer graded at the end is every call of every step of every turn, and what the replies said
+(``answer()``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class ApiConversation:
         self._slots = sandbox_slots
         self.turn = 0
         self.steps: list[list[list[dict[str, Any]]]] = [[] for _ in self.api.turns]
+        self.said: list[str] = []  # the model's replies' text (what it told the user)
 
     @property
     def turn_exhausted(self) -> bool:
@@ -65,9 +67,14 @@ class ApiConversation:
         self.turn += 1
         return self.api.turns[self.turn]
 
+    def reply(self, text: str) -> None:
+        """Record what a reply told the user (a check may need it: tau2's information to give)."""
+        if text.strip():
+            self.said.append(text)
+
     def answer(self) -> str:
-        """Every call made, per turn and step: what the grader scores."""
-        return json.dumps({"turns": self.steps})
+        """Every call made, per turn and step, and every reply's text: what the grader scores."""
+        return json.dumps({"turns": self.steps, "said": self.said})
 
     async def step(self, calls: list[ToolCall]) -> list[ToolResult]:
         """Make ``calls`` (one model reply's) on the API after all earlier ones; one result each.

@@ -233,6 +233,7 @@ class EpisodeRunner:
             if c is None:
                 break
             record = ep.turns[-1]
+            talk.reply(c.text)
             calls = c.tool_calls or parse_tool_calls(c.text)
             if calls and not talk.turn_exhausted:
                 results = await talk.step(calls)

@@ -50,7 +50,14 @@ from dojo.rewards.mapping import correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.repo import case_outcomes, parse_edits, path_allowed, run_repo_tests
 from dojo.rewards.shell import run_shell_script, shell_outcomes
-from dojo.rewards.simulated_api import candidate_turns, gold_run, run_api_calls, turn_outcomes
+from dojo.rewards.simulated_api import (
+    candidate_said,
+    candidate_turns,
+    final_outcomes,
+    gold_run,
+    run_api_calls,
+    turn_outcomes,
+)
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.compare import stdout_matches
 from dojo.tasks.gold_calls import gold_calls
@@ -403,11 +410,15 @@ async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limit
     """Run the candidate's calls turn by turn on the task's simulated API, and the gold calls in
     their own run; compare each checked turn's state and results here (BFCL's multi-turn rule)."""
     gold = gold_calls(task)
-    out = TestResults(total=sum(1 for turn in gold if turn))
-    calls, problem = candidate_turns(api_answer(completion), len(gold))
+    assert task.api is not None
+    final = task.api.check == "final_state"
+    say = [str(t) for t in task.tests[0].expected.get("say", [])] if final else []
+    out = TestResults(total=1 + len(say) if final else sum(1 for turn in gold if turn))
+    answer = api_answer(completion)
+    calls, problem = candidate_turns(answer, len(gold))
     if problem is not None:
         out.flags.append("suspicious:malformed_reply")
-    if not any(calls):
+    if not any(calls) and not final:  # (tau2: making no call may be the right answer: a refusal)
         out.no_answer = "no_calls: no call could be read from the answer"
         return out
     try:
@@ -424,7 +435,11 @@ async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limit
     if mine.problem is not None:
         out.cases.append(CaseOutcome(index=-1, passed=False, detail=mine.problem))
         return out
-    out.cases = turn_outcomes(gold, calls, mine, theirs)
+    if final:
+        said = candidate_said(answer) if isinstance(answer, dict) and "said" in answer else [completion]
+        out.cases = final_outcomes(say, said, mine, theirs)
+    else:
+        out.cases = turn_outcomes(gold, calls, mine, theirs)
     out.passed = sum(c.passed for c in out.cases)
     return out
 

@@ -81,6 +81,10 @@ def digest(value):
 def state(objects):
     out = {}
     for name, obj in objects.items():
+        own = getattr(type(obj), "_state", None)
+        if callable(own):  # an API that says what its state is (a database's hash)
+            out[name] = {k: digest(v) for k, v in own(obj).items()}
+            continue
         done = {id(obj)}
         out[name] = {k: digest(encode(v, done)) for k, v in vars(obj).items() if not k.startswith("_")}
     return out
@@ -111,8 +115,9 @@ for name, obj in objects.items():  # a later class's method of the same name win
 
 report = {"turns": []}
 observe_from = spec.get("observe_from")
+states = spec.get("states", "each")
 n = 0
-for turn in spec["turns"]:
+for t, turn in enumerate(spec["turns"]):
     allowed = turn.get("allowed")
     results = []
     for call in turn["calls"]:
@@ -133,7 +138,9 @@ for turn in spec["turns"]:
             entry["text"] = text
         results.append(entry)
         n += 1
-    report["turns"].append({"results": results, "state": state(objects)})
+    last = t == len(spec["turns"]) - 1
+    snapshot = state(objects) if states == "each" or (states == "last" and last) else {}
+    report["turns"].append({"results": results, "state": snapshot})
 report_to.write(json.dumps(report))
 report_to.flush()
 """
@@ -158,7 +165,12 @@ def offered_names(task: Task, turn: int) -> list[str]:
 
 
 def api_program(
-    task: Task, turns: list[list[dict[str, Any]]], *, restrict: bool, observe_from: int | None = None
+    task: Task,
+    turns: list[list[dict[str, Any]]],
+    *,
+    restrict: bool,
+    observe_from: int | None = None,
+    states: str = "each",
 ) -> Program:
     """The run that makes ``task``'s API and makes ``turns``' calls on it (``restrict``: only the
     tools offered at each turn; the gold is not restricted). ``observe_from``: the results of the
@@ -172,6 +184,7 @@ def api_program(
         "stateless": api.stateless,
         "long_context": api.long_context,
         "observe_from": observe_from,
+        "states": states,
         "turns": [
             {"calls": calls, "allowed": offered_names(task, i) if restrict else None} for i, calls in enumerate(turns)
         ],
@@ -193,10 +206,14 @@ async def run_api_calls(
     *,
     restrict: bool = True,
     observe_from: int | None = None,
+    states: str | None = None,
 ) -> ApiRun:
-    """Make ``turns``' calls on ``task``'s API in one sandbox run; its report, read here."""
-    result = await sandbox.run(api_program(task, turns, restrict=restrict, observe_from=observe_from),
-                               limits or API_GRADING_LIMITS)  # fmt: skip
+    """Make ``turns``' calls on ``task``'s API in one sandbox run; its report, read here. ``states``:
+    after which turns the state is reported (``each``, ``last``, ``none``; by default what the
+    task's check needs)."""
+    states = states or ("last" if scenario_of(task).check == "final_state" else "each")
+    program = api_program(task, turns, restrict=restrict, observe_from=observe_from, states=states)
+    result = await sandbox.run(program, limits or API_GRADING_LIMITS)
     if result.verdict is Verdict.SANDBOX_ERROR:
         return ApiRun(infrastructure_error=result.sandbox_error or "sandbox error")
     if result.verdict is not Verdict.ACCEPTED:
@@ -257,6 +274,37 @@ def candidate_turns(answer: Any, n_turns: int) -> tuple[list[list[dict[str, Any]
         out.append(calls)
     out += [[] for _ in range(n_turns - len(out))]
     return out, ("more turns than the task has" if len(turns) > n_turns else None)
+
+
+def candidate_said(answer: Any) -> list[str]:
+    """What the agent told the user: the answer's ``said`` texts (an episode's replies)."""
+    said = answer.get("said") if isinstance(answer, dict) else None
+    return [t for t in said if isinstance(t, str)] if isinstance(said, list) else []
+
+
+def final_outcomes(say: list[str], said: list[str], mine: ApiRun, theirs: ApiRun) -> list[CaseOutcome]:
+    """tau2's rule: the state the conversation leaves equals the gold's (case 0), and each text of
+    ``say`` appears in one of the agent's replies (case-insensitive, commas ignored)."""
+    gold, got = theirs.turns[-1]["state"], mine.turns[-1]["state"]
+    differ = sorted(
+        f"{name}'s {a}" for name, attrs in gold.items() for a in attrs if got.get(name, {}).get(a) != attrs[a]
+    )
+    outcomes = [
+        CaseOutcome(
+            index=0,
+            passed=not differ,
+            detail=f"{', '.join(differ[:5])} differ from what the request leads to" if differ else "",
+        )
+    ]
+    replies = [t.lower().replace(",", "") for t in said]
+    for i, text in enumerate(say, start=1):
+        told = any(text.lower() in r for r in replies)
+        outcomes.append(
+            CaseOutcome(
+                index=i, passed=told, detail="" if told else "the user was not told something the request needs"
+            )
+        )
+    return outcomes  # fmt: skip
 
 
 def turn_outcomes(gold: list[list[str]], candidate: list[list[dict[str, Any]]], mine: ApiRun,

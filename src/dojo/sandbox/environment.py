@@ -367,13 +367,24 @@ class EnvironmentStore:
         self._add_version(name, version, settings)
         return self.get(f"{name}@{version}")
 
-    def adopt(self, name: str, distributions: list[str], *, preload: list[str] | None = None) -> Environment:
+    def adopt(
+        self,
+        name: str,
+        distributions: list[str],
+        *,
+        preload: list[str] | None = None,
+        modules: dict[str, str] | None = None,
+    ) -> Environment:
         """An environment made of pure-Python distributions that the host's interpreter has installed
         (their files copied as their RECORD lists them), with no index and no network: for task sets
         whose data is a package's own source and tests (``swe:``). The lock is the installed
         versions, so the same versions always give the same environment. ``preload`` defaults to
-        none: a task that edits the package must import its own copy."""
+        none: a task that edits the package must import its own copy. ``modules``: top-level
+        modules (name -> source) written beside the distributions (an adapter a task set needs);
+        their hashes are part of the lock. A distribution with compiled code is adopted only when
+        this interpreter and the sandbox's are the same version (``cp311``: the same ABI)."""
         import importlib.metadata as metadata
+        import sys
 
         check_name(name)
         dists = []
@@ -385,12 +396,20 @@ class EnvironmentStore:
                     f"{wanted!r} is not installed here, so it cannot be adopted into {name!r}; install it "
                     f"(pip install {wanted}) or build the environment from an index (dojo env build)"
                 ) from None
-            wheel = dist.read_text("WHEEL") or ""
-            if "Root-Is-Purelib: true" not in wheel:
-                raise EnvironmentSpecError(f"{wanted!r} is not a pure-Python distribution; build {name!r} with pip")
             dists.append(dist)
         tag = python_tag(self.python)
-        pins = tuple(sorted(f"{d.metadata['Name']}=={d.version}" for d in dists))
+        host = sys.implementation.cache_tag.replace("cpython-", "cp")
+        for dist in dists:
+            if "Root-Is-Purelib: true" not in (dist.read_text("WHEEL") or "") and host != tag:
+                raise EnvironmentSpecError(
+                    f"{dist.metadata['Name']!r} has compiled code for {host}, but the sandbox runs {tag}; "
+                    f"build {name!r} with pip (dojo env build)"
+                )
+        for module in modules or {}:
+            if not module.isidentifier():
+                raise EnvironmentSpecError(f"module name {module!r} is not a Python identifier")
+        extra = [f"module:{m}={hashlib.sha256(src.encode()).hexdigest()[:16]}" for m, src in (modules or {}).items()]
+        pins = tuple(sorted([*(f"{d.metadata['Name']}=={d.version}" for d in dists), *extra]))
         version = lock_version(pins, tag)
         target = self.root / "store" / version
         if not (target / "environment.json").exists():
@@ -407,6 +426,8 @@ class EnvironmentStore:
                         if src.is_file():
                             (site / rel).parent.mkdir(parents=True, exist_ok=True)
                             shutil.copyfile(src, site / rel)
+                for module, source in (modules or {}).items():
+                    (site / f"{module}.py").write_text(source)
                 meta = {"lock": list(pins), "python": tag, "preload": list(preload or ()),
                         "requirements": list(distributions), "created": time.time(), "adopted": True}  # fmt: skip
                 _write_atomic(staging / "environment.json", meta)

@@ -84,6 +84,8 @@ class TestCase(BaseModel):
     - answer: ``expected`` answer (a string);
     - repo: ``code``, the pytest node id of a test (``path/test_x.py::TestX::test_y``); ``expected``
       ``"guard"`` for a test that must keep passing but is not scored (a regression guard);
+    - tools with an ``api``: ``expected``, ``{"turns": [[gold call, ...], ...]}`` and, for a
+      ``final_state`` check, ``"say": [text, ...]``: what the agent's replies must tell the user;
     - tools: ``expected``, ``{"calls": [{name: {param: [allowed values]}}, ...]}`` (BFCL's answer
       form; ``""`` allowed means the parameter may be left out), ``{"no_call": true}`` or
       ``{"any_call": true}``;
@@ -163,7 +165,12 @@ class ApiScenario(BaseModel):
     functions are added); ``added`` names the tools held back until a turn (they are in
     ``Task.tools`` but offered from that turn on). The test's ``expected`` is ``{"turns": [[call,
     ...], ...]}``: the gold calls of each turn, as Python call text (``cd(folder='x')``); a turn
-    with no gold call is not checked (the user asked for something the tools cannot do yet)."""
+    with no gold call is not checked (the user asked for something the tools cannot do yet).
+
+    ``check`` says when the state is compared: ``each_turn`` (BFCL: after every turn with gold
+    calls, and the gold's results must have been produced) or ``final_state`` (tau2: only the
+    state the whole conversation leaves, which must equal the gold calls'; and each text of the
+    test's ``say`` must appear in the agent's replies)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -174,6 +181,7 @@ class ApiScenario(BaseModel):
     long_context: bool = Field(False, description="Load the scenario with the API's long-context filler.")
     turns: list[str] = Field(min_length=1, description="The user's message of each turn.")
     added: dict[int, list[str]] = Field(default_factory=dict, description="Turn -> tools offered from it on.")
+    check: Literal["each_turn", "final_state"] = Field("each_turn", description="When the state is compared.")
 
     @model_validator(mode="after")
     def _consistent(self) -> ApiScenario:

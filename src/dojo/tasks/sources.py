@@ -7,6 +7,8 @@
 - ``bfcl:simple_python?n=50&seed=0`` (the Berkeley Function Calling Leaderboard's single-turn
   categories, from the bfcl-eval wheel: ``dojo.tasks.bfcl``; its multi-turn ones, e.g.
   ``bfcl:multi_turn_base``, on simulated APIs: ``dojo.tasks.bfcl_multi_turn``);
+- ``tau2:airline?n=10&seed=0`` (tau2-bench's customer-service tasks with a scripted user, checked on
+  the final database and what the agent told the user: ``dojo.tasks.tau2``);
 - ``intercode:bash`` (InterCode's bash tasks on its test file tree, graded against the gold command's
   output and file changes: ``dojo.tasks.intercode``);
 - ``swe:toolz?context=function&n=20&seed=0`` (bugs injected into a real package: ``dojo.tasks.swe``);
@@ -26,12 +28,14 @@ from dojo.tasks.intercode import load_intercode
 from dojo.tasks.model import Task
 from dojo.tasks.reasoning_gym import load_reasoning_gym
 from dojo.tasks.swe import CONTEXTS, PACKAGES, load_swe
+from dojo.tasks.tau2 import DOMAINS, load_tau2
 from dojo.tasks.terminal import TerminalFamily  # noqa: F401  (registers family:terminal)
 
 SOURCE_HELP = (
     "a task source is one of: humaneval, humaneval:function, reasoning_gym[:FAMILY,...][?n=20&level=2&seed=0], "
     f"family:NAME[?n=100&seed=0&difficulty=0.2-0.8] (families: {', '.join(family_names())}), "
     f"bfcl:CATEGORY[?n=50&seed=0] (categories: {', '.join(CATEGORIES + KINDS)}), "
+    f"tau2:DOMAIN[?n=10&seed=0] (domains: {', '.join(DOMAINS)}), "
     "intercode:bash[?n=10&seed=0], "
     f"swe:PACKAGE[?context={'|'.join(CONTEXTS)}&n=20&seed=0] (packages: {', '.join(sorted(PACKAGES))}), "
     "or a .jsonl/.parquet file"
@@ -87,6 +91,10 @@ def load_source(spec: str) -> list[Task]:
         if arg in KINDS:
             return load_bfcl_multi_turn(arg, n=n or None, seed=_int(opts, "seed", 0))
         return load_bfcl(arg, n=n or None, seed=_int(opts, "seed", 0))
+    if kind == "tau2":
+        opts = _options(query, {"n", "seed"})
+        n = _int(opts, "n", 0)
+        return load_tau2(arg, n=n or None, seed=_int(opts, "seed", 0))
     if kind == "intercode":
         opts = _options(query, {"n", "seed"})
         n = _int(opts, "n", 0)

