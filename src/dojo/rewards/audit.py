@@ -272,7 +272,8 @@ async def audit_tasks(
                 refs = list(await asyncio.gather(*(grader.grade(task, task.reference) for _ in range(repeats))))
             a.reference_ms = round((time.perf_counter() - t0) * 1000 / max(1, repeats), 2) if refs else None
             others = await asyncio.gather(*(grader.grade(task, c) for _, c in trivial))
-            if task.api is not None and (failed := await failing_gold_call(task, sandbox)) is not None:
+            checks_results = task.api is not None and task.api.check == "each_turn"  # (tau2's gold tries and fails)
+            if checks_results and (failed := await failing_gold_call(task, sandbox)) is not None:
                 a.problems.append(f"gold_call_fails: {failed}")
         except InvalidTask as e:
             a.problems.append(f"invalid_check: {e}")
