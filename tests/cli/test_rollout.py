@@ -98,7 +98,14 @@ def test_rollout_runs_repo_tasks(policy_server: str, tmp_path: Path, mode: str) 
 
 
 @pytest.mark.parametrize(
-    "source", ["bfcl:simple_python?n=2", "bfcl:multi_turn_miss_func?n=2", "family:terminal?n=2", "intercode:bash?n=2"]
+    "source",
+    [
+        "bfcl:simple_python?n=2",
+        "bfcl:multi_turn_miss_func?n=2",
+        "tau2:retail?n=2",
+        "family:terminal?n=2",
+        "intercode:bash?n=2",
+    ],
 )
 def test_rollout_runs_the_other_agent_sources(policy_server: str, tmp_path: Path, source: str) -> None:
     out, summary = tmp_path / "run", tmp_path / "summary.json"
