@@ -18,6 +18,15 @@ Checks (``TestCase.expected`` of a shell task), each one pass/fail:
 - ``{"path": P, "mode": M}``: permission bits (an int, e.g. ``0o755`` = 493);
 - ``{"path": P, "members": [...]}``: a .tar, .tar.gz, .tgz or .zip holding exactly those files;
 - ``{"stdout": T}``: what the script printed (stripped, lines' trailing whitespace ignored);
+- ``{"path": P, "untouched": true}``: nothing changed the file's inode while the script ran (its
+  ctime is older than the run: changing a file and changing it back is caught);
+- ``{"path": P, "format": "json" | "toml" | "ini", "values": {"server.port": 8080, ...}}``: the file
+  parses as that format and sets those values (dotted keys for sections);
+- ``{"probe": {"port": N, "path": "/health", "wait": 5}, "status": 200, "json": {...}, "command":
+  [...]}``: what the script left running answers ``GET`` on 127.0.0.1:N (asked after the script
+  ends, before anything is killed; retried for ``wait`` seconds while the port is closed) with that
+  status and a JSON object holding those values, served by ``python3`` running exactly ``command``
+  (its arguments, read from ``/proc``) with no ``PYTHON*`` environment variable;
 - ``{"reference_state": true}``: the same output and tree as the task's reference script leaves,
   run on the same tree in the same grading (InterCode's gold commands: ``same_state``).
 
@@ -28,6 +37,7 @@ touch): not scored, but one that fails scores the task 0 (doing nothing never ea
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -36,7 +46,7 @@ from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.tasks.model import Task
 
 SHELL_GRADING_LIMITS = Limits(wall_time=60.0, cpu_time=30.0, memory=512 << 20, processes=64, disk=128 << 20)
-CHECKS = ("exists", "type", "sha256", "text", "mode", "members", "stdout")
+CHECKS = ("exists", "type", "sha256", "text", "mode", "members", "stdout", "values", "untouched", "probe")
 
 # The trusted process of a shell run: only definitions at the top (it is preloaded by the slot).
 SHELL_CHECK = r"""
@@ -52,7 +62,7 @@ def unblock():
 
 def describe(path, rel):
     st = os.lstat(path)
-    entry = {"mode": stat.S_IMODE(st.st_mode), "size": st.st_size}
+    entry = {"mode": stat.S_IMODE(st.st_mode), "size": st.st_size, "ctime": st.st_ctime}
     if stat.S_ISLNK(st.st_mode):
         entry.update(type="link", target=os.readlink(path))
         return entry
@@ -88,7 +98,76 @@ def describe(path, rel):
     return entry
 
 
+def listener(port):
+    # the pid listening on the TCP port, found through /proc, or None
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    return int(pid)
+        except OSError:
+            continue
+    return None
+
+
+def others_alive():
+    # whether any process of this uid but this one is alive (not a zombie)
+    me, uid = os.getpid(), os.getuid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            if os.stat(f"/proc/{pid}").st_uid == uid and state != "Z":
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
+
+
+def probe(spec):
+    # GET 127.0.0.1:port/path once the port answers (up to `wait` seconds): the status, the body,
+    # and the command line and PYTHON* environment variables of the process listening
+    import http.client
+
+    deadline = time.monotonic() + float(spec.get("wait", 5))
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", int(spec["port"]), timeout=2)
+            conn.request("GET", spec["path"])
+            resp = conn.getresponse()
+            body = resp.read(TEXT_MAX)
+            out = {"status": resp.status, "body": body.decode(errors="replace")}
+            break
+        except (OSError, http.client.HTTPException) as e:
+            if time.monotonic() > deadline or not others_alive():  # nothing left that could start answering
+                return {"error": f"{type(e).__name__}: {e}"}
+            time.sleep(0.05)
+    pid = listener(int(spec["port"]))
+    if pid is not None:
+        try:
+            out["cmdline"] = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace").split("\0")[:-1]
+            environ = open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace").split("\0")
+            out["python_env"] = sorted(v.split("=", 1)[0] for v in environ if v.startswith("PYTHON"))
+        except OSError as e:
+            out["cmdline_error"] = e.strerror
+    return out
+
+
 def main():
+    started_at = time.time()  # the tree was written before this: a later ctime is the script's doing
     job = json.loads(sys.stdin.buffer.read())
     for d in job.get("directories", []):
         path = os.path.normpath(os.path.join(WORK, d))
@@ -108,6 +187,7 @@ def main():
         ended = "exit"
     except subprocess.TimeoutExpired:
         code, ended = None, "timeout"
+    probes = [probe(p) for p in job.get("probes", [])]  # what the script left running, asked before it is killed
     try:
         os.kill(-1, signal.SIGKILL)  # everything the script left running: all of this uid but us
     except ProcessLookupError:
@@ -132,10 +212,21 @@ def main():
         f.seek(0)
         streams.append(f.read(TEXT_MAX).decode(errors="replace"))
     report = {"dojo_shell": 1, "uid": os.getuid(), "ended": ended, "exit_code": code,
-              "seconds": round(time.monotonic() - start, 3), "stdout": streams[0], "stderr": streams[1], "tree": tree}
+              "seconds": round(time.monotonic() - start, 3), "stdout": streams[0], "stderr": streams[1], "tree": tree,
+              "probes": probes, "started_at": started_at}
     sys.stdout.write(json.dumps(report))
     sys.stdout.flush()
 """
+
+
+def probes_of(task: Task) -> list[dict[str, Any]]:
+    """The HTTP requests the task's checks need answered (each once, in the order first named)."""
+    out: list[dict[str, Any]] = []
+    for t in task.tests:
+        spec = t.expected.get("probe") if isinstance(t.expected, dict) else None
+        if isinstance(spec, dict) and spec not in out:
+            out.append(spec)
+    return out
 
 
 def shell_program(task: Task, script: str, timeout: float) -> Program:
@@ -148,7 +239,9 @@ def shell_program(task: Task, script: str, timeout: float) -> Program:
     return Program(
         language="python",
         source=SHELL_CHECK,
-        stdin=json.dumps({"script": script, "timeout": timeout, "directories": task.workspace.directories}),
+        stdin=json.dumps(
+            {"script": script, "timeout": timeout, "directories": task.workspace.directories, "probes": probes_of(task)}
+        ),
         files=files,
         environment=task.environment,
     )
@@ -202,8 +295,70 @@ def _lines(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip().splitlines()]
 
 
-def check_passes(check: dict[str, Any], report: dict[str, Any]) -> tuple[bool, str]:
-    """Whether the final state ``report`` satisfies ``check``, and what was found when it does not."""
+def parse_config(text: str, kind: str) -> dict[str, Any]:
+    """A configuration file's settings, flattened to dotted keys (``server.port``): ``json``,
+    ``toml`` or ``ini`` (values as text). ValueError when it does not parse."""
+    import configparser
+    import tomllib
+
+    if kind == "json":
+        data = json.loads(text)
+    elif kind == "toml":
+        data = tomllib.loads(text)
+    elif kind == "ini":
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(text)
+        data = {section: dict(parser[section]) for section in parser.sections()}
+    else:
+        raise ValueError(f"unknown configuration format {kind!r}")
+    if not isinstance(data, dict):
+        raise ValueError("the configuration is not a mapping")
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            flat[prefix] = value
+
+    walk("", data)
+    return flat
+
+
+def _probe_passes(check: dict[str, Any], report: dict[str, Any], index: int) -> tuple[bool, str]:
+    probes = report.get("probes") or []
+    answer = probes[index] if index < len(probes) else {"error": "not asked"}
+    url = f"http://127.0.0.1:{check['probe'].get('port')}{check['probe'].get('path')}"
+    if "error" in answer:
+        return False, f"{url} did not answer ({answer['error']})"
+    if "status" in check and answer.get("status") != check["status"]:
+        return False, f"{url} answered {answer.get('status')}, not {check['status']}"
+    if "json" in check:
+        try:
+            body = json.loads(answer.get("body", ""))
+        except ValueError:
+            return False, f"{url} did not answer with JSON"
+        wrong = [k for k, v in check["json"].items() if not isinstance(body, dict) or body.get(k) != v]
+        if wrong:
+            return False, f"{url} answered other values for {', '.join(sorted(wrong)[:5])}"
+    if "command" in check:  # the process serving it: python3 running exactly this command
+        cmdline = answer.get("cmdline") or []
+        if not cmdline or not os.path.basename(cmdline[0]).startswith("python3") or cmdline[1:] != check["command"]:
+            return False, f"{url} is served by another program ({' '.join(cmdline)[:200] or 'unknown'})"
+        if answer.get("python_env"):
+            return False, f"{url} is served by a Python run with {', '.join(answer['python_env'])} set"
+    return True, ""
+
+
+def check_passes(
+    check: dict[str, Any], report: dict[str, Any], probes: list[dict[str, Any]] | None = None
+) -> tuple[bool, str]:
+    """Whether the final state ``report`` satisfies ``check``, and what was found when it does not.
+    ``probes``: the HTTP requests the report answers, in order (``probes_of``)."""
+    if "probe" in check:
+        asked = probes or []
+        return _probe_passes(check, report, asked.index(check["probe"]) if check["probe"] in asked else len(asked))
     if "stdout" in check:
         ok = _lines(report.get("stdout", "")) == _lines(str(check["stdout"]))
         return ok, "" if ok else "the output differs"
@@ -221,6 +376,16 @@ def check_passes(check: dict[str, Any], report: dict[str, Any]) -> tuple[bool, s
         return False, f"{path} has other contents"
     if "mode" in check and entry.get("mode") != int(check["mode"]):
         return False, f"{path} has mode {oct(entry.get('mode', 0))}, not {oct(int(check['mode']))}"
+    if check.get("untouched") and not entry.get("ctime", 0) < report.get("started_at", 0):
+        return False, f"{path} was changed (and perhaps changed back) while the script ran"
+    if "values" in check:  # the configuration as its program parses it
+        try:
+            settings = parse_config(entry.get("text", ""), str(check.get("format", "json")))
+        except (ValueError, TypeError) as e:
+            return False, f"{path} does not parse as {check.get('format', 'json')}: {str(e)[:200]}"
+        wrong = sorted(k for k, v in check["values"].items() if settings.get(k) != v)
+        if wrong:
+            return False, f"{path} sets other values for {', '.join(wrong[:5])}"
     if "members" in check and sorted(entry.get("members", [])) != sorted(check["members"]):
         return False, f"{path} holds other files" + (f" ({entry['members_error']})" if "members_error" in entry else "")
     return True, ""
@@ -228,10 +393,11 @@ def check_passes(check: dict[str, Any], report: dict[str, Any]) -> tuple[bool, s
 
 def shell_outcomes(task: Task, report: dict[str, Any], reference: dict[str, Any] | None = None) -> list[CaseOutcome]:
     cases = []
+    probes = probes_of(task)
     for i, test in enumerate(task.tests):
         if test.expected.get("reference_state"):
             ok, why = same_state(report, reference) if reference is not None else (False, "no reference state")
         else:
-            ok, why = check_passes(test.expected, report)
+            ok, why = check_passes(test.expected, report, probes)
         cases.append(CaseOutcome(index=i, passed=ok, detail=why if test.visible else ("" if ok else "check failed")))
     return cases
