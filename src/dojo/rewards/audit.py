@@ -42,6 +42,7 @@ TRIVIAL_PROGRAMS = {
     "c": ("int main(void){return 0;}",),
     "cpp": ("int main(){return 0;}",),
     "javascript": ("", "process.stdin.pipe(process.stdout)"),
+    "sql": ("SELECT 1 WHERE 0;", "SELECT 0;", "SELECT name FROM sqlite_master;"),  # no rows, a constant, the tables
 }
 TRIVIAL_ANSWERS = ("<answer></answer>", "<answer>0</answer>", "<answer>1</answer>", "<answer>yes</answer>")
 

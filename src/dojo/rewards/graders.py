@@ -6,7 +6,8 @@ to a ``Reward``. One function per form does the running and comparing:
 
 - ``grade_function_task``: all calls in one run, in a random order; return values compared here;
 - ``grade_assert_task``: HumanEval ``check(candidate)`` with every assert tallied (see harness);
-- ``grade_stdio_task``: one run per test; tokens compared with float tolerance, or a checker;
+- ``grade_stdio_task``: one run per test (with the workspace's files, e.g. a database); tokens
+  compared with float tolerance, or a checker;
 - ``grade_answer_task``: one extracted answer, exact, numeric, or the source's own scorer;
 - ``grade_repo_task``: the candidate's edits applied to the task's tree, its hidden tests run there
   (``dojo.rewards.repo``);
@@ -253,8 +254,12 @@ async def grade_stdio_task(task: Task, code: str, sandbox: SandboxAPI, limits: L
     """One run per test with its stdin; stdout compared here, or judged by the task's checker
     (a Python program run in its own sandbox run with input.txt, output.txt and expected.txt)."""
     lim = limits or task.limits or DEFAULT_GRADING_LIMITS
+    files = [
+        InputFile(path=p, content=text.encode()) for p, text in (task.workspace.files if task.workspace else {}).items()
+    ]
     programs = [
-        Program(language=task.language, source=code, stdin=t.stdin, environment=task.environment) for t in task.tests
+        Program(language=task.language, source=code, stdin=t.stdin, environment=task.environment, files=files)
+        for t in task.tests
     ]
     results = await sandbox.run_many(programs, lim)
     out = TestResults(total=len(task.tests))

@@ -400,8 +400,10 @@ LANGUAGES: dict[str, Language] = {
             (
                 "/bin/bash",
                 "-c",
+                # a db.sql beside the query (a task's database as SQL text) is read first
+                'init=(); if [ -f db.sql ]; then init=(-cmd ".read db.sql"); fi; '
                 'exec {exe} -bail -batch "$(if [ -f db.sqlite ]; then echo db.sqlite; '
-                'else echo :memory:; fi)" < main.sql',
+                'else echo :memory:; fi)" "${init[@]}" < main.sql',
             ),
             aliases=("sqlite",),
             fusion=("sql",),

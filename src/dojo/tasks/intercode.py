@@ -1,4 +1,5 @@
-"""``intercode:bash``: InterCode's bash tasks, from the data files of the ``intercode-bench`` wheel
+"""``intercode:bash``: InterCode's bash tasks (``intercode:sql``: ``dojo.tasks.intercode_sql``), from
+the data files of the ``intercode-bench`` wheel
 (installed without its dependencies; nothing of it is imported or downloaded at run time).
 
 InterCode runs each request in a Docker container whose file system ``setup_fs.sh`` builds under
@@ -19,12 +20,13 @@ import re
 import shlex
 from pathlib import Path
 
+from dojo.tasks.intercode_sql import load_intercode_sql
 from dojo.tasks.model import Task, TaskMetadata, TestCase, Workspace
 from dojo.tasks.wheel_data import wheel_data
 
 DISTRIBUTION = "intercode-bench"
 VERSION = "0.1.22"
-CATEGORIES = ("bash",)
+CATEGORIES = ("bash", "sql")
 
 
 def assets_dir() -> Path:
@@ -71,6 +73,8 @@ def relative(command: str) -> str:
 def load_intercode(category: str, *, n: int | None = None, seed: int = 0) -> list[Task]:
     if category not in CATEGORIES:
         raise ValueError(f"intercode has no category {category!r} here; categories: {', '.join(CATEGORIES)}")
+    if category == "sql":
+        return load_intercode_sql(n=n, seed=seed)
     root = assets_dir()
     files, executable, directories = testbed((root / "docker" / "setup_fs.sh").read_text())
     rows = json.loads((root / "datasets" / "bash_queries.json").read_text())

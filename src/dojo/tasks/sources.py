@@ -37,7 +37,7 @@ SOURCE_HELP = (
     f"family:NAME[?n=100&seed=0&difficulty=0.2-0.8] (families: {', '.join(family_names())}), "
     f"bfcl:CATEGORY[?n=50&seed=0] (categories: {', '.join(CATEGORIES + KINDS)}), "
     f"tau2:DOMAIN[?n=10&seed=0] (domains: {', '.join(DOMAINS)}), "
-    "intercode:bash[?n=10&seed=0], "
+    "intercode:bash|sql[?n=10&seed=0], "
     f"swe:PACKAGE[?context={'|'.join(CONTEXTS)}&n=20&seed=0] (packages: {', '.join(sorted(PACKAGES))}), "
     "or a .jsonl/.parquet file"
 )
