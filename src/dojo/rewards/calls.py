@@ -12,6 +12,12 @@ accepted for a float, lists compare element by element (strings standardised) an
 a parameter left out must have ``""`` among its allowed values. Several expected calls match the
 candidate's in any order, one to one, with the same count. ``{"no_call": true}``: the candidate must
 make no call (none of the tools fits the request); ``{"any_call": true}``: it must make one.
+
+Java and JavaScript tasks (``"language": "java" | "javascript"`` in the test) take every argument as
+a string of that language's source (``"new HashMap<String, String>() {{ put(\"k\", \"v\"); }}"``,
+``"[1, 2]"``, ``"true"``); each is converted to a value by BFCL's own type converters (from the
+``bfcl-eval`` wheel: pure parsing, nothing is evaluated) for the parameter's declared type, then
+checked by the rules above.
 """
 
 from __future__ import annotations
@@ -105,8 +111,8 @@ def standardise(value: Any) -> Any:
     return value
 
 
-def _value_ok(value: Any, allowed: list[Any], type_name: str) -> bool:
-    expected = PYTHON_TYPES.get(type_name)
+def _value_ok(value: Any, allowed: list[Any], type_name: str, types: dict[str, type] | None = None) -> bool:
+    expected = (types or PYTHON_TYPES).get(type_name)
     if expected is float and type(value) is int:
         value = float(value)
     if isinstance(value, tuple):
@@ -138,7 +144,36 @@ def _dict_ok(value: Any, allowed: Any) -> bool:
     return all(key in value or (isinstance(o, list) and "" in o) for key, o in allowed.items())
 
 
-def check_call(call: Call, expected: dict[str, dict[str, list[Any]]], schemas: dict[str, Any]) -> str | None:
+def _source_value(value: Any, spec: dict[str, Any], language: str) -> tuple[Any, dict[str, type]]:
+    """A Java or JavaScript argument (source text) as the value it writes, by BFCL's converters; and
+    the language's types by name. ValueError when it is not text."""
+    from bfcl_eval.constants.type_mappings import (  # type: ignore[import-untyped]
+        JAVA_TYPE_CONVERSION,
+        JS_TYPE_CONVERSION,
+    )
+    from bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_converter import (  # type: ignore[import-untyped]
+        java_type_converter,
+    )
+    from bfcl_eval.eval_checker.ast_eval.type_convertor.js_type_converter import (  # type: ignore[import-untyped]
+        js_type_converter,
+    )
+
+    if not isinstance(value, str):
+        raise ValueError(f"a {language} argument is source text (a string), not {type(value).__name__}")
+    type_name = str(spec.get("type", "any"))
+    nested = spec.get("items", {}).get("type") if type_name in ("Array", "ArrayList", "array") else None
+    convert, types = (
+        (java_type_converter, JAVA_TYPE_CONVERSION) if language == "java" else (js_type_converter, JS_TYPE_CONVERSION)
+    )
+    try:
+        return (convert(value, type_name, nested) if nested else convert(value, type_name)), types
+    except (ValueError, NotImplementedError, IndexError, KeyError) as e:
+        raise ValueError(f"cannot read {value!r} as {language} {type_name}: {e}") from None
+
+
+def check_call(
+    call: Call, expected: dict[str, dict[str, list[Any]]], schemas: dict[str, Any], language: str = "python"
+) -> str | None:
     """None when ``call`` is the expected one (BFCL's rules); else why not."""
     [(name, answer)] = expected.items()
     got_name, args = call
@@ -152,7 +187,13 @@ def check_call(call: Call, expected: dict[str, dict[str, list[Any]]], schemas: d
     for param, value in args.items():
         if param not in properties or param not in answer:
             return f"{name}: unexpected parameter {param!r}"
-        if not _value_ok(value, answer[param], str(properties[param].get("type", "any"))):
+        types: dict[str, type] | None = None
+        if language != "python":
+            try:
+                value, types = _source_value(value, properties[param], language)
+            except ValueError as e:
+                return f"{name}: {e}"
+        if not _value_ok(value, answer[param], str(properties[param].get("type", "any")), types):
             return f"{name}: wrong value for {param!r}"
     for param, allowed in answer.items():
         if param not in args and "" not in allowed:
@@ -178,7 +219,7 @@ def check_calls(calls: list[Call] | None, expected: dict[str, Any]) -> tuple[boo
     for want in wanted:
         errors = []
         for i in free:
-            why = check_call(calls[i], want, schemas)
+            why = check_call(calls[i], want, schemas, str(expected.get("language", "python")))
             if why is None:
                 free.remove(i)
                 break

@@ -9,9 +9,11 @@ with every allowed value (``dojo.rewards.calls`` checks them by BFCL's rules). `
 
 Categories: ``simple_python``, ``multiple``, ``parallel``, ``parallel_multiple``, ``live_simple``,
 ``live_multiple``, ``live_parallel``, ``live_parallel_multiple``, ``irrelevance``,
-``live_irrelevance``, ``live_relevance`` (the AST-checked ones with Python types; BFCL's Java and
-JavaScript categories and its memory and web-search ones are not here yet; the multi-turn ones are
-``dojo.tasks.bfcl_multi_turn``'s).
+``live_irrelevance``, ``live_relevance`` (the AST-checked ones with Python types), ``simple_java``
+and ``simple_javascript`` (every argument is that language's source text, e.g. ``"new
+HashMap<String, String>() {{ put(\"k\", \"v\"); }}"``: the tools declare strings, and the type
+each must write is in its description, as BFCL does). BFCL's memory and web-search categories are
+not here; the multi-turn ones are ``dojo.tasks.bfcl_multi_turn``'s.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ DISTRIBUTION = "bfcl-eval"
 VERSION = "2026.3.23"
 CATEGORIES = (
     "simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple", "live_parallel",
-    "live_parallel_multiple", "irrelevance", "live_irrelevance", "live_relevance",
+    "live_parallel_multiple", "irrelevance", "live_irrelevance", "live_relevance", "simple_java", "simple_javascript",
 )  # fmt: skip
+LANGUAGES = {"simple_java": "java", "simple_javascript": "javascript"}
 MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_long_context", "multi_turn_miss_func", "multi_turn_miss_param")
 JSON_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
 SYSTEM = (
@@ -62,15 +65,71 @@ def json_schema(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def tool_spec(function: dict[str, Any]) -> dict[str, Any]:
+def tool_spec(function: dict[str, Any], language: str = "python") -> dict[str, Any]:
+    parameters = function.get("parameters", {"type": "dict", "properties": {}})
+    if language != "python":  # every argument is source text; its type is said in words (BFCL's way)
+        properties = {
+            name: {"type": "string", "description": f"{spec.get('description', '')} This is a {language} "
+                   f"{spec.get('type', 'any')} parameter, given as {language} source text."}
+            for name, spec in parameters.get("properties", {}).items()
+        }  # fmt: skip
+        parameters = {"type": "object", "properties": properties, "required": parameters.get("required", [])}
     return {
         "type": "function",
         "function": {
             "name": tool_name(function["name"]),
             "description": function.get("description", ""),
-            "parameters": json_schema(function.get("parameters", {"type": "dict", "properties": {}})),
+            "parameters": json_schema(parameters),
         },
     }
+
+
+def source_literal(value: Any, spec: dict[str, Any], language: str) -> str:
+    """``value`` written as Java or JavaScript source that BFCL's converter reads back as ``value``
+    for a parameter of ``spec``'s type (a reference answer's argument). Text where a collection is
+    expected is a variable's name: it stays as it is."""
+    kind = str(spec.get("type", "any"))
+    item = spec.get("items", {})
+
+    def scalar(v: Any, quoted: bool) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return json.dumps(v) if quoted else v
+        return repr(v)
+
+    def nested(v: Any) -> str:
+        if isinstance(v, list):
+            return source_literal(v, {"type": "array"}, language)
+        if isinstance(v, dict):
+            return source_literal(v, {"type": "dict"}, language)
+        return scalar(v, True)
+
+    if isinstance(value, str) and kind in ("Array", "ArrayList", "HashMap", "array", "dict"):
+        return value
+    if language == "java":
+        if kind == "long":
+            return f"{value}L"
+        if kind == "float":
+            return f"{value}f"
+        if kind == "Array":
+            java = {"String": "String", "integer": "int", "long": "long", "double": "double", "boolean": "boolean"}
+            return f"new {java.get(str(item.get('type')), 'Object')}[]{{{', '.join(scalar(v, False) for v in value)}}}"
+        if kind == "ArrayList":  # typed elements by their type; untyped ones are read as literals
+            typed = item.get("type") not in (None, "String", "char", "any")
+            parts = [source_literal(v, item, language) if typed else scalar(v, True) for v in value]
+            return f"new ArrayList<>(Arrays.asList({', '.join(parts)}))"
+        if kind == "HashMap":
+            puts = " ".join(f"put({json.dumps(k)}, {scalar(v, True)});" for k, v in value.items())
+            return f"new HashMap<String, String>() {{{{ {puts} }}}}"
+        return scalar(value, False)
+    if kind == "Bigint":
+        return f"{value}n"
+    if kind == "array":
+        return "[" + ", ".join(nested(v) for v in value) + "]"
+    if kind == "dict":
+        return "{" + ", ".join(f"{k}: {nested(v)}" for k, v in value.items()) + "}"
+    return scalar(value, False)
 
 
 def _first_allowed(allowed: dict[str, Any], schema: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -110,9 +169,13 @@ def _reference(category: str, answer: dict[str, Any] | None, functions: list[dic
         return f"<tool_call>\n{json.dumps(first)}\n</tool_call>"
     blocks = []
     schemas = {f["name"]: f.get("parameters", {}) for f in functions}
+    language = LANGUAGES.get(category, "python")
     for call in answer["ground_truth"]:
         [(name, params)] = call.items()
         args = _first_allowed(params, schemas.get(name, {}))
+        if language != "python":
+            properties = schemas.get(name, {}).get("properties", {})
+            args = {k: source_literal(v, properties.get(k, {}), language) for k, v in args.items()}
         blocks.append(f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>")
     return "\n".join(blocks)
 
@@ -138,8 +201,10 @@ def load_bfcl(category: str, *, n: int | None = None, seed: int = 0) -> list[Tas
             expected = {"any_call": True}
         else:
             expected = {"calls": answers[row["id"]]["ground_truth"], "schemas": schemas}
+            if category in LANGUAGES:
+                expected["language"] = LANGUAGES[category]
         turns = row["question"][0]
-        tools = [tool_spec(f) for f in functions]
+        tools = [tool_spec(f, LANGUAGES.get(category, "python")) for f in functions]
         system = SYSTEM.format(functions=json.dumps([t["function"] for t in tools], indent=1))
         prompt = [
             Message(role="system", content=system),
