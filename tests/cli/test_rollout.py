@@ -115,3 +115,14 @@ def test_rollout_runs_the_other_agent_sources(policy_server: str, tmp_path: Path
     assert result.exit_code == 0, result.output
     data = json.loads(summary.read_text())
     assert data["groups"] == 2 and data["episodes"] == 2 and sum(data["verdicts"].values()) == 2
+
+
+def test_rollout_with_a_served_user(policy_server: str, tmp_path: Path) -> None:
+    """tau2 with a user model on a server (here the same tiny model plays both sides)."""
+    out, summary = tmp_path / "run", tmp_path / "summary.json"
+    args = ["rollout", "tau2:retail?n=1", "--policy", policy_server, "--user-policy", policy_server, "--out", str(out),
+            "-n", "1", "--mode", "tools", "--max-turns", "3", "--max-tokens", "16", "--json", str(summary)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(summary.read_text())
+    assert data["episodes"] == 1 and sum(data["verdicts"].values()) == 1

@@ -107,3 +107,35 @@ def test_tau2_sources_say_what_is_wrong() -> None:
         load_source("tau2:telecom")
     with pytest.raises(ValueError, match="n must be"):
         load_source("tau2:airline?n=x")
+
+
+async def test_a_served_user_plays_the_customer(airline: dict[str, Task], fast_sandbox: AsyncSandbox) -> None:
+    """With a user model, the customer opens (answering the agent's greeting), sees the conversation
+    from its side (its brief as system prompt, the agent's words as the other party's, no tool
+    traffic), and ends it with ###STOP###."""
+    task = airline["tau2:airline/3"]
+    assert task.api is not None and task.api.user is not None and "anya_garcia_5901" in task.api.user
+    gold = calls(task)
+
+    def agent(messages: list[dict[str, Any]], _i: int) -> Reply:
+        made = sum(m["role"] == "tool" for m in messages)
+        if made < len(gold):
+            name, arguments = gold[made]["name"], gold[made]["arguments"]
+            return Completion(text="", tool_calls=[ToolCall(id=f"c{made}", name=name, arguments=arguments)])
+        return "You have 4 of them."
+
+    seen: list[list[dict[str, Any]]] = []
+
+    def customer(messages: list[dict[str, Any]], i: int) -> Reply:
+        seen.append(messages)
+        return "Hi, I am Anya Garcia (anya_garcia_5901). How many do I have?" if i == 0 else "Thanks! ###STOP###"
+
+    config = EpisodeConfig(mode="tools", max_turns=16, max_total_tokens=10_000)
+    runner = EpisodeRunner(ScriptedPolicy(agent), Grader(fast_sandbox), config, user=ScriptedPolicy(customer))
+    ep = await runner.run(task)
+    assert ep.status == "answered" and ep.value == 1.0, ep.reward
+    assert ep.messages[1] == {"role": "assistant", "content": "Hi! How can I help you today?"}
+    assert ep.messages[2]["content"].startswith("Hi, I am Anya Garcia")
+    assert len(seen) == 2 and seen[0][0] == {"role": "system", "content": task.api.user}
+    assert seen[1][-1] == {"role": "user", "content": "You have 4 of them."}  # the agent, as the other party
+    assert all(m["role"] != "tool" for m in seen[1])

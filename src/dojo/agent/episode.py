@@ -54,6 +54,8 @@ TOOLS_SYSTEM_PROMPT = (
     '{{"name": "<tool>", "arguments": {{...}}}}\n</tool_call>\n'
     "Tools: {tools}. Call submit with your final solution; a reply without a tool call is your final answer."
 )
+GREETING = "Hi! How can I help you today?"  # the agent's first words when a served user opens (tau2's)
+USER_STOPS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")  # tau2's user ends the conversation
 # A tools task's own functions: its calls are the answer (no submit).
 TASK_TOOLS_PROMPT = (
     "To call a function, write\n<tool_call>\n"
@@ -76,6 +78,7 @@ class EpisodeConfig(BaseModel):
     native_tools: bool = Field(True, description="tools mode: pass tool specs to the server (OpenAI tools).")
     tool_prompt: bool = Field(True, description="tools mode: add a system message describing the tool format.")
     max_observation_chars: int = Field(2000, ge=100, description="Cut of each tool observation.")
+    max_user_turns: int = Field(10, ge=1, le=64, description="Messages a served user model may send.")
 
 
 class TurnRecord(BaseModel):
@@ -150,12 +153,14 @@ class EpisodeRunner:
         *,
         policy_slots: asyncio.Semaphore | None = None,
         sandbox_slots: asyncio.Semaphore | None = None,
+        user: Policy | None = None,
     ) -> None:
         self.policy = policy
         self.grader = grader
         self.config = config or EpisodeConfig()
         self.policy_slots = policy_slots
         self.sandbox_slots = sandbox_slots
+        self.user = user  # a served user model, for tasks whose API has a user brief (tau2)
 
     async def run(self, task: Task, *, sample_index: int = 0, group_id: str | None = None, attempt: int = 0) -> Episode:
         group_id = group_id or task.id
@@ -227,6 +232,16 @@ class EpisodeRunner:
             sandbox_slots=self.sandbox_slots,
         )
         native = cfg.mode == "tools" and cfg.native_tools
+        served = self.user is not None and task.api is not None and task.api.user is not None
+        if served:  # the served user opens, answering the agent's greeting (tau2's orchestration)
+            del ep.messages[1:]
+            ep.messages.append({"role": "assistant", "content": GREETING})
+            first = await self._user_says(task, ep)
+            if first is None:
+                ep.status, ep.final = "answered", talk.answer()
+                return
+            ep.messages.append({"role": "user", "content": first})
+        user_turns = 0
         ep.status = "turn_limit"
         for _ in range(cfg.max_turns):
             c = await self._generate(ep, talk.specs() if native else None)
@@ -246,12 +261,39 @@ class EpisodeRunner:
                 ep.messages += [{"role": "tool", "tool_call_id": r.call.id, "name": r.call.name,
                                  "content": r.observation} for r in results]  # fmt: skip
                 continue
-            message = talk.next_turn()
+            if served:
+                user_turns += 1
+                talk.next_turn()  # later calls count in the last scripted turn (a final-state check)
+                message = await self._user_says(task, ep) if user_turns < cfg.max_user_turns else None
+            else:
+                message = talk.next_turn()
             if message is None:
                 ep.status = "answered"
                 break
             ep.messages.append({"role": "user", "content": message})
         ep.final = talk.answer()
+
+    async def _user_says(self, task: Task, ep: Episode) -> str | None:
+        """The served user's next message, or None when it ends the conversation (###STOP###, a
+        transfer, or out of scope). It sees the conversation from its side: its brief as the
+        system prompt, the agent's texts as the other party's, no tool traffic."""
+        assert self.user is not None and task.api is not None and task.api.user is not None
+        flipped: list[dict[str, Any]] = [{"role": "system", "content": task.api.user}]
+        for m in ep.messages[1:]:
+            if m["role"] == "assistant" and m.get("content"):
+                flipped.append({"role": "user", "content": m["content"]})
+            elif m["role"] == "user":
+                flipped.append({"role": "assistant", "content": m["content"]})
+        t0 = time.perf_counter()
+        async with held(self.policy_slots):
+            completions = await self.user.generate(flipped, self.config.sampling, n=1)
+        ep.policy_seconds += time.perf_counter() - t0
+        if not completions:
+            raise PolicyError("the user model returned no completion")
+        text = completions[0].text.strip()
+        if not text or any(token in text for token in USER_STOPS):
+            return None
+        return text
 
     async def _loop(self, task: Task, ep: Episode) -> None:
         cfg = self.config

@@ -57,6 +57,7 @@ async def _rollout(
     shard_groups: int,
     pool_size: int | None,
     ray: str | None,
+    user: Policy | None = None,
 ) -> RolloutScheduler:
     costs, warning = load_costs(store)
     if warning:
@@ -80,7 +81,8 @@ async def _rollout(
         sandbox = sandbox_for(ray, pool_size)
         try:
             return await rollout_to_store(tasks, policy, config, store, costs=costs, skip=skip,
-                                          shard_groups=shard_groups, sandbox=sandbox, on_group=advance)  # fmt: skip
+                                          shard_groups=shard_groups, sandbox=sandbox, on_group=advance,
+                                          user=user)  # fmt: skip
         finally:
             await sandbox.close()
 
@@ -132,6 +134,10 @@ def rollout(
         typer.Option(help="Run episodes on the sandbox fleet of this Ray cluster (HOST:PORT, or auto)."),
     ] = None,
     api: Annotated[str, typer.Option(help="chat or completions (server URLs: chat).")] = "chat",
+    user_policy: Annotated[
+        str | None,
+        typer.Option(help="A served user model (URL or model directory) for tasks with a simulated user (tau2)."),
+    ] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the summary as JSON here.")] = None,
 ) -> None:
     """Run every task of SOURCE against a policy: groups of episodes, graded in the sandbox, written
@@ -169,11 +175,12 @@ def rollout(
     if done and not resume:
         fail(f"{out} already holds {len(done)} groups; pass --resume to continue that run, or choose a new --out")
     chosen = _policy(policy, model, api)  # type: ignore[arg-type]
+    user = _policy([user_policy], None, api) if user_policy else None  # type: ignore[arg-type]
     if done:
         err_console.print(f"resuming: {len(done)} groups already stored, skipping them")
     started = time.perf_counter()
     try:
-        scheduler = asyncio.run(_rollout(tasks, chosen, config, store, done, shard_groups, pool_size, ray))
+        scheduler = asyncio.run(_rollout(tasks, chosen, config, store, done, shard_groups, pool_size, ray, user))
     except ClusterUnavailable as e:
         fail(str(e))
     except SandboxError as e:

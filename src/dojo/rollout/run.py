@@ -31,6 +31,7 @@ async def rollout_to_store(
     pool_size: int | None = None,
     sandbox: SandboxAPI | None = None,
     on_group: Callable[[Group, RolloutScheduler], None] | None = None,
+    user: Policy | None = None,
 ) -> RolloutScheduler:
     """Run ``tasks`` (minus ``skip``, the groups already stored) and store their groups: a shard
     every ``shard_groups`` groups or ``flush_seconds``, and whatever is finished when it stops
@@ -48,7 +49,7 @@ async def rollout_to_store(
     sandbox = sandbox if sandbox is not None else AsyncSandbox(pool_size=pool_size)
     await sandbox.start()
     try:
-        scheduler = RolloutScheduler(policy, Grader(sandbox), config, costs=costs)
+        scheduler = RolloutScheduler(policy, Grader(sandbox), config, costs=costs, user=user)
         buffer: list[Group] = []
         last_flush = time.monotonic()
 

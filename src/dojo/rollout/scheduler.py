@@ -134,6 +134,7 @@ class RolloutScheduler:
         config: RolloutConfig | None = None,
         *,
         costs: CostModel | None = None,
+        user: Policy | None = None,
     ) -> None:
         self.config = config or RolloutConfig()
         self.grader = grader
@@ -148,6 +149,7 @@ class RolloutScheduler:
             self.config.episode,
             policy_slots=asyncio.Semaphore(self.config.policy_concurrency),
             sandbox_slots=asyncio.Semaphore(max(1, slots)),
+            user=user,
         )
 
     async def _episode(self, task: Task, group_id: str, index: int) -> Episode:

@@ -170,7 +170,10 @@ class ApiScenario(BaseModel):
     ``check`` says when the state is compared: ``each_turn`` (BFCL: after every turn with gold
     calls, and the gold's results must have been produced) or ``final_state`` (tau2: only the
     state the whole conversation leaves, which must equal the gold calls'; and each text of the
-    test's ``say`` must appear in the agent's replies)."""
+    test's ``say`` must appear in the agent's replies).
+
+    ``user``: the system prompt of a served user model (tau2's simulated user), for episodes given
+    one (``EpisodeRunner(user=...)``); without one, ``turns`` are the user's words."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -182,6 +185,7 @@ class ApiScenario(BaseModel):
     turns: list[str] = Field(min_length=1, description="The user's message of each turn.")
     added: dict[int, list[str]] = Field(default_factory=dict, description="Turn -> tools offered from it on.")
     check: Literal["each_turn", "final_state"] = Field("each_turn", description="When the state is compared.")
+    user: str | None = Field(None, description="The brief a served user model plays from (its system prompt).")
 
     @model_validator(mode="after")
     def _consistent(self) -> ApiScenario:

@@ -12,8 +12,11 @@ and are not checked here.
 
 The scripted user speaks three times: first the whole brief tau2 gives its simulated user (why
 they call, what they know, their instructions), then "Yes, please go ahead." (the explicit
-confirmation the policies ask for before a change), then a goodbye. A served user model is not
-wired in yet. ``telecom`` is not here: its user acts on a simulated phone with tools of their own.
+confirmation the policies ask for before a change), then a goodbye. A served user model plays
+tau2's simulated user instead when an episode is given one (``EpisodeRunner(user=policy)``,
+``dojo rollout --user-policy URL``): its system prompt is tau2's guidelines and the task's scenario
+(``ApiScenario.user``), and it ends the conversation with ``###STOP###``. ``telecom`` is not here:
+its user acts on a simulated phone with tools of their own.
 """
 
 from __future__ import annotations
@@ -127,6 +130,17 @@ def brief(scenario: dict[str, Any]) -> str:
     return f"Hello. Here is what I need, in the notes I was given (they speak to me as 'you'):\n\n{notes}"
 
 
+def user_prompt(scenario: dict[str, Any]) -> str:
+    """tau2's system prompt for its simulated user: its guidelines and the task's scenario."""
+    guidelines = (domains_dir().parent / "user_simulator" / "simulation_guidelines.md").read_text()
+    instructions = scenario.get("instructions") or {}
+    if isinstance(instructions, dict):
+        labels = (("domain", "Domain"), ("reason_for_call", "Reason for call"), ("known_info", "Known info"),
+                  ("unknown_info", "Unknown info"), ("task_instructions", "Task instructions"))  # fmt: skip
+        instructions = "\n".join(f"{label}:\n{instructions[k]}" for k, label in labels if instructions.get(k))
+    return f"{guidelines.strip()}\n\n<scenario>\n{instructions}\n</scenario>"
+
+
 def call_text(action: dict[str, Any]) -> str:
     return f"{action['name']}({', '.join(f'{k}={v!r}' for k, v in action.get('arguments', {}).items())})"
 
@@ -153,6 +167,7 @@ def load_tau2(domain: str, *, n: int | None = None, seed: int = 0) -> list[Task]
             modules={CLASSES[domain]: ADAPTER_MODULE},
             turns=turns,
             check="final_state",
+            user=user_prompt(row.get("user_scenario") or {}),
         )
         gold = [[call_text(a) for a in actions], [], []]
         say = [str(s) for s in criteria.get("communicate_info") or []]
