@@ -101,10 +101,14 @@ def test_rollout_runs_repo_tasks(policy_server: str, tmp_path: Path, mode: str) 
     "source",
     [
         "bfcl:simple_python?n=2",
+        "bfcl:simple_java?n=2",
         "bfcl:multi_turn_miss_func?n=2",
         "tau2:retail?n=2",
+        "tau2:telecom?n=2",
         "family:terminal?n=2",
+        "family:ops?n=2",
         "intercode:bash?n=2",
+        "intercode:sql?n=2",
     ],
 )
 def test_rollout_runs_the_other_agent_sources(policy_server: str, tmp_path: Path, source: str) -> None:
