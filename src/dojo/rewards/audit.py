@@ -258,9 +258,10 @@ async def audit_tasks(
         if a.duplicates:
             a.warnings.append(f"near_duplicate: {', '.join(a.duplicates[:3])}")
         trivial = trivial_candidates(task)
-        if not (
-            task.form == "tools" and any(isinstance(t.expected, dict) and t.expected.get("no_call") for t in task.tests)
-        ):
+        abstains = task.form == "tools" and any(
+            isinstance(t.expected, dict) and t.expected.get("no_call") for t in task.tests
+        )
+        if not abstains and task.api is None:  # (an API task's "no call" is its empty answer)
             trivial.append(("empty", ""))  # a task answered by saying nothing has no empty candidate to fail
         t0 = time.perf_counter()
         refs: list[Reward] = []

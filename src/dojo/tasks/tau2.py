@@ -60,9 +60,15 @@ from tau2.domains.retail.tools import RetailTools
 from tau2.domains.retail.utils import RETAIL_DB_PATH
 from tau2.environment.environment import Environment
 
-# Loaded when a slot preloads this module: each run is a fork with its own copy of the databases.
-_DATABASES = {"airline": FlightDB.load(AIRLINE_DB_PATH), "retail": RetailDB.load(RETAIL_DB_PATH)}
-_TOOLKITS = {"airline": AirlineTools, "retail": RetailTools}
+_PATHS = {"airline": (FlightDB, AIRLINE_DB_PATH), "retail": (RetailDB, RETAIL_DB_PATH)}
+_DATABASES = {}  # loaded by a domain's module (dojo_tau2_<domain>), which a slot preloads: each run
+_TOOLKITS = {"airline": AirlineTools, "retail": RetailTools}  # is a fork with its own copy of it
+
+
+def load_database(domain):
+    if domain not in _DATABASES:
+        db_class, path = _PATHS[domain]
+        _DATABASES[domain] = db_class.load(path)
 
 
 def _tool(name):
@@ -75,6 +81,7 @@ def _tool(name):
 
 def _api(domain, class_name):
     def __init__(self):
+        load_database(domain)
         self._tools = _TOOLKITS[domain](_DATABASES[domain])
 
     def _load_scenario(self, scenario, long_context=False):
@@ -103,8 +110,19 @@ def _telecom_call(name):
     return call
 
 
+_TELECOM = []  # the solo environment, made by dojo_tau2_telecom (preloaded: each run forks its own copy)
+
+
+def telecom_environment():
+    if not _TELECOM:
+        from tau2.domains.telecom.environment import get_environment
+
+        _TELECOM.append(get_environment(solo_mode=True))
+    return _TELECOM[0]
+
+
 def _telecom_init(self):
-    self._env = _TELECOM  # made when the slot preloaded this module: each run is a fork with its own copy
+    self._env = telecom_environment()
     self._assertions = []
 
 
@@ -123,17 +141,16 @@ def _telecom_state(self):  # the results of the task's assertion functions (expe
     return {f"assert_{i}": run(EnvFunctionCall(**a)) for i, a in enumerate(self._assertions)}
 
 
-def _telecom_api(env):
-    names = [t.name for t in env.get_tools()] + [t.name for t in env.get_user_tools()]
+def _telecom_api(names):
     methods = {"__init__": _telecom_init, "_load_scenario": _telecom_load, "_state": _telecom_state}
     methods.update({name: _telecom_call(name) for name in names})
     return type("TelecomAPI", (), methods)
 
 
-from tau2.domains.telecom.environment import get_environment as _telecom_environment
+from tau2.domains.telecom.tools import TelecomTools
+from tau2.domains.telecom.user_tools import TelecomUserTools
 
-_TELECOM = _telecom_environment(solo_mode=True)
-TelecomAPI = _telecom_api(_TELECOM)
+TelecomAPI = _telecom_api([*TelecomTools(None).get_tools(), *TelecomUserTools(None).get_tools()])
 '''
 
 SYSTEM = (
@@ -144,6 +161,13 @@ SYSTEM = (
 )
 
 
+# What a domain's slots preload: its database (or telecom's environment), made once per slot.
+DOMAIN_MODULES = {
+    domain: f"from dojo_tau2_api import *  # noqa\n{load}\n"
+    for domain, load in (("airline", "load_database('airline')"), ("retail", "load_database('retail')"),
+                         ("telecom", "telecom_environment()"))
+}  # fmt: skip
+
 SOLO = (
     "You are a customer service agent working a ticket alone (the customer is not in the conversation): use "
     "your tools and the tools of the customer's phone to resolve it, following the policy below. "
@@ -153,10 +177,12 @@ SOLO = (
 
 
 @functools.cache
-def api_environment(store: EnvironmentStore | None = None) -> Environment:
-    """tau2 and what its tools import, as installed here, with dojo's adapter; adopted on first use."""
+def api_environment(domain: str, store: EnvironmentStore | None = None) -> Environment:
+    """tau2 and what its tools import, as installed here, with dojo's adapter; adopted on first use.
+    One set of files for every domain; each domain's name preloads only its own data."""
     store = store or EnvironmentStore()
-    return store.adopt("tau2-apis", list(DISTRIBUTIONS), preload=[ADAPTER_MODULE], modules={ADAPTER_MODULE: ADAPTER})
+    modules = {ADAPTER_MODULE: ADAPTER, **{f"dojo_tau2_{d}": text for d, text in DOMAIN_MODULES.items()}}
+    return store.adopt(f"tau2-{domain}", list(DISTRIBUTIONS), preload=[f"dojo_tau2_{domain}"], modules=modules)
 
 
 def domains_dir() -> Path:
@@ -219,7 +245,7 @@ def load_tau2(domain: str, *, n: int | None = None, seed: int = 0) -> list[Task]
     if n is not None:
         rows = random.Random(seed).sample(rows, min(n, len(rows)))
     tools = [dict(t) for t in tool_specs(domain)]
-    env = api_environment().ref
+    env = api_environment(domain).ref
     if domain == "telecom":
         policy = telecom_environment().get_policy()
         return [_telecom_task(row, tools, policy, env) for row in rows]
@@ -231,7 +257,7 @@ def load_tau2(domain: str, *, n: int | None = None, seed: int = 0) -> list[Task]
         turns = [brief(row.get("user_scenario") or {}), CONFIRM, GOODBYE]
         api = ApiScenario(
             classes=[CLASSES[domain]],
-            modules={CLASSES[domain]: ADAPTER_MODULE},
+            modules={CLASSES[domain]: f"dojo_tau2_{domain}"},
             turns=turns,
             check="final_state",
             user=user_prompt(row.get("user_scenario") or {}),
@@ -267,7 +293,7 @@ def _telecom_task(row: dict[str, Any], tools: list[dict[str, Any]], policy: str,
     ticket = str(row.get("ticket") or brief(row.get("user_scenario") or {}))
     api = ApiScenario(
         classes=[CLASSES["telecom"]],
-        modules={CLASSES["telecom"]: ADAPTER_MODULE},
+        modules={CLASSES["telecom"]: "dojo_tau2_telecom"},
         config={CLASSES["telecom"]: {
             "initialization_actions": setup,
             "assertions": [{k: a[k] for k in ("env_type", "func_name", "arguments")} for a in checks],
