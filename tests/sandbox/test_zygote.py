@@ -53,6 +53,14 @@ async def test_a_run_whose_spare_was_killed_is_forked_afresh(spare_slot: AsyncSa
         await asyncio.sleep(0.05)
     assert len(spares) == 1  # the idle slot holds exactly one spare
     os.kill(int(spares[0]), 9)
+    stat = Path(f"/proc/{spares[0]}/stat")
+    for _ in range(200):  # dead (a zombie the zygote has not reaped yet, or gone): its pipes are closed
+        try:
+            if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        await asyncio.sleep(0.01)
     resp = await raw_run(spare_slot, Program(language="python", source="print('after')"))
     assert "fork" in resp["timings_us"] and resp["steps"][0]["exit_code"] == 0
     resp = await raw_run(spare_slot, Program(language="python", source="print('again')"))

@@ -1184,12 +1184,13 @@ class Zygote:
         except ValueError:  # not marshallable: cannot happen for a step built by the host
             self.discard(spare)
             return False
-        self.marks.append(("spare", time.perf_counter()))
+        sent = time.perf_counter()
         try:
             _write_all(spare.ctl, struct.pack("<I", len(message)) + message)
         except OSError:  # EPIPE: it died (it is killed with everything else on an error)
             self.discard(spare)
             return False
+        self.marks.append(("spare", sent))  # (only a spare that took its step: else the run is forked)
         return True
 
     def discard_spare(self) -> None:
