@@ -29,6 +29,20 @@ def health(task: Task) -> dict[str, object]:
     return next(t.expected for t in task.tests if "probe" in t.expected)
 
 
+def fake_service(task: Task) -> tuple[str, str]:
+    """A server of the script's own that answers /health exactly as the real service would, and the
+    reference script's configuration part (everything before it starts the service)."""
+    check = health(task)
+    body = json.dumps(check["json"])
+    port = check["probe"]["port"]  # type: ignore[index]
+    fake_app = (
+        "import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n"
+        f"        b = {body!r}.encode()\n        self.send_response(200); self.end_headers(); self.wfile.write(b)\n"
+        f"http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+    )
+    return fake_app, script_of(task).split("nohup")[0]
+
+
 async def grade(sandbox: AsyncSandbox, task: Task, script: str) -> Reward:
     return await Grader(sandbox).grade(task, f"```bash\n{script}\n```")
 
@@ -78,15 +92,7 @@ async def test_a_fake_health_endpoint_is_not_the_service(fast_sandbox: AsyncSand
 
 async def test_changing_the_service_and_changing_it_back_is_caught(fast_sandbox: AsyncSandbox) -> None:
     task = ops(0.1)
-    check = health(task)
-    body = json.dumps(check["json"])
-    port = check["probe"]["port"]  # type: ignore[index]
-    fake_app = (
-        "import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n"
-        f"        b = {body!r}.encode()\n        self.send_response(200); self.end_headers(); self.wfile.write(b)\n"
-        f"http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
-    )
-    config = script_of(task).split("nohup")[0]
+    fake_app, config = fake_service(task)
     swap = (
         f"{config}\ncp service/app.py /tmp/real.py\ncat > service/app.py <<'PY'\n{fake_app}PY\n"
         f"nohup python3 -I service/app.py --config service/config.json > /dev/null 2>&1 &\nsleep 1\n"
@@ -100,15 +106,7 @@ async def test_changing_the_service_and_changing_it_back_is_caught(fast_sandbox:
                    "under the service's exact command line by swapping the directory around it")  # fmt: skip
 async def test_a_service_started_from_a_swapped_directory_is_not_believed(fast_sandbox: AsyncSandbox) -> None:
     task = ops(0.1)
-    check = health(task)
-    body = json.dumps(check["json"])
-    port = check["probe"]["port"]  # type: ignore[index]
-    fake_app = (
-        "import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n"
-        f"        b = {body!r}.encode()\n        self.send_response(200); self.end_headers(); self.wfile.write(b)\n"
-        f"http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
-    )
-    config = script_of(task).split("nohup")[0]
+    fake_app, config = fake_service(task)
     swap = (
         f"{config}\nmv service real\nmkdir service\ncat > service/app.py <<'PY'\n{fake_app}PY\n"
         "nohup python3 -I service/app.py --config service/config.json > /dev/null 2>&1 &\nsleep 1\n"
