@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dojo.rewards import Grader, GradingConfig
-from dojo.rewards.repo import Edit, format_edits, junit_outcomes, parse_edits, path_allowed
+from dojo.rewards.repo import Edit, format_edits, junit_outcomes, parse_edits, path_allowed, repo_program
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks.model import Task, TestCase, Workspace
 from dojo.tasks.swe import load_swe
@@ -182,3 +182,31 @@ async def test_a_real_swe_task_is_graded_on_its_packages_tests(grader: Grader) -
     assert (await grader.grade(task, task.reference)).value == 1.0
     unchanged = await grader.grade(task, format_edits(task.workspace.files))
     assert unchanged.value == 0.0 and unchanged.verdict == "fail"
+
+
+ORIGINAL_THIEVES = {  # code that would take the original (the fix) from the environment mounted beside the tree
+    "exec the source": "exec(open('/env/site-packages/{file}').read())\n",
+    "load its compiled copy": (
+        "import glob, marshal\n"
+        "for path in glob.glob('/env/site-packages/{folder}/__pycache__/{stem}.*.pyc'):\n"
+        "    exec(marshal.loads(open(path, 'rb').read()[16:]))\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ORIGINAL_THIEVES))
+async def test_the_original_of_the_buggy_file_is_out_of_reach(grader: Grader, name: str) -> None:
+    """The environment holds the package as released, fix included: each run hides its copy of
+    every file the tree replaces (the source and its compiled copies), and RECORD's hashes."""
+    [task] = load_swe("toolz", n=1, seed=3)
+    assert task.workspace is not None and task.environment
+    [path] = task.workspace.files
+    folder, _, name_py = path.rpartition("/")
+    code = ORIGINAL_THIEVES[name].format(file=path, folder=folder, stem=name_py[:-3])
+    r = await grader.grade(task, format_edits({path: code}))
+    assert r.value == 0.0, (name, r)
+    shell = await grader.sandbox.run(
+        repo_program(task, [], [], command=f"cat /env/site-packages/{path} | wc -c; ls /env/site-packages/*.dist-info")
+    )
+    assert shell.stdout.split("\n")[1] == "0", shell.stdout  # an agent's shell reads it empty too
+    assert "RECORD" not in shell.stdout and "METADATA" in shell.stdout, shell.stdout

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from dojo.cli import app
+from dojo.errors import InputError
 from dojo.sandbox import AsyncSandbox, Program, Verdict
 from dojo.sandbox.environment import (
     EnvironmentNotFound,
@@ -118,6 +120,46 @@ async def test_the_environment_is_read_only_and_other_runs_do_not_see_it(env_san
     assert result.stdout.strip() == "30", result.stderr  # EROFS
     plain = await env_sandbox.run(Program(language="python", source="import toyapp"))
     assert plain.verdict is Verdict.RUNTIME_ERROR and "ModuleNotFoundError" in plain.stderr
+
+
+HIDDEN_PROBE = """
+import ctypes, os
+path = "/env/site-packages/toydep/__init__.py"
+libc = ctypes.CDLL(None, use_errno=True)
+for target in (path, "/env/site-packages/toydep"):  # a run cannot take a mask off
+    if libc.umount2(target.encode(), 2) != 0:
+        print("umount", ctypes.get_errno())
+cache = "/env/site-packages/toydep/__pycache__"
+names = sorted(os.listdir(cache)) if os.path.isdir(cache) else []
+compiled = [open(os.path.join(cache, n), "rb").read() for n in names]
+print(repr(open(path).read()), len(compiled), sum(map(len, compiled)))
+"""
+
+
+@requires_isolation
+async def test_hidden_paths_read_as_empty_for_that_run_only(env_sandbox: AsyncSandbox) -> None:
+    hidden = Program(language="python", source=HIDDEN_PROBE, environment="toy",
+                     hidden=["site-packages/toydep/__init__.py", "site-packages/not/there.py"])  # fmt: skip
+    result = await env_sandbox.run(hidden)
+    assert result.verdict is Verdict.ACCEPTED, result.stderr or result.sandbox_error
+    lines = result.stdout.split("\n")
+    assert lines[:2] == ["umount 1", "umount 1"], result.stdout  # EPERM: the filter refuses it
+    text, compiled, compiled_bytes = lines[2].split()
+    assert (text, compiled_bytes) == ("''", "0") and int(compiled) >= 1, result.stdout  # the source, its .pyc: empty
+    for isolation in ("strict", None):
+        result = await env_sandbox.run(hidden, isolation=isolation)
+        assert result.stdout.split("\n")[2].endswith(" 0"), (isolation, result.stdout)
+    after = await env_sandbox.run(Program(language="python", source=HIDDEN_PROBE, environment="toy"))
+    assert "'VALUE = 41\\n'" in after.stdout, after.stdout  # the next run sees the environment whole
+    listing = "import os; print(os.listdir('/env/site-packages/toydep'))"
+    whole = await env_sandbox.run(
+        Program(language="python", environment="toy", hidden=["site-packages/toydep"], source=listing)
+    )
+    assert whole.stdout.strip() == "[]", whole.stdout + whole.stderr
+    with pytest.raises(InputError, match="inside the run's environment"):
+        await env_sandbox.run(Program(language="python", source="print(1)", hidden=["x.py"]))
+    with pytest.raises(ValidationError, match="must stay inside the environment"):
+        Program(language="python", source="print(1)", environment="toy", hidden=["../etc/passwd"])
 
 
 @requires_isolation

@@ -94,15 +94,25 @@ spec = json.load(open(sys.argv[1]))
 root = "/tmp/repo"
 os.makedirs(root, exist_ok=True)
 site = spec["site"]
+# A directory that holds no written file is one link to the environment's (its compiled files
+# included: imports read them instead of compiling the package again); one that does is made here,
+# its entries linked one by one. The environment's copies of written files are hidden in this run.
+opened = set()
+for path in [*spec["files"], *(e["path"] for e in spec["edits"])]:
+    parts = path.split("/")[:-1]
+    opened.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+def place(rel):
+    src, dst = os.path.join(site, rel), os.path.join(root, rel)
+    if not os.path.lexists(src):
+        return
+    if rel in opened and os.path.isdir(src) and not os.path.islink(src):
+        os.makedirs(dst, exist_ok=True)
+        for name in os.listdir(src):
+            place(rel + "/" + name)
+    else:
+        os.symlink(src, dst)
 for package in spec["packages"]:
-    src = os.path.join(site, package)
-    for base, dirs, files in os.walk(src):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        rel = os.path.relpath(base, site)
-        os.makedirs(os.path.join(root, rel), exist_ok=True)
-        for name in files:
-            if not name.endswith(".pyc"):
-                os.symlink(os.path.join(base, name), os.path.join(root, rel, name))
+    place(package)
 def write(path, text):
     target = os.path.join(root, path)
     os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -165,6 +175,7 @@ def repo_program(task: Task, edits: list[Edit], tests: list[str], command: str |
     ``command``, runs that in bash there instead: its work dir is the tree). A task without an
     environment runs in ``runner_environment()``."""
     assert task.workspace is not None
+    written = [*task.workspace.files, *(e.path for e in edits)]
     spec = {
         "site": "/env/site-packages",
         "packages": task.workspace.packages,
@@ -180,6 +191,7 @@ def repo_program(task: Task, edits: list[Edit], tests: list[str], command: str |
         files=[InputFile(path=".dojo-spec.json", content=json.dumps(spec).encode())],
         fetch=[REPORT],
         environment=task.environment or runner_environment(),
+        hidden=[f"site-packages/{path}" for path in written],  # (edits' paths are checked: ``path_allowed``)
     )
 
 

@@ -15,17 +15,17 @@ from dojo.sandbox.limits import Limits
 MAX_PATH = 255
 
 
-def check_relative_path(path: str) -> str:
-    """A path inside the work dir: relative, no '..', no NUL, not empty."""
+def check_relative_path(path: str, within: str = "the work dir") -> str:
+    """A path inside ``within`` (the work dir): relative, no '..', no NUL, not empty."""
     if not path or "\x00" in path:
         raise InputError("file path must be a non-empty string without NUL bytes")
     if len(path) > MAX_PATH:
         raise InputError(f"file path longer than {MAX_PATH} characters")
     if path.startswith("/"):
-        raise InputError(f"file path {path!r} must be relative to the work dir, not absolute")
+        raise InputError(f"file path {path!r} must be relative to {within}, not absolute")
     norm = posixpath.normpath(path)
     if norm == "." or norm.startswith("../") or norm == ".." or "/../" in f"/{path}/":
-        raise InputError(f"file path {path!r} must stay inside the work dir (no '..')")
+        raise InputError(f"file path {path!r} must stay inside {within} (no '..')")
     return norm
 
 
@@ -93,6 +93,13 @@ class Program(BaseModel):
         description="A Python environment built with 'dojo env build NAME' (NAME, or NAME@VERSION): its "
         "packages are importable and its declared modules already imported.",
     )
+    hidden: list[str] = Field(
+        default_factory=list,
+        max_length=256,
+        description="Paths inside the environment (relative to it, e.g. site-packages/pkg/mod.py) that this run "
+        "cannot read: each reads as an empty file (or directory). A task whose tree replaces a file of the "
+        "environment hides the environment's copy, so the original is out of the candidate's reach.",
+    )
     expected_stdout: str | None = Field(
         None,
         description="If set, an Accepted run whose stdout differs (ignoring whitespace) is WrongAnswer.",
@@ -102,6 +109,11 @@ class Program(BaseModel):
     @classmethod
     def _fetch(cls, v: list[str]) -> list[str]:
         return [check_fetch_path(p) for p in v]
+
+    @field_validator("hidden")
+    @classmethod
+    def _hidden(cls, v: list[str]) -> list[str]:
+        return [check_relative_path(p, "the environment") for p in v]
 
     @field_validator("env")
     @classmethod

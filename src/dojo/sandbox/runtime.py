@@ -15,10 +15,12 @@ import logging
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import threading
 from collections.abc import Coroutine, Iterable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from dojo.errors import InputError
@@ -518,6 +520,14 @@ def build_request(
         env["PYTHONPATH"] = ENVIRONMENT_SITE
         env.update(dict.fromkeys(THREAD_POOL_VARIABLES, "1"))
     env.update(program.env)
+    hidden: list[str] = []
+    if program.hidden:
+        if environment is None:
+            raise InputError("hidden paths are paths inside the run's environment: name one (Program.environment)")
+        for path in _with_compiled_copies(environment.path, program.hidden):
+            mode = _lstat_mode(environment.path / path)  # what is there to hide: files and directories, never a link
+            if mode is not None and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                hidden.append(f"{ENVIRONMENT_MOUNT}/{path}")
     header = {
         "files": files,
         "stdin_blob": stdin_blob,
@@ -528,7 +538,34 @@ def build_request(
         "network": limits.network.mode == "host",  # the zygote joins the host's namespace for this run
         "disk_bytes": limits.disk,
     }
+    if hidden:
+        header["hidden"] = hidden
     return header, blobs, timeout
+
+
+def _with_compiled_copies(root: Path, paths: list[str]) -> list[str]:
+    """``paths`` and, for each Python source among them, its compiled copies in ``__pycache__``
+    (the same code: hiding a module hides them too)."""
+    out = []
+    for path in paths:
+        out.append(path)
+        parent, _, name = path.rpartition("/")
+        if name.endswith(".py"):
+            cache = f"{parent}/__pycache__" if parent else "__pycache__"
+            try:
+                names = os.listdir(root / cache)
+            except OSError:
+                continue
+            stem = name[:-3] + "."
+            out += [f"{cache}/{n}" for n in sorted(names) if n.startswith(stem) and n.endswith(".pyc")]
+    return out
+
+
+def _lstat_mode(path: Path) -> int | None:
+    try:
+        return path.lstat().st_mode
+    except OSError:
+        return None
 
 
 class Sandbox:

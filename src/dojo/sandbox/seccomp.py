@@ -226,13 +226,20 @@ class ArgumentRule:
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
 MNT_DETACH = 2
+MOUNT_FORMS = (  # scratch tmpfs (and mqueue), and a hidden path's bind and its read-only remount
+    MS_NOSUID | MS_NODEV,
+    MS_NOSUID | MS_NODEV | MS_NOEXEC,
+    MS_BIND,
+    MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+)
 
 
 def zygote_rules(rootless: bool) -> tuple[ArgumentRule, ...]:
     """What a slot's zygote still calls once it is under the filter, in exactly its forms: fresh
-    scratch mounts (tmpfs, mqueue) and their unmounts, a new IPC namespace, joining the host's
+    scratch mounts (tmpfs, mqueue), the read-only binds that hide a request's ``hidden`` paths,
+    and their unmounts, a new IPC namespace, joining the host's
     network for a run that may use it, and (rootless) each run's nested user namespace. Every one
     needs CAP_SYS_ADMIN, which no run has (root mode: an unprivileged uid, and no way to a user
     namespace; rootless: the run's own filter, installed after that namespace, refuses them all)."""
@@ -240,7 +247,7 @@ def zygote_rules(rootless: bool) -> tuple[ArgumentRule, ...]:
     return (
         ArgumentRule("unshare", 0, unshare),
         ArgumentRule("setns", 1, (CLONE_NEWNET,)),
-        ArgumentRule("mount", 3, (MS_NOSUID | MS_NODEV, MS_NOSUID | MS_NODEV | MS_NOEXEC), wide=True),
+        ArgumentRule("mount", 3, MOUNT_FORMS, wide=True),
         ArgumentRule("umount2", 1, (MNT_DETACH,)),
     )
 

@@ -148,6 +148,7 @@ SIOCSIFFLAGS = 0x8914
 
 NEW_ROOT = "/tmp"  # a tmpfs is mounted here in the private mount namespace, then pivoted into
 BOX = "/box"
+HIDDEN = "/.dojo-hidden"  # an empty file and an empty directory, mounted over what a run must not read
 MQUEUE = "/dev/mqueue"  # the slot's POSIX message queues, as on any Linux system
 SYSVIPC_LISTS = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
 DEVICES = ("null", "zero", "full", "random", "urandom")
@@ -513,6 +514,7 @@ class Jail:
         self.host_netns: int | None = None
         self.disk_bytes: int = config.get("disk_bytes", 64 << 20)
         self.ipc_fds: list[int] = []
+        self.hidden: list[str] = []  # the paths masked for the current request (``hide``)
 
     def loopback_up(self) -> None:
         import socket
@@ -583,6 +585,9 @@ class Jail:
         for d in ("tmp", "box"):
             os.makedirs(f"{r}/{d}")
         os.symlink("/tmp", f"{r}/mnt")  # scratch space where programs written for a container expect it
+        os.makedirs(f"{r}{HIDDEN}/dir", mode=0o555)
+        open(f"{r}{HIDDEN}/file", "w").close()
+        os.chmod(f"{r}{HIDDEN}/file", 0o444)
         self.mount_scratch(r)
         os.chdir(r)
         machine = os.uname().machine
@@ -628,6 +633,31 @@ class Jail:
         if self.ipc_fds and self.ipc_in_use():
             self.sys.unshare(CLONE_NEWIPC)  # the old namespace goes with its last process: there is none
             self.watch_ipc()
+
+    def hide(self, paths: list[str]) -> None:
+        """Mount the empty file (or directory) read-only over each of ``paths`` for one request:
+        its runs share this mount namespace and cannot unmount (the run filter refuses it), so
+        they read nothing there. Only paths inside the slot's extra mounts (an environment) are
+        hidden; one that is missing or a link is skipped. ``unhide`` undoes it."""
+        import stat
+
+        insides = [inside.rstrip("/") + "/" for _, inside in self.config.get("mounts", [])]
+        for path in paths:
+            if not any(path.startswith(inside) for inside in insides) or "/../" in path + "/":
+                raise ValueError(f"cannot hide {path!r}: only paths inside an environment are hidden")
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                continue
+            self.sys.mount(HIDDEN + ("/dir" if stat.S_ISDIR(mode) else "/file"), path, None, MS_BIND)
+            self.hidden.append(path)
+            self.sys.mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+    def unhide(self) -> None:
+        while self.hidden:
+            self.sys.umount(self.hidden.pop())
 
     def mount_scratch(self, root: str = "") -> None:
         """Fresh tmpfs for /box (owned by the run uid), /tmp and /dev/shm."""
@@ -920,6 +950,21 @@ class Zygote:
             self.environment = dict(env)
 
     def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """One request. Paths it ``hidden`` are masked while it runs (``Jail.hide``); a session's
+        processes outlive its requests, so a session cannot hide anything."""
+        hidden = header.get("hidden") or []
+        if not hidden:
+            return self.handle_request(header, blobs)
+        if header.get("keep_files"):
+            raise ValueError("a session cannot hide paths: its processes outlive the request")
+        try:
+            self.jail.hide(hidden)
+            return self.handle_request(header, blobs)
+        finally:
+            self.reap_all()  # nothing of the request's runs may see the paths again
+            self.jail.unhide()
+
+    def handle_request(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         out_blobs: list[bytes] = []
         import time
 
