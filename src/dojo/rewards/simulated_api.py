@@ -213,7 +213,7 @@ async def run_api_calls(
     task's check needs)."""
     states = states or ("last" if scenario_of(task).check == "final_state" else "each")
     program = api_program(task, turns, restrict=restrict, observe_from=observe_from, states=states)
-    result = await sandbox.run(program, limits or API_GRADING_LIMITS)
+    result = await sandbox.run(program, limits or API_GRADING_LIMITS, cache_compiled=True)  # (the driver: ours)
     if result.verdict is Verdict.SANDBOX_ERROR:
         return ApiRun(infrastructure_error=result.sandbox_error or "sandbox error")
     if result.verdict is not Verdict.ACCEPTED:

@@ -52,6 +52,9 @@ GOODBYE = "Thank you, that's all I needed."
 # are the tools, whose state is the database's hash, and whose results are tau2's text of them.
 ADAPTER = '''"""dojo's adapter of tau2's domains to a simulated API (``dojo.tasks.tau2``)."""
 
+from loguru import logger
+
+logger.disable("tau2")  # its tools log every call (to stderr, which no one reads here): time for nothing
 from tau2.domains.airline.data_model import FlightDB
 from tau2.domains.airline.tools import AirlineTools
 from tau2.domains.airline.utils import AIRLINE_DB_PATH
