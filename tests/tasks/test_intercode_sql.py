@@ -48,7 +48,7 @@ async def test_the_shell_prints_what_the_expected_output_says(fast_sandbox: Asyn
 
 async def test_references_pass_and_wrong_queries_fail(fast_sandbox: AsyncSandbox) -> None:
     tasks = load_source("intercode:sql")
-    assert len(tasks) == 23
+    assert len(tasks) == 20 and len(load_source("intercode:sql?all=1")) == 23  # 3 golds return nothing here
     grader = Grader(fast_sandbox)
     for task in tasks:
         assert (await grader.grade(task, task.reference or "")).value == 1.0, task.id

@@ -13,10 +13,19 @@
   output and file changes: ``dojo.tasks.intercode``);
 - ``swe:toolz?context=function&n=20&seed=0`` (bugs injected into a real package: ``dojo.tasks.swe``);
 - a path or fsspec URL ending in ``.jsonl`` or ``.parquet``.
+
+A source read from a package leaves out the tasks that no grader of ours can verify
+(``data/unverifiable.json``: each with why, found by ``dojo tasks audit``; a gold that fails, or one
+that doing nothing matches): ``all=1`` keeps them (to compare with the benchmark's own numbers).
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import parse_qs
 
 from dojo.tasks.bfcl import CATEGORIES, load_bfcl
@@ -35,9 +44,9 @@ from dojo.tasks.terminal import TerminalFamily  # noqa: F401  (registers family:
 SOURCE_HELP = (
     "a task source is one of: humaneval, humaneval:function, reasoning_gym[:FAMILY,...][?n=20&level=2&seed=0], "
     f"family:NAME[?n=100&seed=0&difficulty=0.2-0.8] (families: {', '.join(family_names())}), "
-    f"bfcl:CATEGORY[?n=50&seed=0] (categories: {', '.join(CATEGORIES + KINDS)}), "
-    f"tau2:DOMAIN[?n=10&seed=0] (domains: {', '.join(DOMAINS)}), "
-    "intercode:bash|sql[?n=10&seed=0], "
+    f"bfcl:CATEGORY[?n=50&seed=0&all=1] (categories: {', '.join(CATEGORIES + KINDS)}), "
+    f"tau2:DOMAIN[?n=10&seed=0&all=1] (domains: {', '.join(DOMAINS)}), "
+    "intercode:bash|sql[?n=10&seed=0&all=1], "
     f"swe:PACKAGE[?context={'|'.join(CONTEXTS)}&n=20&seed=0] (packages: {', '.join(sorted(PACKAGES))}), "
     "or a .jsonl/.parquet file"
 )
@@ -56,6 +65,27 @@ def _int(opts: dict[str, str], key: str, default: int) -> int:
         return int(opts.get(key, default))
     except ValueError:
         raise ValueError(f"option {key} must be an integer, got {opts[key]!r}") from None
+
+
+UNVERIFIABLE = Path(__file__).parent / "data" / "unverifiable.json"
+
+
+@functools.cache
+def known_unverifiable(source: str) -> dict[str, str]:
+    """The tasks of ``source`` (``tau2:airline``) that no grader of ours can verify: id -> why."""
+    known: dict[str, dict[str, str]] = json.loads(UNVERIFIABLE.read_text())
+    return known.get(source, {})
+
+
+def _verifiable(source: str, opts: dict[str, str], load: Callable[[int | None, int], list[Task]]) -> list[Task]:
+    """``load(n, seed)``'s tasks, less those known to be unverifiable (unless ``all=1``); ``n`` of
+    them (all when 0), drawn by ``seed``."""
+    n, seed = _int(opts, "n", 0), _int(opts, "seed", 0)
+    known = {} if _int(opts, "all", 0) else known_unverifiable(source)
+    if not known:
+        return load(n or None, seed)
+    tasks = [t for t in load(None, seed) if t.id not in known]
+    return random.Random(seed).sample(tasks, min(n, len(tasks))) if n else tasks
 
 
 def load_source(spec: str) -> list[Task]:
@@ -87,19 +117,15 @@ def load_source(spec: str) -> list[Task]:
         difficulty: float | tuple[float, float] = (parts[0], parts[1]) if len(parts) == 2 else parts[0]
         return generate_tasks(arg, n=_int(opts, "n", 100), seed=_int(opts, "seed", 0), difficulty=difficulty)
     if kind == "bfcl":
-        opts = _options(query, {"n", "seed"})
-        n = _int(opts, "n", 0)
-        if arg in KINDS:
-            return load_bfcl_multi_turn(arg, n=n or None, seed=_int(opts, "seed", 0))
-        return load_bfcl(arg, n=n or None, seed=_int(opts, "seed", 0))
+        opts = _options(query, {"n", "seed", "all"})
+        load_calls = load_bfcl_multi_turn if arg in KINDS else load_bfcl
+        return _verifiable(head, opts, lambda n, seed: load_calls(arg, n=n, seed=seed))
     if kind == "tau2":
-        opts = _options(query, {"n", "seed"})
-        n = _int(opts, "n", 0)
-        return load_tau2(arg, n=n or None, seed=_int(opts, "seed", 0))
+        opts = _options(query, {"n", "seed", "all"})
+        return _verifiable(head, opts, lambda n, seed: load_tau2(arg, n=n, seed=seed))
     if kind == "intercode":
-        opts = _options(query, {"n", "seed"})
-        n = _int(opts, "n", 0)
-        return load_intercode(arg, n=n or None, seed=_int(opts, "seed", 0))
+        opts = _options(query, {"n", "seed", "all"})
+        return _verifiable(head, opts, lambda n, seed: load_intercode(arg, n=n, seed=seed))
     if kind == "swe":
         opts = _options(query, {"n", "seed", "context"})
         n = _int(opts, "n", 0)
