@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,20 @@ def test_audit_exits_1_when_a_task_is_unverifiable(tmp_path: Path) -> None:
     result = runner.invoke(app, ["tasks", "audit", str(path)])
     assert result.exit_code == 1
     assert "reference_fails" in result.output and "1 unverifiable" in result.output
+
+
+def test_a_long_list_of_findings_shows_the_problems_first_and_says_how_many_more(tmp_path: Path) -> None:
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    same = [Task(id=f"dup{i}", form="answer", prompt="What is two plus two, written as a number?",
+                 tests=[TestCase(expected=f"{i}")], reference=f"{i}") for i in range(50)]  # fmt: skip
+    bad = Task(id="zz-bad", form="answer", prompt="Unrelated", tests=[TestCase(expected="1")], reference="2")
+    path = tmp_path / "many.jsonl"
+    save_tasks([*same, bad], str(path))
+    result = runner.invoke(app, ["tasks", "audit", str(path)])
+    assert result.exit_code == 1, result.output
+    assert result.output.index("zz-bad") < result.output.index("dup0")  # the problem before the warnings
+    assert re.search(r"\.\.\. 11[\s│]+more", result.output) and "dup49" not in result.output
 
 
 def test_bad_sources_exit_2_with_a_message(tmp_path: Path) -> None:

@@ -37,16 +37,22 @@ def _load(source: str, limit: int | None) -> list[Task]:
     return tasks
 
 
+AUDIT_ROWS = 40  # rows of findings shown without --all (problems first; the --json report has every one)
+
+
 def _table(report: AuditReport, show_all: bool) -> Table:
     table = Table("task", "form", "status", "reference", "trivial passes", "difficulty", "notes")
-    for t in report.tasks:
-        if not show_all and t.status == "ok" and not t.warnings:
-            continue
+    listed = report.tasks if show_all else [t for t in report.tasks if t.status != "ok" or t.warnings]
+    listed = sorted(listed, key=lambda t: t.status == "ok")  # problems first, in task order
+    more = len(listed) - AUDIT_ROWS if not show_all and len(listed) > AUDIT_ROWS else 0
+    for t in listed[: len(listed) - more]:
         colour = {"ok": "green", "unverifiable": "red", "error": "yellow"}[t.status]
         refs = "/".join("-" if v is None else f"{v:g}" for v in t.reference_rewards) or "none"
         diff = "" if t.difficulty is None else f"{t.difficulty:.2f} ({t.difficulty_source})"
         notes = "; ".join([*t.problems, *t.warnings])[:120]
         table.add_row(t.id, t.form, f"[{colour}]{t.status}[/{colour}]", refs, ", ".join(t.trivial_passed), diff, notes)
+    if more:
+        table.add_row(f"... {more} more", "", "", "", "", "", "--all lists every task; --json writes the full report")
     return table
 
 
