@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -59,7 +58,7 @@ def test_a_long_list_of_findings_shows_the_problems_first_and_says_how_many_more
     result = runner.invoke(app, ["tasks", "audit", str(path)])
     assert result.exit_code == 1, result.output
     assert result.output.index("zz-bad") < result.output.index("dup0")  # the problem before the warnings
-    assert re.search(r"\.\.\. 11[\s│]+more", result.output) and "dup49" not in result.output
+    assert "... 11 " in result.output and "dup49" not in result.output  # ("... 11 more", wrapped in its cell)
 
 
 def test_bad_sources_exit_2_with_a_message(tmp_path: Path) -> None:
