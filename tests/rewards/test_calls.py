@@ -11,6 +11,7 @@ from dojo.sandbox import AsyncSandbox
 from dojo.tasks import load_source
 from dojo.tasks.bfcl import CATEGORIES
 from dojo.tasks.model import Task, TestCase
+from dojo.tasks.sources import known_unverifiable
 
 SCHEMAS = {
     "geo.distance": {
@@ -151,9 +152,10 @@ def test_java_and_javascript_arguments_are_source_text() -> None:
 
 @pytest.mark.parametrize("category", ["simple_java", "simple_javascript"])
 def test_bfcl_java_and_javascript_references_pass(category: str) -> None:
-    tasks = load_source(f"bfcl:{category}")
+    tasks = load_source(f"bfcl:{category}?all=1")
     failing = [t.id for t in tasks if not check_calls(parse_calls(t.reference or ""), t.tests[0].expected)[0]]
     # two of BFCL's Java answers mix types in a list whose items are declared `any`: its own converter
-    # reads every item as text, so no answer can meet them
+    # reads every item as text, so no answer can meet them (left out of the source unless all=1)
     assert failing == ([] if category == "simple_javascript" else ["bfcl:simple_java_36", "bfcl:simple_java_65"])
+    assert sorted(known_unverifiable(f"bfcl:{category}")) == failing
     assert all(t.tools[0]["function"]["parameters"]["type"] == "object" for t in tasks)
