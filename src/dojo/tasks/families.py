@@ -95,13 +95,13 @@ _SHAPES: list[list[Shape]] = [
 ]
 
 
-def _level(difficulty: float, levels: int) -> int:
+def difficulty_level(difficulty: float, levels: int) -> int:
     """The level (0 .. levels - 1) a difficulty in 0..1 falls in."""
     return min(levels - 1, int(difficulty * levels))
 
 
 def _pick_shape(shapes: list[list[Shape]], rng: random.Random, difficulty: float) -> tuple[int, str]:
-    level = _level(difficulty, len(shapes))
+    level = difficulty_level(difficulty, len(shapes))
     return level, rng.choice(shapes[level])(rng)
 
 
@@ -228,7 +228,7 @@ class IdentifyFamily:
         self.shown, self.hidden = shown, hidden
 
     def generate(self, rng: random.Random, difficulty: float) -> Task:
-        level = _level(difficulty, len(IDENTIFY_FUNCTIONS))
+        level = difficulty_level(difficulty, len(IDENTIFY_FUNCTIONS))
         expr = rng.choice(IDENTIFY_FUNCTIONS[level])
         values = _IDENTIFY_VALUES[expr]
         while True:  # inputs whose outputs no other function of the set reproduces

@@ -113,6 +113,13 @@ def database_text(db: str) -> str:
     return "\n".join(databases()[db].iterdump()) + "\n"
 
 
+@functools.cache
+def schema_text(db: str) -> str:
+    """The database's CREATE TABLE statements, as a prompt shows them."""
+    rows = databases()[db].execute("SELECT sql FROM sqlite_master WHERE type = 'table' ORDER BY rowid")
+    return "\n".join(f"{sql};" for (sql,) in rows)
+
+
 def cli_value(value: Any) -> str:
     """A value as the sqlite3 shell prints it in list mode."""
     if value is None:
@@ -142,9 +149,8 @@ def load_intercode_sql(*, n: int | None = None, seed: int = 0) -> list[Task]:
     tasks = []
     for i, row in indexed:
         db, gold = row["db"], row["gold"].strip()
-        schema = "\n".join(line for line in database_text(db).splitlines() if line.startswith("CREATE TABLE"))
         prompt = (
-            f"A sqlite database `{db}` has these tables:\n{schema}\n\n{row['query'].strip()}\n\n"
+            f"A sqlite database `{db}` has these tables:\n{schema_text(db)}\n\n{row['query'].strip()}\n\n"
             "Answer with one SQL query in a ```sql block; its result is compared with the expected rows."
         )
         ordered = re.search(r"\border\s+by\b", gold, re.IGNORECASE) is not None

@@ -25,7 +25,7 @@ import json
 import random
 from typing import Any
 
-from dojo.tasks.families import register_family
+from dojo.tasks.families import difficulty_level, register_family
 from dojo.tasks.model import Task, TaskMetadata, TestCase, Workspace
 
 NAMES = ("inventory", "billing", "search", "ledger", "catalog", "notifier", "gateway", "scheduler")
@@ -178,7 +178,7 @@ class OpsFamily:
     name = "ops"
 
     def generate(self, rng: random.Random, difficulty: float) -> Task:
-        level = min(2, int(difficulty * 3))
+        level = difficulty_level(difficulty, 3)
         fmt = FORMATS[level]
         name = rng.choice(NAMES)
         port = rng.randint(8000, 8999)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dojo.tasks.families import register_family
+from dojo.tasks.families import difficulty_level, register_family
 from dojo.tasks.model import Task, TaskMetadata, TestCase, Workspace
 
 WORDS = ("alpha", "bravo", "delta", "gamma", "kilo", "lima", "oscar", "sierra", "tango", "zulu", "echo", "mike")
@@ -201,7 +201,7 @@ class TerminalFamily:
     name = "terminal"
 
     def generate(self, rng: random.Random, difficulty: float) -> Task:
-        level = min(2, int(difficulty * 3))
+        level = difficulty_level(difficulty, 3)
         tree = Tree()
         first = rng.choice(sorted(JOBS))
         kinds = [first]
