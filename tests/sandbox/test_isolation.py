@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 
 import pytest
 
-from dojo.sandbox import AsyncSandbox, InputFile, Limits, Program, Verdict
-from tests.sandbox.conftest import root_only, rootless_only
+from dojo.sandbox import AsyncSandbox, InputFile, Limits, Program, Verdict, runtime
+from tests.sandbox.conftest import requires_isolation, root_only, rootless_only
 
 
 @pytest.fixture
@@ -100,6 +101,21 @@ print('uid', os.getuid(), 'euid', os.geteuid())
         assert f"absent {path}" in r.stdout
     uid = int(r.stdout.split("uid ")[1].split()[0])
     assert uid != 0
+
+
+@requires_isolation
+async def test_dojos_own_files_are_empty_to_a_run_even_under_a_bound_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dojo installed under /usr (or in the sandbox interpreter's prefix) would put its task data,
+    answers included, in every run's view: slots mount an empty directory over it. Shown with a
+    directory of /usr standing in for an installed dojo."""
+    here = runtime.dojo_install_paths()
+    assert any(os.path.isdir(os.path.join(p, "tasks", "data", "swe")) for p in here), here
+    monkeypatch.setattr(runtime, "dojo_install_paths", lambda: ("/usr/share/doc", "/usr/no/such/dir"))
+    src = "import os\nprint(len(os.listdir('/usr/share/doc')), len(os.listdir('/usr/share')) > 3)"
+    async with AsyncSandbox(pool_size=1) as sandbox:
+        r = await sandbox.run(Program(language="python", source=src))
+    assert r.stdout.split() == ["0", "True"], r.stdout + r.stderr + str(r.sandbox_error)
+    assert len(os.listdir("/usr/share/doc")) > 0  # the host's copy is untouched
 
 
 async def test_setuid_binaries_do_not_elevate(sandbox: AsyncSandbox) -> None:

@@ -174,6 +174,7 @@ class AsyncSandbox:
             config = SlotConfig(
                 python=self.python,
                 extra_ro_paths=extra,
+                masked=dojo_install_paths(),
                 mounts=((str(toolchains), TOOLCHAINS_MOUNT),) if toolchains.is_dir() else (),
                 disk_bytes=self.limits.disk,
                 cgroup_version=layout.version,
@@ -541,6 +542,14 @@ def build_request(
     if hidden:
         header["hidden"] = hidden
     return header, blobs, timeout
+
+
+def dojo_install_paths() -> tuple[str, ...]:
+    """Where this dojo is installed. A run must not read it even when a path the sandbox binds holds
+    it (dojo installed under /usr, or in the sandbox interpreter's own prefix): its task data holds
+    answers (the original lines of ``swe:`` bugs). Slots mount an empty directory over it."""
+    here = Path(__file__).parent.parent  # the dojo package
+    return tuple(dict.fromkeys([str(here.absolute()), str(here.resolve())]))
 
 
 def _with_compiled_copies(root: Path, paths: list[str]) -> list[str]:

@@ -73,6 +73,7 @@ class SlotConfig:
 
     python: str
     extra_ro_paths: tuple[str, ...] = ()
+    masked: tuple[str, ...] = ()  # host directories that runs see empty, should a bound path hold them
     disk_bytes: int = 64 << 20
     cgroup_version: int = 1
     rootless: bool = False
@@ -109,6 +110,7 @@ class Slot:
             "cgroups": cg_paths,
             "cgroup_version": self.config.cgroup_version,
             "extra_ro_paths": list(self.config.extra_ro_paths),
+            "masked": list(self.config.masked),
             "disk_bytes": self.config.disk_bytes,
             "keep_host_netns": None if self.config.rootless else f"/proc/{os.getpid()}/ns/net",
             "rootless": self.config.rootless,

@@ -588,6 +588,11 @@ class Jail:
         os.makedirs(f"{r}{HIDDEN}/dir", mode=0o555)
         open(f"{r}{HIDDEN}/file", "w").close()
         os.chmod(f"{r}{HIDDEN}/file", 0o444)
+        for path in self.config.get("masked", []):  # in a bound tree (dojo installed under /usr): empty
+            inside = r + path
+            if os.path.isdir(inside) and not os.path.islink(inside):
+                self.sys.mount(f"{r}{HIDDEN}/dir", inside, None, MS_BIND)
+                self.sys.mount(None, inside, None, ro_flags)
         self.mount_scratch(r)
         os.chdir(r)
         machine = os.uname().machine
