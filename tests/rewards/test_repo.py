@@ -3,9 +3,12 @@ might try to pass them without fixing the code."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
-from dojo.rewards import Grader, GradingConfig
+from dojo.rewards import Grader, GradingConfig, repo
 from dojo.rewards.repo import Edit, format_edits, junit_outcomes, parse_edits, path_allowed, repo_program
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks.model import Task, TestCase, Workspace
@@ -210,3 +213,24 @@ async def test_the_original_of_the_buggy_file_is_out_of_reach(grader: Grader, na
     )
     assert shell.stdout.split("\n")[1] == "0", shell.stdout  # an agent's shell reads it empty too
     assert "RECORD" not in shell.stdout and "METADATA" in shell.stdout, shell.stdout
+
+
+def test_an_installed_copy_of_the_package_is_hidden_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the package is also installed where runs can read it (a system-wide install under
+    /usr), the run hides that copy of each file the tree replaces as well."""
+    [task] = load_swe("toolz", n=1, seed=3)
+    assert task.workspace is not None
+    [path] = task.workspace.files
+    installed = Path.home() / ".cache" / "dojo-test-site"  # stands in for /usr/lib/python3/dist-packages
+    try:
+        (installed / path).parent.mkdir(parents=True)
+        (installed / path).write_text("the original\n")
+        (tmp_path / path).parent.mkdir(parents=True)
+        (tmp_path / path).write_text("the original\n")
+        monkeypatch.setattr(repo, "site_dirs", lambda python: (str(installed), str(tmp_path), "/usr/no/such"))
+        program = repo_program(task, [Edit(path="toolz/new.py", replace="x = 1\n")], [])
+    finally:
+        shutil.rmtree(installed, ignore_errors=True)
+    assert f"{installed}/{path}" in program.hidden and f"site-packages/{path}" in program.hidden
+    assert not any(h.startswith(str(tmp_path)) for h in program.hidden)  # a run's /tmp is its own
+    assert "site-packages/toolz/new.py" in program.hidden  # an edit's path: any copy of it too

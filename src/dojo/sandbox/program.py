@@ -13,6 +13,7 @@ from dojo.errors import InputError
 from dojo.sandbox.limits import Limits
 
 MAX_PATH = 255
+SCRATCH = ("/box", "/tmp", "/dev", "/proc")  # a run's own space: wiped or made fresh for each run
 
 
 def check_relative_path(path: str, within: str = "the work dir") -> str:
@@ -96,9 +97,10 @@ class Program(BaseModel):
     hidden: list[str] = Field(
         default_factory=list,
         max_length=256,
-        description="Paths inside the environment (relative to it, e.g. site-packages/pkg/mod.py) that this run "
-        "cannot read: each reads as an empty file (or directory). A task whose tree replaces a file of the "
-        "environment hides the environment's copy, so the original is out of the candidate's reach.",
+        description="Paths that this run cannot read: each reads as an empty file (or directory), a Python "
+        "file's compiled copies too. Relative: inside the run's environment (site-packages/pkg/mod.py); "
+        "absolute: in the run's file tree (/usr/lib/python3/dist-packages/pkg/mod.py). A task whose tree "
+        "replaces a file hides every other copy of it, so the original is out of the candidate's reach.",
     )
     expected_stdout: str | None = Field(
         None,
@@ -113,7 +115,19 @@ class Program(BaseModel):
     @field_validator("hidden")
     @classmethod
     def _hidden(cls, v: list[str]) -> list[str]:
-        return [check_relative_path(p, "the environment") for p in v]
+        out = []
+        for p in v:
+            if p.startswith("/"):
+                if "\x00" in p or len(p) > MAX_PATH or "/../" in f"{p}/" or p.rstrip("/") == "":
+                    raise InputError(f"hidden path {p!r} must be a plain absolute path (no '..', no NUL)")
+                p = posixpath.normpath(p)
+                if any(p == d or p.startswith(d + "/") for d in SCRATCH):
+                    raise InputError(f"hidden path {p!r} is in the run's scratch space ({', '.join(SCRATCH)}): "
+                                     "nothing there outlives a run, so there is nothing to hide")  # fmt: skip
+                out.append(p)
+            else:
+                out.append(check_relative_path(p, "the environment"))
+        return out
 
     @field_validator("env")
     @classmethod

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import os
 import platform
 import shutil
+import site
 import stat
 import subprocess
 import threading
@@ -174,7 +176,7 @@ class AsyncSandbox:
             config = SlotConfig(
                 python=self.python,
                 extra_ro_paths=extra,
-                masked=dojo_install_paths(),
+                masked=await asyncio.to_thread(dojo_install_paths, self.python),
                 mounts=((str(toolchains), TOOLCHAINS_MOUNT),) if toolchains.is_dir() else (),
                 disk_bytes=self.limits.disk,
                 cgroup_version=layout.version,
@@ -522,10 +524,13 @@ def build_request(
         env.update(dict.fromkeys(THREAD_POOL_VARIABLES, "1"))
     env.update(program.env)
     hidden: list[str] = []
-    if program.hidden:
-        if environment is None:
-            raise InputError("hidden paths are paths inside the run's environment: name one (Program.environment)")
-        for path in _with_compiled_copies(environment.path, program.hidden):
+    inside_env = [p for p in program.hidden if not p.startswith("/")]
+    if inside_env and environment is None:
+        raise InputError("relative hidden paths are inside the run's environment: name one (Program.environment)")
+    for path in _with_compiled_copies(Path("/"), [p for p in program.hidden if p.startswith("/")]):
+        hidden.append(path)  # (the zygote skips what its tree lacks)
+    if environment is not None:
+        for path in _with_compiled_copies(environment.path, inside_env):
             mode = _lstat_mode(environment.path / path)  # what is there to hide: files and directories, never a link
             if mode is not None and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 hidden.append(f"{ENVIRONMENT_MOUNT}/{path}")
@@ -544,12 +549,36 @@ def build_request(
     return header, blobs, timeout
 
 
-def dojo_install_paths() -> tuple[str, ...]:
-    """Where this dojo is installed. A run must not read it even when a path the sandbox binds holds
-    it (dojo installed under /usr, or in the sandbox interpreter's own prefix): its task data holds
-    answers (the original lines of ``swe:`` bugs). Slots mount an empty directory over it."""
+# Top-level modules whose installed files hold answers (HumanEval's solutions, InterCode's gold
+# commands, the released code of a ``swe:`` package): a task source registers them (``mask_modules``).
+MASKED_MODULES: set[str] = set()
+
+
+def mask_modules(*names: str) -> None:
+    """Keep these modules' installed files from every run of a sandbox started afterwards, should a
+    path the sandbox binds hold them (a system-wide install under /usr)."""
+    MASKED_MODULES.update(names)
+
+
+@functools.cache
+def site_dirs(python: str) -> tuple[str, ...]:
+    """Where ``python`` (the sandbox's interpreter) and this one install packages."""
+    code = "import site; print('\\n'.join([*site.getsitepackages(), site.getusersitepackages()]))"
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=False).stdout
+    return tuple(dict.fromkeys([*out.split(), *site.getsitepackages(), site.getusersitepackages()]))
+
+
+def dojo_install_paths(python: str) -> tuple[str, ...]:
+    """What a run must not read even where a path the sandbox binds holds it (dojo, or a package of
+    task data, installed under /usr or in the sandbox interpreter's own prefix): dojo's own package
+    (its task data holds answers: the original lines of ``swe:`` bugs) and the registered
+    ``MASKED_MODULES``. Slots mount an empty directory (or file) over each."""
     here = Path(__file__).parent.parent  # the dojo package
-    return tuple(dict.fromkeys([str(here.absolute()), str(here.resolve())]))
+    paths = [str(here.absolute()), str(here.resolve())]
+    for folder in site_dirs(python):
+        for name in sorted(MASKED_MODULES):
+            paths += [p for p in (f"{folder}/{name}", f"{folder}/{name}.py") if os.path.exists(p)]
+    return tuple(dict.fromkeys(paths))
 
 
 def _with_compiled_copies(root: Path, paths: list[str]) -> list[str]:

@@ -590,9 +590,10 @@ class Jail:
         os.chmod(f"{r}{HIDDEN}/file", 0o444)
         for path in self.config.get("masked", []):  # in a bound tree (dojo installed under /usr): empty
             inside = r + path
-            if os.path.isdir(inside) and not os.path.islink(inside):
-                self.sys.mount(f"{r}{HIDDEN}/dir", inside, None, MS_BIND)
-                self.sys.mount(None, inside, None, ro_flags)
+            if os.path.islink(inside) or not os.path.exists(inside):
+                continue
+            self.sys.mount(f"{r}{HIDDEN}/{'dir' if os.path.isdir(inside) else 'file'}", inside, None, MS_BIND)
+            self.sys.mount(None, inside, None, ro_flags)
         self.mount_scratch(r)
         os.chdir(r)
         machine = os.uname().machine
@@ -642,14 +643,14 @@ class Jail:
     def hide(self, paths: list[str]) -> None:
         """Mount the empty file (or directory) read-only over each of ``paths`` for one request:
         its runs share this mount namespace and cannot unmount (the run filter refuses it), so
-        they read nothing there. Only paths inside the slot's extra mounts (an environment) are
-        hidden; one that is missing or a link is skipped. ``unhide`` undoes it."""
+        they read nothing there. Absolute paths outside the scratch space (which each request wipes)
+        only; one that is missing or a link is skipped. ``unhide`` undoes it."""
         import stat
 
-        insides = [inside.rstrip("/") + "/" for _, inside in self.config.get("mounts", [])]
         for path in paths:
-            if not any(path.startswith(inside) for inside in insides) or "/../" in path + "/":
-                raise ValueError(f"cannot hide {path!r}: only paths inside an environment are hidden")
+            scratch = any(path == d or path.startswith(d + "/") for d in (BOX, "/tmp", "/dev", "/proc", HIDDEN))
+            if not path.startswith("/") or "/../" in path + "/" or scratch:
+                raise ValueError(f"cannot hide {path!r}: an absolute path outside the scratch space is hidden")
             try:
                 mode = os.lstat(path).st_mode
             except OSError:

@@ -20,6 +20,7 @@ import re
 import shlex
 from pathlib import Path
 
+from dojo.sandbox import mask_modules
 from dojo.tasks.intercode_sql import load_intercode_sql
 from dojo.tasks.model import Task, TaskMetadata, TestCase, Workspace
 from dojo.tasks.wheel_data import wheel_data
@@ -27,6 +28,7 @@ from dojo.tasks.wheel_data import wheel_data
 DISTRIBUTION = "intercode-bench"
 VERSION = "0.1.22"
 CATEGORIES = ("bash", "sql")
+mask_modules("intercode")  # its data holds the gold commands and queries
 
 
 def assets_dir() -> Path:
