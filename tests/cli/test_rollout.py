@@ -109,6 +109,7 @@ def test_rollout_runs_repo_tasks(policy_server: str, tmp_path: Path, mode: str) 
         "family:ops?n=2",
         "intercode:bash?n=2",
         "intercode:sql?n=2",
+        "family:sql?n=2",
     ],
 )
 def test_rollout_runs_the_other_agent_sources(policy_server: str, tmp_path: Path, source: str) -> None:
