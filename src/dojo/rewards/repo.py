@@ -36,7 +36,7 @@ from dojo.rewards.outcome import CaseOutcome
 from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.environment import EnvironmentStore
 from dojo.sandbox.languages import default_python
-from dojo.sandbox.program import SCRATCH
+from dojo.sandbox.program import in_scratch
 from dojo.sandbox.runtime import site_dirs
 from dojo.tasks.model import TEST_RUNNER, Task, Workspace
 
@@ -204,7 +204,7 @@ def installed_copies(paths: list[str]) -> list[str]:
     this machine holds, where a run might read them (a system-wide install under /usr): the tree's
     files must be the only ones (edits' paths are checked first: ``path_allowed``). A run's /tmp is
     its own: a folder under the host's /tmp (a checkout's virtual environment) is none of its."""
-    folders = [f for f in site_dirs(default_python()) if not any(f == d or f.startswith(d + "/") for d in SCRATCH)]
+    folders = [folder for folder in site_dirs(default_python()) if not in_scratch(folder)]  # (site_dirs: cached)
     return [f"{folder}/{path}" for folder in folders for path in paths if os.path.exists(f"{folder}/{path}")]
 
 

@@ -16,6 +16,11 @@ MAX_PATH = 255
 SCRATCH = ("/box", "/tmp", "/dev", "/proc")  # a run's own space: wiped or made fresh for each run
 
 
+def in_scratch(path: str) -> bool:
+    """Whether an absolute ``path`` lies in a run's own space (``SCRATCH``)."""
+    return any(path == d or path.startswith(d + "/") for d in SCRATCH)
+
+
 def check_relative_path(path: str, within: str = "the work dir") -> str:
     """A path inside ``within`` (the work dir): relative, no '..', no NUL, not empty."""
     if not path or "\x00" in path:
@@ -121,7 +126,7 @@ class Program(BaseModel):
                 if "\x00" in p or len(p) > MAX_PATH or "/../" in f"{p}/" or p.rstrip("/") == "":
                     raise InputError(f"hidden path {p!r} must be a plain absolute path (no '..', no NUL)")
                 p = posixpath.normpath(p)
-                if any(p == d or p.startswith(d + "/") for d in SCRATCH):
+                if in_scratch(p):
                     raise InputError(f"hidden path {p!r} is in the run's scratch space ({', '.join(SCRATCH)}): "
                                      "nothing there outlives a run, so there is nothing to hide")  # fmt: skip
                 out.append(p)

@@ -17,7 +17,6 @@ import os
 import platform
 import shutil
 import site
-import stat
 import subprocess
 import threading
 from collections.abc import Coroutine, Iterable
@@ -176,7 +175,7 @@ class AsyncSandbox:
             config = SlotConfig(
                 python=self.python,
                 extra_ro_paths=extra,
-                masked=await asyncio.to_thread(dojo_install_paths, self.python),
+                masked=await asyncio.to_thread(masked_paths, self.python),
                 mounts=((str(toolchains), TOOLCHAINS_MOUNT),) if toolchains.is_dir() else (),
                 disk_bytes=self.limits.disk,
                 cgroup_version=layout.version,
@@ -523,17 +522,13 @@ def build_request(
         env["PYTHONPATH"] = ENVIRONMENT_SITE
         env.update(dict.fromkeys(THREAD_POOL_VARIABLES, "1"))
     env.update(program.env)
-    hidden: list[str] = []
     inside_env = [p for p in program.hidden if not p.startswith("/")]
     if inside_env and environment is None:
         raise InputError("relative hidden paths are inside the run's environment: name one (Program.environment)")
-    for path in _with_compiled_copies(Path("/"), [p for p in program.hidden if p.startswith("/")]):
-        hidden.append(path)  # (the zygote skips what its tree lacks)
+    # (the zygote skips what its tree lacks, and links)
+    hidden = _with_compiled_copies(Path("/"), [p for p in program.hidden if p.startswith("/")])
     if environment is not None:
-        for path in _with_compiled_copies(environment.path, inside_env):
-            mode = _lstat_mode(environment.path / path)  # what is there to hide: files and directories, never a link
-            if mode is not None and (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                hidden.append(f"{ENVIRONMENT_MOUNT}/{path}")
+        hidden += [f"{ENVIRONMENT_MOUNT}/{p}" for p in _with_compiled_copies(environment.path, inside_env)]
     header = {
         "files": files,
         "stdin_blob": stdin_blob,
@@ -568,7 +563,7 @@ def site_dirs(python: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*out.split(), *site.getsitepackages(), site.getusersitepackages()]))
 
 
-def dojo_install_paths(python: str) -> tuple[str, ...]:
+def masked_paths(python: str) -> tuple[str, ...]:
     """What a run must not read even where a path the sandbox binds holds it (dojo, or a package of
     task data, installed under /usr or in the sandbox interpreter's own prefix): dojo's own package
     (its task data holds answers: the original lines of ``swe:`` bugs) and the registered
@@ -597,13 +592,6 @@ def _with_compiled_copies(root: Path, paths: list[str]) -> list[str]:
             stem = name[:-3] + "."
             out += [f"{cache}/{n}" for n in sorted(names) if n.startswith(stem) and n.endswith(".pyc")]
     return out
-
-
-def _lstat_mode(path: Path) -> int | None:
-    try:
-        return path.lstat().st_mode
-    except OSError:
-        return None
 
 
 class Sandbox:

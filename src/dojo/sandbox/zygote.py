@@ -589,11 +589,7 @@ class Jail:
         open(f"{r}{HIDDEN}/file", "w").close()
         os.chmod(f"{r}{HIDDEN}/file", 0o444)
         for path in self.config.get("masked", []):  # in a bound tree (dojo installed under /usr): empty
-            inside = r + path
-            if os.path.islink(inside) or not os.path.exists(inside):
-                continue
-            self.sys.mount(f"{r}{HIDDEN}/{'dir' if os.path.isdir(inside) else 'file'}", inside, None, MS_BIND)
-            self.sys.mount(None, inside, None, ro_flags)
+            self.mask(path, r)
         self.mount_scratch(r)
         os.chdir(r)
         machine = os.uname().machine
@@ -645,21 +641,32 @@ class Jail:
         its runs share this mount namespace and cannot unmount (the run filter refuses it), so
         they read nothing there. Absolute paths outside the scratch space (which each request wipes)
         only; one that is missing or a link is skipped. ``unhide`` undoes it."""
-        import stat
-
         for path in paths:
             scratch = any(path == d or path.startswith(d + "/") for d in (BOX, "/tmp", "/dev", "/proc", HIDDEN))
             if not path.startswith("/") or "/../" in path + "/" or scratch:
                 raise ValueError(f"cannot hide {path!r}: an absolute path outside the scratch space is hidden")
-            try:
-                mode = os.lstat(path).st_mode
-            except OSError:
-                continue
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                continue
-            self.sys.mount(HIDDEN + ("/dir" if stat.S_ISDIR(mode) else "/file"), path, None, MS_BIND)
-            self.hidden.append(path)
-            self.sys.mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            if self.mask(path):
+                self.hidden.append(path)
+
+    def mask(self, path: str, root: str = "") -> bool:
+        """Mount the empty file or directory read-only over ``root + path`` (a file or a directory;
+        anything else, a link or nothing, is left alone: False)."""
+        import stat
+
+        target = root + path
+        try:
+            mode = os.lstat(target).st_mode
+        except OSError:
+            return False
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            return False
+        self.sys.mount(root + HIDDEN + ("/dir" if stat.S_ISDIR(mode) else "/file"), target, None, MS_BIND)
+        try:
+            self.sys.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        except OSError:
+            self.sys.umount(target)
+            raise
+        return True
 
     def unhide(self) -> None:
         while self.hidden:

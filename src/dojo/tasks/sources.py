@@ -26,6 +26,7 @@ import json
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs
 
 from dojo.tasks.bfcl import CATEGORIES, load_bfcl
@@ -73,9 +74,10 @@ UNVERIFIABLE = Path(__file__).parent / "data" / "unverifiable.json"
 
 @functools.cache
 def known_unverifiable(source: str) -> dict[str, str]:
-    """The tasks of ``source`` (``tau2:airline``) that no grader of ours can verify: id -> why."""
-    known: dict[str, dict[str, str]] = json.loads(UNVERIFIABLE.read_text())
-    return known.get(source, {})
+    """The tasks of ``source`` (``tau2:airline``) that no grader of ours can verify: id -> why (the
+    file groups them by why)."""
+    known: dict[str, list[dict[str, Any]]] = json.loads(UNVERIFIABLE.read_text())
+    return {tid: group["why"] for group in known.get(source, []) for tid in group["tasks"]}
 
 
 def _verifiable(source: str, opts: dict[str, str], load: Callable[[int | None, int], list[Task]]) -> list[Task]:

@@ -81,9 +81,12 @@ def _values(db: str, table: str, column: str) -> list[Any]:
     return [r[0] for r in databases()[db].execute(sql)]
 
 
+def _rows(db: str, sql: str) -> list[tuple[Any, ...]]:
+    return databases()[db].execute(sql).fetchall()
+
+
 def _count(db: str, sql: str) -> int:
-    value = databases()[db].execute(sql).fetchone()[0]
-    return int(value or 0)
+    return int(_rows(db, sql)[0][0] or 0)
 
 
 def _one_table(rng: random.Random, db: str, t: Table) -> tuple[str, str] | None:
@@ -102,7 +105,7 @@ def _one_table(rng: random.Random, db: str, t: Table) -> tuple[str, str] | None:
             return None
     other = rng.choice([c for c in t.columns if c != column])
     gold = f"SELECT DISTINCT {q(other)} FROM {q(t.name)} WHERE {where} AND {q(other)} IS NOT NULL ORDER BY 1"
-    if len(databases()[db].execute(gold).fetchall()) < 2:  # one value is as guessable as a count
+    if len(_rows(db, gold)) < 2:  # one value is as guessable as a count
         return None
     question = (
         f"List the distinct values of `{other}` (leaving out NULL) in the rows of `{t.name}` whose "
@@ -172,7 +175,7 @@ def _join(rng: random.Random, db: str, schema: dict[str, Table]) -> tuple[str, s
         f"SELECT {q(ref.name)}.{q(attribute)}, count(*) FROM {q(t.name)} JOIN {q(ref.name)} ON {on} "
         f"WHERE {q(ref.name)}.{q(attribute)} IS NOT NULL GROUP BY {q(ref.name)}.{q(attribute)} ORDER BY 1"
     )
-    if len(databases()[db].execute(gold).fetchall()) < 2:
+    if len(_rows(db, gold)) < 2:
         return None
     question = (
         f"For each distinct non-NULL `{attribute}` of `{ref.name}`, how many rows of `{t.name}` refer to a "
