@@ -189,6 +189,12 @@ async def test_a_real_swe_task_is_graded_on_its_packages_tests(grader: Grader) -
 
 ORIGINAL_THIEVES = {  # code that would take the original (the fix) from the environment mounted beside the tree
     "exec the source": "exec(open('/env/site-packages/{file}').read())\n",
+    "read it through /proc by a spelled-out path": (
+        "import os\n"
+        "p = ''.join(reversed('{file_reversed}'))\n"
+        "fd = os.open('/proc/self/root/env/site-packages/' + p, os.O_RDONLY)\n"
+        "exec(os.read(fd, 1 << 20).decode())\n"
+    ),
     "load its compiled copy": (
         "import glob, marshal\n"
         "for path in glob.glob('/env/site-packages/{folder}/__pycache__/{stem}.*.pyc'):\n"
@@ -205,7 +211,7 @@ async def test_the_original_of_the_buggy_file_is_out_of_reach(grader: Grader, na
     assert task.workspace is not None and task.environment
     [path] = task.workspace.files
     folder, _, name_py = path.rpartition("/")
-    code = ORIGINAL_THIEVES[name].format(file=path, folder=folder, stem=name_py[:-3])
+    code = ORIGINAL_THIEVES[name].format(file=path, folder=folder, stem=name_py[:-3], file_reversed=path[::-1])
     r = await grader.grade(task, format_edits({path: code}))
     assert r.value == 0.0, (name, r)
     shell = await grader.sandbox.run(
