@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,33 +19,14 @@ from dojo.client import SandboxClient
 from dojo.cluster import SandboxFleet
 from dojo.sandbox import Program, Verdict
 from tests.cluster.conftest import LocalCluster
-from tests.conftest import free_port
+from tests.conftest import free_port, serve_in_subprocess
 
 pytestmark = pytest.mark.timeout(600)
 runner = CliRunner()
 
 
 def _gateway(address: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dojo.cli", "serve", "--ray", address, "--port", str(port), "--pool-size", "2"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the gateway exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the gateway did not start within 120 s")
+    return serve_in_subprocess("--ray", address, "--pool-size", "2")
 
 
 @pytest.fixture(scope="module")
