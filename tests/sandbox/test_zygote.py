@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dojo.sandbox import AsyncSandbox, Limits, Program
+from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
 from dojo.sandbox.languages import get_language
 from dojo.sandbox.runtime import build_request
-from tests.sandbox.conftest import root_only
+from tests.sandbox.conftest import MODE, root_only
 
 
 async def raw_run(sandbox: AsyncSandbox, program: Program) -> dict[str, Any]:
@@ -65,3 +65,31 @@ async def test_a_run_whose_spare_was_killed_is_forked_afresh(spare_slot: AsyncSa
     assert "fork" in resp["timings_us"] and resp["steps"][0]["exit_code"] == 0
     resp = await raw_run(spare_slot, Program(language="python", source="print('again')"))
     assert "spare" in resp["timings_us"] and resp["steps"][0]["exit_code"] == 0
+
+
+SIGNAL_THE_ZYGOTE = """
+import os, signal, time
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGKILL):
+    try:
+        os.kill(1, sig)
+        print("sent", sig.name)
+    except PermissionError:
+        pass
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+async def test_a_run_that_signals_the_zygote_does_not_end_the_slot(one_slot: AsyncSandbox) -> None:
+    """The zygote is PID 1 of the slot: the kernel drops what its namespace sends it without a handler,
+    and it keeps none (Python's SIGINT handler made a rootless run's ``kill(1, SIGINT)`` end the slot:
+    an infrastructure error instead of the run's verdict). A run still gets Python's SIGINT handler."""
+    first = await one_slot.run(Program(language="python", source=SIGNAL_THE_ZYGOTE))
+    sent = "".join(f"sent {name}\n" for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGKILL"))
+    expected = (sent if MODE == "rootless" else "") + "interrupted\n"  # root mode: another uid, EPERM
+    assert first.verdict is Verdict.ACCEPTED and first.stdout == expected, first
+    second = await one_slot.run(Program(language="python", source="print(2)"))
+    assert second.verdict is Verdict.ACCEPTED and second.stdout == "2\n", second

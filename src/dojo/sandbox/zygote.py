@@ -888,6 +888,12 @@ class Zygote:
         self.use_environment({})
         if self.zygote_filter is not None:  # from here on, for the zygote and every run it forks
             self.sys.install_filter(self.zygote_filter)
+        import signal
+
+        # As PID 1 the zygote never sees what its namespace sends it without a handler; Python's
+        # SIGINT handler would let a run (rootless: the same user) raise KeyboardInterrupt in it
+        # and end the slot. Each Python run gets the handler back (``child``).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -1441,6 +1447,9 @@ class Zygote:
             self.sys.install_filter(self.run_filter)
         os.chdir(BOX)
         os.umask(0o022)
+        import signal
+
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
         if step.get("role") == "session":
             return  # the caller runs the session worker loop in this process
         if step.get("argv"):
