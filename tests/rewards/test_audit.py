@@ -69,3 +69,19 @@ async def test_a_multi_turn_api_tasks_gold_is_checked(fast_sandbox: AsyncSandbox
                                         "function 'no_such_tool' to call"]  # fmt: skip
     with pytest.raises(InputError, match="unique"):
         await audit_tasks([first, first], fast_sandbox)
+
+
+async def test_a_prompt_shared_by_many_tasks_is_reported_briefly(fast_sandbox: AsyncSandbox) -> None:
+    """tau2's telecom tasks share 5 prompts among 2,285: each task names a few of its near-duplicates
+    and counts them all (a full list is millions of ids in the report)."""
+    from dojo.rewards.audit import DUPLICATES_LISTED, near_duplicates
+
+    same = [Task(id=f"t{i:02d}", form="answer", prompt="What is six times seven?", reference="42") for i in range(30)]
+    alone = Task(id="alone", form="answer", prompt="Name the capital city of France.", reference="Paris")
+    found = near_duplicates([*same, alone])
+    assert "alone" not in found and found["t00"] == [t.id for t in same[1:]]
+    report = await audit_tasks([*same, alone], fast_sandbox, repeats=1)
+    first = report.tasks[0]
+    assert first.duplicate_count == 29 and first.duplicates == [t.id for t in same[1 : 1 + DUPLICATES_LISTED]]
+    assert "near_duplicate: t01, t02, t03 and 26 more" in first.warnings
+    assert report.summary()["near_duplicates"] == 30 and repr(report).startswith("AuditReport(31 tasks")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +10,7 @@ import typer
 from rich.table import Table
 
 from dojo.cli.output import console, fail
+from dojo.cli.running import run_async
 from dojo.sandbox import AsyncSandbox, Program, SandboxError, Verdict
 from dojo.sandbox.environment import Environment, EnvironmentSpecError, EnvironmentStore, PipIndex
 
@@ -43,7 +43,7 @@ def check_environment(environment: Environment, store: EnvironmentStore) -> str:
             raise SandboxError(f"the environment's check run ended {result.verdict.value}: {result.stderr[-2000:]}")
         return result.stdout
 
-    return asyncio.run(go())
+    return run_async(go())
 
 
 @env_app.command()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from rich.table import Table
 from dojo.agent.episode import EpisodeConfig
 from dojo.agent.policy import OpenAIPolicy, Policy, PolicyError, SamplingParams
 from dojo.cli.output import console, err_console, fail
+from dojo.cli.running import run_async
 from dojo.cluster import ClusterUnavailable, sandbox_for
 from dojo.rollout.costs import load_costs
 from dojo.rollout.run import rollout_to_store
@@ -180,7 +180,7 @@ def rollout(
         err_console.print(f"resuming: {len(done)} groups already stored, skipping them")
     started = time.perf_counter()
     try:
-        scheduler = asyncio.run(_rollout(tasks, chosen, config, store, done, shard_groups, pool_size, ray, user))
+        scheduler = run_async(_rollout(tasks, chosen, config, store, done, shard_groups, pool_size, ray, user))
     except ClusterUnavailable as e:
         fail(str(e))
     except SandboxError as e:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import typer
 from rich.table import Table
 
 from dojo.cli.output import console, err_console, fail
+from dojo.cli.running import run_async
 from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
 from dojo.sandbox.languages import LANGUAGES, get_language
 
@@ -78,7 +78,7 @@ def run(
         raise typer.Exit(0 if result.verdict is Verdict.ACCEPTED else 1)
 
     try:
-        asyncio.run(go())
+        run_async(go())
     except (SandboxError, ValueError) as e:
         fail(str(e))
 
@@ -180,7 +180,7 @@ def demo(
     from dojo.cli.demo import run_demo
 
     try:
-        summary = asyncio.run(run_demo(console, quick=quick))
+        summary = run_async(run_demo(console, quick=quick))
     except SandboxError as e:
         fail(str(e))
         return

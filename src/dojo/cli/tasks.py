@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from dojo.cli.output import console, fail
+from dojo.cli.running import run_async
 from dojo.rewards.audit import AuditReport, audit_tasks
 from dojo.rewards.bug_mining import mine_bugs
 from dojo.sandbox import AsyncSandbox, SandboxError
@@ -81,7 +81,7 @@ def audit(
                 )
 
     try:
-        report = asyncio.run(go())
+        report = run_async(go())
     except SandboxError as e:
         fail(str(e))
     table = _table(report, show_all)
@@ -149,7 +149,7 @@ def swe_mine(
             )  # fmt: skip
 
     try:
-        data = asyncio.run(go())
+        data = run_async(go())
     except (SandboxError, RuntimeError, ValueError) as e:
         fail(str(e))
     save(data)

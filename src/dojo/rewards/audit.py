@@ -57,7 +57,8 @@ class TaskAudit:
     warnings: list[str] = field(default_factory=list)
     reference_rewards: list[float | None] = field(default_factory=list)
     trivial_passed: list[str] = field(default_factory=list)
-    duplicates: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)  # the first DUPLICATES_LISTED, by id
+    duplicate_count: int = 0  # how many tasks in all
     difficulty: float | None = None
     difficulty_source: str = "unknown"
     reference_ms: float | None = None
@@ -65,11 +66,14 @@ class TaskAudit:
     mutants_survived: list[str] = field(default_factory=list)  # "line N: old -> new" the tests did not catch
 
 
-@dataclass
+@dataclass(repr=False)
 class AuditReport:
     tasks: list[TaskAudit]
     seconds: float
     repeats: int
+
+    def __repr__(self) -> str:  # (thousands of tasks: a full repr is megabytes, see dojo.cli.running)
+        return f"AuditReport({len(self.tasks)} tasks, {len(self.unverifiable)} not verifiable, {self.seconds:.1f} s)"
 
     @property
     def unverifiable(self) -> list[TaskAudit]:
@@ -207,23 +211,34 @@ def estimate_difficulty(task: Task) -> tuple[float | None, str]:
     return None, "unknown"
 
 
+DUPLICATES_LISTED = 20  # per task in a report (tau2's telecom tasks each have 1,983)
+
+
 def near_duplicates(tasks: list[Task], threshold: float = 0.85, num_perm: int = 64) -> dict[str, list[str]]:
-    """Task id -> ids of tasks whose prompts are near-duplicates (Jaccard over word 3-grams)."""
+    """Task id -> ids of tasks whose prompts are near-duplicates (Jaccard over word 3-grams). Tasks
+    with the same prompt share one signature and one query (tau2's 2,285 telecom tasks have 5
+    prompts: they differ in the state behind the ticket)."""
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
-    hashes: dict[str, MinHash] = {}
+    by_text: dict[str, list[str]] = {}
     for t in tasks:
         text = "\n".join(t.api.turns) if t.api is not None else t.prompt_text()  # not the shared function docs
+        by_text.setdefault(text, []).append(t.id)
+    hashes: dict[str, MinHash] = {}
+    for text, ids in by_text.items():
         words = text.lower().split()
         shingles = {" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
         m = MinHash(num_perm=num_perm, seed=1)
         m.update_batch([s.encode() for s in shingles])
-        hashes[t.id] = m
-        lsh.insert(t.id, m)
+        hashes[text] = m
+        for tid in ids:
+            lsh.insert(tid, m)
     found: dict[str, list[str]] = {}
-    for tid, m in hashes.items():
-        others = sorted(o for o in lsh.query(m) if o != tid)
-        if others:
-            found[tid] = others
+    for text, ids in by_text.items():
+        similar = sorted(lsh.query(hashes[text]))
+        for tid in ids:
+            others = [o for o in similar if o != tid]
+            if others:
+                found[tid] = others
     return found
 
 
@@ -254,9 +269,11 @@ async def audit_tasks(
     async def judge(task: Task) -> TaskAudit:
         a = TaskAudit(id=task.id, form=task.form, source=task.metadata.source)
         a.difficulty, a.difficulty_source = estimate_difficulty(task)
-        a.duplicates = dups.get(task.id, [])
-        if a.duplicates:
-            a.warnings.append(f"near_duplicate: {', '.join(a.duplicates[:3])}")
+        similar = dups.get(task.id, [])
+        a.duplicates, a.duplicate_count = similar[:DUPLICATES_LISTED], len(similar)
+        if similar:
+            more = f" and {len(similar) - 3} more" if len(similar) > 3 else ""
+            a.warnings.append(f"near_duplicate: {', '.join(similar[:3])}{more}")
         trivial = trivial_candidates(task)
         abstains = task.form == "tools" and any(
             isinstance(t.expected, dict) and t.expected.get("no_call") for t in task.tests
