@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -25,9 +26,17 @@ async def make() -> Costly:
     return Costly()
 
 
-def test_the_result_comes_back_without_its_repr_being_made() -> None:
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.skip("asyncio.run only installs its SIGINT handler over Python's default one")
+@pytest.fixture
+def pythons_sigint_handler() -> Iterator[None]:
+    """As in a command run from a shell: asyncio.run installs its own SIGINT handler only over Python's."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_the_result_comes_back_without_its_repr_being_made(pythons_sigint_handler: None) -> None:
     Costly.reprs = 0
     assert isinstance(asyncio.run(make()), Costly)
     plain = Costly.reprs  # what asyncio.run costs on this Python (3.11: the repr, twice)
