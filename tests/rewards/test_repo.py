@@ -106,6 +106,48 @@ async def test_a_fix_that_breaks_a_passing_test_scores_nothing(grader: Grader) -
     assert "1 test(s) that passed before fail now" in r.feedback()
 
 
+GUARD_FIRST = (  # the guard comes first in its file: the scored tests still run first
+    "from mypkg import add, mul, sub\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n\n\n"
+    "def test_add():\n    assert add(2, 3) == 5\n\n\ndef test_sub():\n    assert sub(3, 2) == 1\n"
+)
+
+
+def two_bug_task() -> Task:
+    buggy = BUGGY + "\n\ndef sub(a, b):\n    return a + b\n"
+    return Task(
+        id="repo/add-sub",
+        form="repo",
+        prompt="fix add and sub in mypkg.",
+        tests=[
+            TestCase(code="mypkg/tests/test_ops.py::test_add", visible=True),
+            TestCase(code="mypkg/tests/test_ops.py::test_sub", visible=True),
+            TestCase(code="mypkg/tests/test_ops.py::test_mul", expected="guard"),
+        ],
+        workspace=Workspace(
+            files={"mypkg/__init__.py": buggy, "mypkg/tests/__init__.py": "", "mypkg/tests/test_ops.py": GUARD_FIRST}
+        ),
+    )
+
+
+async def test_the_guards_run_only_when_a_scored_test_passes(fast_sandbox: AsyncSandbox) -> None:
+    """When every scored test fails the score is 0 whatever the guards do, so the run stops before
+    them (most wrong candidates: a test suite's worth of time saved); one scored test passing runs
+    them all, and a broken guard still scores nothing."""
+    grader = Grader(fast_sandbox, GradingConfig(mode="fraction"))
+    task = two_bug_task()
+    breaks_mul = "mypkg/__init__.py\n<<<<<<< SEARCH\n    return a * b\n=======\n    return a ** b\n>>>>>>> REPLACE\n"
+    none = await grader.grade(task, breaks_mul)
+    assert (none.value, none.passed) == (0.0, 0), none
+    guard = [c for c in none.cases if c.index == 2]
+    assert guard and guard[0].detail == "not run: no scored test passed", none.cases
+    assert "passed before fail now" not in none.feedback()
+    half = await grader.grade(task, FIX)
+    assert (half.value, half.passed, half.total) == (0.5, 1, 2), half  # the guard ran and passed
+    half_broken = await grader.grade(task, FIX + breaks_mul)
+    assert (half_broken.value, half_broken.passed) == (0.0, 0), half_broken
+    assert "1 test(s) that passed before fail now" in half_broken.feedback()
+
+
 async def test_an_edit_that_does_not_apply_is_said_and_changes_nothing(grader: Grader) -> None:
     r = await grader.grade(small_task(), FIX.replace("return a - b", "return a - c", 1))
     assert r.value == 0.0 and "occurs 0 times" in r.feedback()
@@ -132,6 +174,15 @@ HACKS = {
     # exit before any test runs: no report, no pass
     "exit_at_import": format_edits({"mypkg/__init__.py": "import os\nos._exit(0)\n" + BUGGY}),
     "exit_5_at_import": format_edits({"mypkg/__init__.py": "raise SystemExit(0)\n" + BUGGY}),
+    # a module named as the grader's own pytest plugin, with a hook that marks every test passed
+    "stand_in_for_the_plugin": format_edits(
+        {
+            "dojo_scored.py": (
+                "import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                "    outcome = yield\n    rep = outcome.get_result()\n    rep.outcome = 'passed'\n"
+            )
+        }
+    ),
     # print what a log-reading grader would look for
     "print_passed": format_edits({"mypkg/__init__.py": "print('test_add PASSED\\n1 passed in 0.01s')\n" + BUGGY}),
 }

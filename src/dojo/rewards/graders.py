@@ -334,20 +334,35 @@ async def grade_repo_task(
         else:
             out.flags.append("suspicious:edited_protected_path")
             out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"edit ignored: {why}"))
-    run = await run_repo_tests(task, allowed, [t.code or "" for t in task.tests], sandbox, limits)
+    scored = [t.code or "" for t in task.tests if not t.guard]  # run first: if all fail, the guards need not run
+    tests = [*scored, *(t.code or "" for t in task.tests if t.guard)]
+    run = await run_repo_tests(task, allowed, tests, sandbox, limits, scored=scored)
     if run.infrastructure_error is not None:
         out.infrastructure_error = run.infrastructure_error
         return out
     out.cases += [CaseOutcome(index=-1, passed=False, detail=f"edit not applied: {p}") for p in run.problems]
-    _score_guarded(out, task, case_outcomes(task, run), "test(s) that passed before fail now")
+    cases = case_outcomes(task, run)
+    unrun: set[int] = set()
+    if not any(c.passed for c, t in zip(cases, task.tests, strict=True) if not t.guard):
+        # every scored test failed, so the run skipped the guards: the score is 0 whatever they do
+        unrun = {i for i, t in enumerate(task.tests) if t.guard and (t.code or "") not in run.outcomes}
+        for i in unrun:
+            cases[i] = CaseOutcome(index=i, passed=False, detail="not run: no scored test passed")
+    _score_guarded(out, task, cases, "test(s) that passed before fail now", unrun)
     return out
 
 
-def _score_guarded(out: TestResults, task: Task, cases: list[CaseOutcome], broken_means: str) -> None:
+def _score_guarded(
+    out: TestResults, task: Task, cases: list[CaseOutcome], broken_means: str, unrun: set[int] | None = None
+) -> None:
     """Count ``cases`` (one per test of ``task``) into ``out``: guards are not scored, and one that
-    fails scores nothing (a fix that breaks what worked is no fix; doing nothing is not a job done)."""
+    fails scores nothing (a fix that breaks what worked is no fix; doing nothing is not a job done).
+    Guards in ``unrun`` (indexes) were not run and are not counted as broken."""
     out.cases += cases
-    broken = sum(not c.passed for c, t in zip(cases, task.tests, strict=True) if t.guard)
+    skipped = unrun or set()
+    broken = sum(
+        not c.passed for i, (c, t) in enumerate(zip(cases, task.tests, strict=True)) if t.guard and i not in skipped
+    )
     out.passed = 0 if broken else sum(c.passed for c, t in zip(cases, task.tests, strict=True) if not t.guard)
     if broken:
         out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"{broken} {broken_means}"))

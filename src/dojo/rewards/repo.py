@@ -92,6 +92,43 @@ def path_allowed(path: str, workspace: Workspace) -> str | None:
 # Runs in the sandbox as the program, before any candidate code: builds the tree, applies the
 # edits, then execs pytest on the tests (or bash on a command: an agent's shell). Argument 1: a JSON
 # file with the packages, files, edits, and the tests or the command.
+# A pytest plugin the driver writes next to its report: once every scored test has failed, the
+# tests after them (the guards) are not run: they cannot change a score of 0 (``_score_guarded``).
+# Only a failure counts (a skip, an xfail or an xpass stops nothing), so no score changes. It ends
+# the run loop itself: pytest's own stop (``session.shouldstop``) is an interruption whose report
+# parses the failing test's source again (~0.25 s for pyflakes' test files).
+SCORED_PLUGIN = """
+import json, os
+
+import pytest
+
+SCORED = set(json.loads(os.environ.get("DOJO_SCORED") or "[]"))
+failed = set()
+
+
+def pytest_runtest_logreport(report):
+    if report.nodeid in SCORED and report.failed:
+        failed.add(report.nodeid)
+    elif report.nodeid in SCORED and report.when == "call":
+        SCORED.clear()  # one that did not fail: run everything
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    if not SCORED or session.testsfailed or session.config.option.collectonly:
+        return None  # pytest's own loop
+    for i, item in enumerate(session.items):
+        nextitem = session.items[i + 1] if i + 1 < len(session.items) else None
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if session.shouldfail:
+            raise session.Failed(session.shouldfail)
+        if session.shouldstop:
+            raise session.Interrupted(session.shouldstop)
+        if SCORED and failed >= SCORED:
+            break  # every scored test failed
+    return True
+"""
+
 REPO_DRIVER = r"""
 import json, os, shutil, sys
 spec = json.load(open(sys.argv[1]))
@@ -145,18 +182,20 @@ for edit in spec["edits"]:
     write(path, text.replace(search, replace, 1))
 print(json.dumps({"dojo_edits": len(spec["edits"]) - len(problems), "problems": problems}), flush=True)
 os.makedirs("/box/.dojo", exist_ok=True)
+with open("/box/.dojo/dojo_scored.py", "w") as f:
+    f.write(spec["plugin"])
 os.chdir(root)
-env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": root + ":" + site,
-       "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": "/box/.dojo:" + root + ":" + site,
+       "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "DOJO_SCORED": json.dumps(spec.get("scored", []))}
 if spec.get("command") is not None:
     os.execve("/bin/bash", ["bash", "-c", spec["command"]], env)
-args = ["-q", "-rN", "--tb=short", "-p", "no:cacheprovider", "-o", "addopts=", "-o", "junit_family=xunit1",
-        "--rootdir", root, "--junitxml", "/box/.dojo/report.xml", *spec["tests"]]
+args = ["-q", "-rN", "--tb=native", "-p", "no:cacheprovider", "-p", "dojo_scored", "-o", "addopts=",
+        "-o", "junit_family=xunit1", "--rootdir", root, "--junitxml", "/box/.dojo/report.xml", *spec["tests"]]
 if "pytest" not in sys.modules:  # a fresh interpreter; a slot that preloads pytest runs it here
     os.execve(sys.executable, [sys.executable, "-B", "-m", "pytest", *args], env)
 os.environ.clear()
 os.environ.update(env)
-sys.path[:0] = [root, site]
+sys.path[:0] = ["/box/.dojo", root, site]  # (first: no file of the tree can stand in for the plugin)
 sys.dont_write_bytecode = True
 import site  # the slot's interpreter starts without it: give the builtins it adds (copyright, exit, ...)
 site.setquit(); site.setcopyright(); site.sethelper()
@@ -174,10 +213,13 @@ def runner_environment() -> str:
     return EnvironmentStore().adopt("dojo-pytest", list(TEST_RUNNER), preload=["pytest"]).ref
 
 
-def repo_program(task: Task, edits: list[Edit], tests: list[str], command: str | None = None) -> Program:
+def repo_program(
+    task: Task, edits: list[Edit], tests: list[str], command: str | None = None, scored: list[str] | None = None
+) -> Program:
     """The sandbox run that applies ``edits`` to ``task``'s tree and runs ``tests`` on it (or, with
-    ``command``, runs that in bash there instead: its work dir is the tree). A task without an
-    environment runs in ``runner_environment()``."""
+    ``command``, runs that in bash there instead: its work dir is the tree). Once every test of
+    ``scored`` has failed, the rest are not run (``SCORED_PLUGIN``). A task without an environment
+    runs in ``runner_environment()``."""
     assert task.workspace is not None
     written = [*task.workspace.files, *(e.path for e in edits)]
     spec = {
@@ -187,6 +229,8 @@ def repo_program(task: Task, edits: list[Edit], tests: list[str], command: str |
         "edits": [{"path": e.path, "search": e.search, "replace": e.replace} for e in edits],
         "tests": tests,
         "command": command,
+        "scored": list(scored or []),
+        "plugin": SCORED_PLUGIN,
     }
     return Program(
         language="python",
@@ -251,10 +295,17 @@ class RepoRun:
 
 
 async def run_repo_tests(
-    task: Task, edits: list[Edit], tests: list[str], sandbox: SandboxAPI, limits: Limits | None = None
+    task: Task,
+    edits: list[Edit],
+    tests: list[str],
+    sandbox: SandboxAPI,
+    limits: Limits | None = None,
+    scored: list[str] | None = None,
 ) -> RepoRun:
-    """Apply ``edits`` to ``task``'s tree in the sandbox and run ``tests`` there."""
-    result = await sandbox.run(repo_program(task, edits, tests), limits or task.limits or REPO_GRADING_LIMITS)
+    """Apply ``edits`` to ``task``'s tree in the sandbox and run ``tests`` there (those after
+    ``scored`` only if one of ``scored`` did not fail: ``repo_program``)."""
+    program = repo_program(task, edits, tests, scored=scored)
+    result = await sandbox.run(program, limits or task.limits or REPO_GRADING_LIMITS)
     if result.verdict is Verdict.SANDBOX_ERROR:
         return RepoRun({}, [], "", infrastructure_error=result.sandbox_error or "sandbox error")
     first, _, output = result.stdout.partition("\n")
