@@ -317,9 +317,10 @@ def _checker_program(task: Task, stdin: str, stdout: str, expected: Any) -> Prog
 async def grade_repo_task(
     task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None
 ) -> TestResults:
-    """Apply the completion's edits to the task's tree and run every test on it, in one run. Edits
+    """Apply the completion's edits to the task's tree and run its tests on it, in one run. Edits
     of paths the workspace protects (its tests, conftest.py, ...) are dropped and flagged. Tests
-    with ``expected="guard"`` are not scored, but if one fails nothing counts as passed."""
+    with ``expected="guard"`` are not scored, but if one fails nothing counts as passed; they run
+    after the scored tests, and not at all once every scored test has failed."""
     assert task.workspace is not None
     out = TestResults(total=sum(not t.guard for t in task.tests))
     edits = parse_edits(completion)
