@@ -23,21 +23,27 @@ TESTS = (
 FIX = "mypkg/__init__.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n"
 
 
-def small_task() -> Task:
-    """A repo task with no environment: the whole tree is the workspace's files."""
+def mypkg_task(id: str, prompt: str, source: str, tests: str, scored: list[str], reference: str | None) -> Task:
+    """A repo task with no environment: the whole tree is the workspace's files (``mypkg``, its tests
+    in ``mypkg/tests/test_ops.py``); the ``scored`` tests are shown, ``test_mul`` is a guard."""
     return Task(
-        id="repo/add",
+        id=id,
         form="repo",
-        prompt="mypkg/tests/test_ops.py::test_add fails; fix mypkg.",
+        prompt=prompt,
         tests=[
-            TestCase(code="mypkg/tests/test_ops.py::test_add", visible=True),
+            *(TestCase(code=f"mypkg/tests/test_ops.py::{name}", visible=True) for name in scored),
             TestCase(code="mypkg/tests/test_ops.py::test_mul", expected="guard"),
         ],
-        reference=FIX,
+        reference=reference,
         workspace=Workspace(
-            files={"mypkg/__init__.py": BUGGY, "mypkg/tests/__init__.py": "", "mypkg/tests/test_ops.py": TESTS}
+            files={"mypkg/__init__.py": source, "mypkg/tests/__init__.py": "", "mypkg/tests/test_ops.py": tests}
         ),
     )
+
+
+def small_task() -> Task:
+    prompt = "mypkg/tests/test_ops.py::test_add fails; fix mypkg."
+    return mypkg_task("repo/add", prompt, BUGGY, TESTS, ["test_add"], FIX)
 
 
 pytestmark = requires_sandbox_pytest
@@ -114,19 +120,7 @@ GUARD_FIRST = (  # the guard comes first in its file: the scored tests still run
 
 def two_bug_task() -> Task:
     buggy = BUGGY + "\n\ndef sub(a, b):\n    return a + b\n"
-    return Task(
-        id="repo/add-sub",
-        form="repo",
-        prompt="fix add and sub in mypkg.",
-        tests=[
-            TestCase(code="mypkg/tests/test_ops.py::test_add", visible=True),
-            TestCase(code="mypkg/tests/test_ops.py::test_sub", visible=True),
-            TestCase(code="mypkg/tests/test_ops.py::test_mul", expected="guard"),
-        ],
-        workspace=Workspace(
-            files={"mypkg/__init__.py": buggy, "mypkg/tests/__init__.py": "", "mypkg/tests/test_ops.py": GUARD_FIRST}
-        ),
-    )
+    return mypkg_task("repo/add-sub", "fix add and sub in mypkg.", buggy, GUARD_FIRST, ["test_add", "test_sub"], None)
 
 
 async def test_the_guards_run_only_when_a_scored_test_passes(fast_sandbox: AsyncSandbox) -> None:

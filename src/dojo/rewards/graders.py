@@ -343,10 +343,10 @@ async def grade_repo_task(
         return out
     out.cases += [CaseOutcome(index=-1, passed=False, detail=f"edit not applied: {p}") for p in run.problems]
     cases = case_outcomes(task, run)
-    unrun: set[int] = set()
+    unrun: frozenset[int] = frozenset()
     if not any(c.passed for c, t in zip(cases, task.tests, strict=True) if not t.guard):
         # every scored test failed, so the run skipped the guards: the score is 0 whatever they do
-        unrun = {i for i, t in enumerate(task.tests) if t.guard and (t.code or "") not in run.outcomes}
+        unrun = frozenset(i for i, t in enumerate(task.tests) if t.guard and (t.code or "") not in run.outcomes)
         for i in unrun:
             cases[i] = CaseOutcome(index=i, passed=False, detail="not run: no scored test passed")
     _score_guarded(out, task, cases, "test(s) that passed before fail now", unrun)
@@ -354,15 +354,14 @@ async def grade_repo_task(
 
 
 def _score_guarded(
-    out: TestResults, task: Task, cases: list[CaseOutcome], broken_means: str, unrun: set[int] | None = None
+    out: TestResults, task: Task, cases: list[CaseOutcome], broken_means: str, unrun: frozenset[int] = frozenset()
 ) -> None:
     """Count ``cases`` (one per test of ``task``) into ``out``: guards are not scored, and one that
     fails scores nothing (a fix that breaks what worked is no fix; doing nothing is not a job done).
     Guards in ``unrun`` (indexes) were not run and are not counted as broken."""
     out.cases += cases
-    skipped = unrun or set()
     broken = sum(
-        not c.passed for i, (c, t) in enumerate(zip(cases, task.tests, strict=True)) if t.guard and i not in skipped
+        not c.passed for i, (c, t) in enumerate(zip(cases, task.tests, strict=True)) if t.guard and i not in unrun
     )
     out.passed = 0 if broken else sum(c.passed for c, t in zip(cases, task.tests, strict=True) if not t.guard)
     if broken:

@@ -89,11 +89,9 @@ def path_allowed(path: str, workspace: Workspace) -> str | None:
     return None
 
 
-# Runs in the sandbox as the program, before any candidate code: builds the tree, applies the
-# edits, then execs pytest on the tests (or bash on a command: an agent's shell). Argument 1: a JSON
-# file with the packages, files, edits, and the tests or the command.
-# A pytest plugin the driver writes next to its report: once every scored test has failed, the
-# tests after them (the guards) are not run: they cannot change a score of 0 (``_score_guarded``).
+# A pytest plugin each run gets next to its report (``.dojo/dojo_scored.py``): once every scored
+# test has failed, the tests after them (the guards) are not run: they cannot change a score of 0
+# (``_score_guarded``).
 # Only a failure counts (a skip, an xfail or an xpass stops nothing), so no score changes. It ends
 # the run loop itself: pytest's own stop (``session.shouldstop``) is an interruption whose report
 # parses the failing test's source again (~0.25 s for pyflakes' test files).
@@ -129,6 +127,9 @@ def pytest_runtestloop(session):
     return True
 """
 
+# Runs in the sandbox as the program, before any candidate code: builds the tree, applies the
+# edits, then execs pytest on the tests (or bash on a command: an agent's shell). Argument 1: a JSON
+# file with the packages, files, edits, and the tests or the command.
 REPO_DRIVER = r"""
 import json, os, shutil, sys
 spec = json.load(open(sys.argv[1]))
@@ -182,8 +183,6 @@ for edit in spec["edits"]:
     write(path, text.replace(search, replace, 1))
 print(json.dumps({"dojo_edits": len(spec["edits"]) - len(problems), "problems": problems}), flush=True)
 os.makedirs("/box/.dojo", exist_ok=True)
-with open("/box/.dojo/dojo_scored.py", "w") as f:
-    f.write(spec["plugin"])
 os.chdir(root)
 env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": "/box/.dojo:" + root + ":" + site,
        "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "DOJO_SCORED": json.dumps(spec.get("scored", []))}
@@ -230,13 +229,15 @@ def repo_program(
         "tests": tests,
         "command": command,
         "scored": list(scored or []),
-        "plugin": SCORED_PLUGIN,
     }
     return Program(
         language="python",
         source=REPO_DRIVER,
         args=[".dojo-spec.json"],
-        files=[InputFile(path=".dojo-spec.json", content=json.dumps(spec).encode())],
+        files=[
+            InputFile(path=".dojo-spec.json", content=json.dumps(spec).encode()),
+            InputFile(path=".dojo/dojo_scored.py", content=SCORED_PLUGIN.encode()),
+        ],
         fetch=[REPORT],
         environment=task.environment or runner_environment(),
         hidden=[*(f"site-packages/{path}" for path in written), *installed_copies(written)],

@@ -45,6 +45,7 @@ import fcntl
 import json
 import os
 import resource
+import signal
 import struct
 import sys
 import types
@@ -738,8 +739,6 @@ class Zygote:
         self.spare: Spare | None = None
         self.spares: bool = bool(config.get("spare", False))
         self.splice_pipe: tuple[int, int] | None = None
-        import signal
-
         self.blockable_signals = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
 
     # -- set-up --------------------------------------------------------------------------------
@@ -888,8 +887,6 @@ class Zygote:
         self.use_environment({})
         if self.zygote_filter is not None:  # from here on, for the zygote and every run it forks
             self.sys.install_filter(self.zygote_filter)
-        import signal
-
         # As PID 1 the zygote never sees what its namespace sends it without a handler; Python's
         # SIGINT handler would let a run (rootless: the same user) raise KeyboardInterrupt in it
         # and end the slot. Each Python run gets the handler back (``child``).
@@ -1440,21 +1437,15 @@ class Zygote:
         self.become_run_user()
         if step.get("protect"):  # a trusted harness: safe from the processes it forks (see runtime)
             self.sys.prctl(PR_SET_DUMPABLE, 0)
-            import signal
-
             signal.pthread_sigmask(signal.SIG_BLOCK, self.blockable_signals)
         if self.run_filter is not None:  # last: the set-up above uses calls it refuses
             self.sys.install_filter(self.run_filter)
         os.chdir(BOX)
         os.umask(0o022)
-        import signal
-
         signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
         if step.get("role") == "session":
             return  # the caller runs the session worker loop in this process
         if step.get("argv"):
-            import signal
-
             for sig in (
                 signal.SIGPIPE,
                 signal.SIGXFSZ,
