@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from dojo.errors import InputError
+from dojo.sandbox.home import dojo_home
 from dojo.sandbox.languages import default_python
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -96,9 +97,7 @@ class Environment:
 
 
 def default_root() -> Path:
-    home = os.environ.get("DOJO_HOME")
-    base = Path(home) if home else Path.home() / ".cache" / "dojo"
-    return base / "environments"
+    return dojo_home() / "environments"
 
 
 def check_name(name: str) -> str:

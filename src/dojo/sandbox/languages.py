@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dojo.sandbox.errors import LanguageUnavailable, UnknownLanguage
+from dojo.sandbox.home import dojo_home
 
 JVM_RESERVE = 2 << 30  # V8, Mono, Go, Racket reserve far more address space than they use
 # The JVM reserves a quarter of the machine's memory for its heap, 1 GiB of class space and a code
@@ -465,8 +466,7 @@ def toolchains_dir() -> Path:
     explicit = os.environ.get("DOJO_TOOLCHAINS")
     if explicit:
         return Path(explicit)
-    home = os.environ.get("DOJO_HOME")
-    return (Path(home) if home else Path.home() / ".cache" / "dojo") / "toolchains"
+    return dojo_home() / "toolchains"
 
 
 @functools.cache

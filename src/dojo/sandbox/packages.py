@@ -37,6 +37,8 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from dojo.sandbox.home import dojo_home
+
 log = logging.getLogger(__name__)
 
 PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
@@ -50,8 +52,7 @@ PROXY_PORT = 80
 
 
 def default_cache() -> Path:
-    home = os.environ.get("DOJO_HOME")
-    return (Path(home) if home else Path.home() / ".cache" / "dojo") / "packages"
+    return dojo_home() / "packages"
 
 
 def run_environment() -> dict[str, str]:

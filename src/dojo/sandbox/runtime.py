@@ -31,6 +31,7 @@ from dojo.sandbox.cgroups import CgroupLayout, SlotCgroups, detect
 from dojo.sandbox.compare import tokens_equal
 from dojo.sandbox.environment import Environment, EnvironmentStore
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
+from dojo.sandbox.forker_build import forker_library
 from dojo.sandbox.languages import (
     EXPOSED_PREFIXES,
     SANDBOX_PATH,
@@ -124,6 +125,7 @@ class AsyncSandbox:
         python: str | None = None,
         syscall_filter: bool = True,
         spare: bool = False,
+        forker: bool = True,
         environments: EnvironmentStore | None = None,
         environment_pool_size: int | None = None,
         packages: PackageProxy | None = None,
@@ -145,6 +147,10 @@ class AsyncSandbox:
         # then writes while handling the request is copied, not reused: -7% runs/s under load (print(1)
         # at c=8), hence off by default (docs/benchmarks.md).
         self.spare = spare
+        # forker=True: each slot forks its runs through a C forker (dojo.sandbox.forker_build) where a C
+        # compiler can build it: ~30% less CPU per short run than forking from the zygote. Off only to
+        # compare (tests, bench/sandbox.py).
+        self.forker = forker
         self.pool_size = pool_size or default_pool_size()
         if environment_pool_size is not None and environment_pool_size < 1:
             raise InputError(f"environment_pool_size must be at least 1, got {environment_pool_size}")
@@ -182,6 +188,7 @@ class AsyncSandbox:
                 rootless=mode == "rootless",
                 syscall_filters=filters_for_this_machine(mode == "rootless") if self.syscall_filter else None,
                 spare=self.spare,
+                forker=await asyncio.to_thread(forker_library) if self.forker else None,
             )
             pool = SlotPool(self.pool_size, config, self._cgroups(mode, layout))
             await pool.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 from dojo.sandbox.network import NetworkRelay
 from dojo.sandbox.seccomp import SlotFilters
 
+log = logging.getLogger(__name__)
 ZYGOTE_PATH = Path(zygote.__file__).resolve()
 NAMESPACE_FLAGS = ("--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts")
 ROOTLESS_FLAGS = ("--user", "--map-root-user")  # the caller is root inside the slot, nobody outside
@@ -85,6 +87,7 @@ class SlotConfig:
     etc_files: tuple[tuple[str, str], ...] = ()  # (name, text): files shown over /etc/<name>
     network_relay: NetworkRelay | None = None  # an allow policy's listeners, attached to each slot
     spare: bool = False  # fork the next run's process while the slot is idle (AsyncSandbox's spare)
+    forker: str | None = None  # the built forker library (dojo.sandbox.forker_build); None: fork from the zygote
     unshare: str = field(default_factory=lambda: shutil.which("unshare") or "/usr/bin/unshare")
 
 
@@ -121,6 +124,7 @@ class Slot:
             "warmup": self.config.warmup,
             "etc_files": dict(self.config.etc_files),
             "spare": self.config.spare,
+            "forker": self.config.forker,
         }
         flags = (*ROOTLESS_FLAGS, *NAMESPACE_FLAGS) if self.config.rootless else NAMESPACE_FLAGS
         code = await compiled_zygote(self.config.python)
@@ -149,6 +153,9 @@ class Slot:
         if not header.get("ready"):
             await self.kill()
             raise IsolationUnavailable(f"slot {self.name} could not isolate itself: {header.get('error')}")
+        if header.get("forker_error"):
+            log.warning("slot %s: its zygote could not load the forker (%s); it forks runs itself", self.name,
+                        header["forker_error"])  # fmt: skip
         if self.config.network_relay is not None:
             try:
                 await self.config.network_relay.attach(self.proc.pid)

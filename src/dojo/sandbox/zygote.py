@@ -275,6 +275,146 @@ class Spare:
                 pass
 
 
+class Forker:
+    """The zygote's end of its forker (``forker.c``, built on the host): a fork of the warm zygote
+    that forks each one-shot run and sets it up in C, running no Python between runs, so neither it
+    nor the zygote pays copy-on-write faults for the other's pages (the zygote, which forks nothing
+    else, stops write-protecting its own). A run it forks is the zygote's child (CLONE_PARENT), set
+    up as ``Zygote.child`` would, and continues in Python in ``Zygote.become_forked_run``.
+
+    It is a snapshot of the zygote: it is forked again when what a run inherits from the zygote has
+    changed since (a newly compiled main file, a new IPC namespace), and when it is gone (in
+    rootless mode a run, being the same user, can kill or stop it: it is continued before each
+    request and replaced if dead; it holds nothing a run could use)."""
+
+    SETUP = struct.Struct("=IIiIIIQ" + "iiQQ" * 8 + "64s")  # forker.c's struct run_setup
+    SETUP_VERSION = 1
+    UNSHARE_IPC, JOIN_NETNS, ROOTLESS, PROTECT, RUN_FILTER = 1, 2, 4, 8, 16
+    MAX_RLIMITS = 8
+    PAYLOAD_CAPACITY = 1 << 16  # a run's message; a larger one (huge argv or env) is forked directly
+    PID_TIMEOUT_S = 30.0
+
+    def __init__(self, library: str, sys_: Syscalls) -> None:
+        ctypes = sys_.ctypes
+        # PyDLL: the GIL stays held (the zygote has one thread), so a run returns into Python whole
+        self.serve_forks = ctypes.PyDLL(library, use_errno=True).dojo_forker_serve
+        self.serve_forks.restype = ctypes.c_int
+        self.serve_forks.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)]
+        self.payload = ctypes.create_string_buffer(self.PAYLOAD_CAPACITY)
+        self.payload_len = ctypes.c_uint32(0)
+        self.ctypes = ctypes
+        self.pid: int | None = None
+        self.sock: Any = None
+        self.snapshot: tuple[frozenset[str], int] = (frozenset(), 0)  # (code cache keys, IPC generation)
+        self.environment: dict[str, str] | None = None
+
+    def alive(self) -> bool:
+        """Whether the forker runs; reaps it if it died."""
+        if self.pid is None:
+            return False
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid = self.pid
+        if pid == 0:
+            return True
+        self.forget()
+        return False
+
+    def forget(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+        self.pid, self.sock = None, None
+
+    def stop(self) -> None:
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        self.forget()
+
+    def spawn(self, zygote: Zygote) -> None:
+        """Fork the forker from the zygote as it is now (replacing any earlier one)."""
+        import socket
+
+        self.stop()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        theirs_fd = theirs.detach()
+        pid = zygote.sys.fork()
+        if pid == 0:  # pragma: no cover - the forker, then (returning from C) each run's process
+            try:
+                ours.detach()  # the zygote's end: closed below with the rest
+                keep = sorted({0, 1, 2, theirs_fd, *((zygote.jail.host_netns,) if zygote.jail.host_netns else ())})
+                low = 0
+                for fd in keep:
+                    if low < fd:  # (closerange(0, 0) closes every fd: close_range(0, UINT_MAX))
+                        os.closerange(low, fd)
+                    low = fd + 1
+                os.closerange(low, 1 << 16)
+                if self.serve_forks(
+                    theirs_fd, self.payload, self.PAYLOAD_CAPACITY, self.ctypes.byref(self.payload_len)
+                ):
+                    os._exit(0)  # the zygote closed its end (or the forker could not start)
+                message = self.ctypes.string_at(self.payload, self.payload_len.value)
+                zygote.become_forked_run(message)
+            finally:
+                os._exit(127)
+        os.close(theirs_fd)
+        self.pid, self.sock = pid, ours
+        self.snapshot = (frozenset(zygote.code_cache), zygote.jail.ipc_generation)
+        self.environment = dict(os.environ)
+
+    def setup(self, zygote: Zygote, step: RunStep, req: dict[str, Any]) -> bytes:
+        """The run's ``struct run_setup``: what ``Zygote.child`` does, as data."""
+        flags = 0 if zygote.jail.ipc_fds else self.UNSHARE_IPC
+        network = bool(req.get("network") and zygote.jail.host_netns is not None)
+        flags |= self.JOIN_NETNS if network else 0
+        flags |= self.ROOTLESS if zygote.rootless else 0
+        flags |= self.PROTECT if step.get("protect") else 0
+        flags |= self.RUN_FILTER if zygote.run_filter is not None else 0
+        limits = zygote.run_rlimits(step)
+        rows: list[int] = []
+        for resource_, soft, hard in limits:
+            rows += [resource_, 0, soft, hard]
+        rows += [0, 0, 0, 0] * (self.MAX_RLIMITS - len(limits))
+        address = self.ctypes.addressof(zygote.run_filter[0]) if zygote.run_filter is not None else 0
+        uid = RUN_UID if zygote.rootless else zygote.uid
+        netns = zygote.jail.host_netns if network and zygote.jail.host_netns is not None else -1
+        return self.SETUP.pack(self.SETUP_VERSION, flags, netns, uid, len(limits), 0o022, address, *rows, BOX.encode())
+
+    def send(self, setup: bytes, message: bytes, fds: tuple[int, int, int, int], rootless: bool) -> None:
+        """Ask the forker for a run with ``fds`` as its stdin, stdout, stderr and set-up error pipe.
+        BrokenPipeError (or another ConnectionError) if the forker is gone."""
+        import array
+        import socket
+
+        if self.pid is None:
+            raise BrokenPipeError("no forker")
+        if rootless:  # a run of the same user may have stopped it
+            os.kill(self.pid, signal.SIGCONT)
+        self.sock.sendmsg([setup, message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+
+    def wait_pid(self, exc_r: int) -> int:
+        """The run's pid, which it writes first on its set-up error pipe; OSError if the forker
+        could not fork it (it writes the negated errno) or did not (EOF)."""
+        import select
+
+        poller = select.poll()
+        poller.register(exc_r, select.POLLIN)
+        if not poller.poll(self.PID_TIMEOUT_S * 1000):
+            self.stop()
+            raise OSError("the forker did not fork the run in time")
+        raw = os.read(exc_r, 4)
+        if len(raw) != 4:
+            raise OSError("the forker did not fork the run")
+        pid = int.from_bytes(raw, sys.byteorder, signed=True)
+        if pid <= 0:
+            raise OSError(-pid, f"fork: {os.strerror(-pid)}")
+        return pid
+
+
 class Syscalls:
     """The part of the zygote that talks to the kernel through libc: mounts, namespaces, prctl and
     a fork without CPython's after-fork hooks. Every failure is an ``OSError`` naming the call."""
@@ -445,8 +585,9 @@ class CgroupHandle:
         name = "memory.usage_in_bytes" if self.version == 1 else "memory.current"
         return int(self.read("memory", name))
 
-    def set_limits(self, lim: RunLimits) -> int:
-        """Memory limit = what the group holds now (the zygote) + the run's limit; pids.max.
+    def set_limits(self, lim: RunLimits, residents: int = 1) -> int:
+        """Memory limit = what the group holds now (the zygote, the forker) + the run's limit;
+        pids.max = the run's processes + the ``residents`` (the zygote, the forker).
 
         Returns the usage the limit was based on. A rewrite within 1 MiB of the last is skipped.
         """
@@ -455,9 +596,9 @@ class CgroupHandle:
             self.mem_limit = base + lim["memory_bytes"]
             name = "memory.limit_in_bytes" if self.version == 1 else "memory.max"
             self.write("memory", name, str(self.mem_limit))
-        if "pids" in self.controllers and lim["processes"] != self.pids_limit:
-            self.pids_limit = lim["processes"]
-            self.write("pids", "pids.max", str(lim["processes"] + 1))
+        if "pids" in self.controllers and lim["processes"] + residents != self.pids_limit:
+            self.pids_limit = lim["processes"] + residents
+            self.write("pids", "pids.max", str(self.pids_limit))
         return base
 
     def reset_peak(self) -> int:
@@ -515,6 +656,7 @@ class Jail:
         self.host_netns: int | None = None
         self.disk_bytes: int = config.get("disk_bytes", 64 << 20)
         self.ipc_fds: list[int] = []
+        self.ipc_generation = 0  # counts the IPC namespaces this zygote has moved to
         self.hidden: list[str] = []  # the paths masked for the current request (``hide``)
 
     def loopback_up(self) -> None:
@@ -634,7 +776,8 @@ class Jail:
     def drop_ipc_if_used(self) -> None:
         """Give later runs an empty IPC namespace if the last one left anything in this one."""
         if self.ipc_fds and self.ipc_in_use():
-            self.sys.unshare(CLONE_NEWIPC)  # the old namespace goes with its last process: there is none
+            self.sys.unshare(CLONE_NEWIPC)  # the old one goes with its last process (the forker, replaced)
+            self.ipc_generation += 1
             self.watch_ipc()
 
     def hide(self, paths: list[str]) -> None:
@@ -739,6 +882,15 @@ class Zygote:
         self.spare: Spare | None = None
         self.spares: bool = bool(config.get("spare", False))
         self.splice_pipe: tuple[int, int] | None = None
+        # The forker (forker.c) where the host built it, loaded now, while its path is visible; not
+        # with spares, which are forked from the zygote itself.
+        self.forker: Forker | None = None
+        self.forker_error: str | None = None
+        if config.get("forker") and not self.spares:
+            try:
+                self.forker = Forker(config["forker"], self.sys)
+            except OSError as e:
+                self.forker_error = f"{type(e).__name__}: {e}"
         self.blockable_signals = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
 
     # -- set-up --------------------------------------------------------------------------------
@@ -891,6 +1043,8 @@ class Zygote:
         # SIGINT handler would let a run (rootless: the same user) raise KeyboardInterrupt in it
         # and end the slot. Each Python run gets the handler back (``child``).
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if self.forker is not None:
+            self.forker.spawn(self)
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -1032,7 +1186,7 @@ class Zygote:
 
         lim: RunLimits = step["limits"]
         oom_before = self.oom_count
-        mem_base = self.cgroup.set_limits(lim)
+        mem_base = self.cgroup.set_limits(lim, residents=1 if self.forker is None else 2)
         self.cgroup.reset_peak()
 
         private = bool(step.get("stdin") and self.private_stdin is not None)
@@ -1058,16 +1212,11 @@ class Zygote:
             out_r, out_w = os.pipe2(os.O_CLOEXEC)
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
             exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
-            self.use_environment(req.get("env") or {})
             sys.stdout.flush()
             sys.stderr.flush()
             self.marks.append(("fork", time.perf_counter()))
             start = time.monotonic()
-            pid = self.fork_run()
-            if pid == 0:  # pragma: no cover - the child never returns
-                self.become_run(step, req, in_r, out_w, err_w, exc_w)
-            for fd in (in_r, out_w, err_w, exc_w):
-                os.close(fd)
+            pid = self.fork_or_start(step, req, (in_r, out_w, err_w, exc_w), exc_r)
         pidfd = os.pidfd_open(pid)
         capture = Capture(lim["output_bytes"])
         limit: str | None = None
@@ -1170,6 +1319,72 @@ class Zygote:
             "exec_error": exec_error,
         }
         return res, bytes(capture.out), bytes(capture.err)
+
+    def fork_or_start(self, step: RunStep, req: dict[str, Any], fds: tuple[int, int, int, int], exc_r: int) -> int:
+        """A run's process, with ``fds`` as its stdin, stdout, stderr and set-up error pipe (closed
+        here once the run has them): from the forker where there is one, else forked here and set
+        up by ``child``. Its pid."""
+        forker = self.forker
+        env = req.get("env") or {}
+        try:
+            if forker is not None and step.get("role") != "session":
+                import marshal
+
+                run = {"argv": step["argv"], "env": env} if step.get("argv") else {
+                    "file": step["inline_python"], "args": list(step.get("args") or []), "key": self.cached_key,
+                    "env": env if env != forker.environment else None}  # fmt: skip
+                message = marshal.dumps(run)
+                if len(message) <= forker.PAYLOAD_CAPACITY:
+                    keys, generation = forker.snapshot
+                    stale = (self.cached_key is not None and self.cached_key not in keys) or (
+                        generation != self.jail.ipc_generation
+                    )
+                    if stale or not forker.alive():
+                        forker.spawn(self)
+                    setup = forker.setup(self, step, req)
+                    try:
+                        forker.send(setup, message, fds, self.rootless)
+                    except (BrokenPipeError, ConnectionError):  # it died since (rootless: a run killed it)
+                        forker.spawn(self)
+                        forker.send(setup, message, fds, self.rootless)
+                    for fd in fds:
+                        os.close(fd)
+                    fds = ()  # type: ignore[assignment]
+                    return forker.wait_pid(exc_r)
+            self.use_environment(env)
+            pid = self.fork_run()
+            if pid == 0:  # pragma: no cover - the child never returns
+                self.become_run(step, req, *fds)
+            return pid
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def become_forked_run(self, message: bytes) -> None:
+        """In a run's process the forker made and set up (``Forker``): run it; never returns."""
+        try:
+            import marshal
+
+            run = marshal.loads(message)
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
+            if run.get("argv"):
+                self.exec_program(run["argv"], run["env"])
+            if run["env"] is not None:
+                self.use_environment(run["env"])
+            cached = self.code_cache[run["key"]] if run["key"] is not None else None
+            self.run_python_inline(run["file"], run["args"], cached, self.streams)
+        except BaseException as e:
+            try:
+                os.write(3, f"{type(e).__name__}: {e}".encode()[:4000])
+            finally:
+                os._exit(127)
+        os._exit(127)
+
+    @staticmethod
+    def exec_program(argv: list[str], env: dict[str, str]) -> None:
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; programs expect defaults
+            signal.signal(sig, signal.SIG_DFL)
+        os.execve(argv[0], argv, dict(env))
 
     def become_run(self, step: RunStep, req: dict[str, Any], in_r: int, out_w: int, err_w: int, exc_w: int) -> None:
         """In a run's freshly forked (or spare) process: set it up and run it; never returns. A
@@ -1275,12 +1490,24 @@ class Zygote:
             return os.fork()
         return self.sys.fork()
 
+    def kill_all(self) -> None:
+        """SIGKILL every other process of the namespace but the forker."""
+        if self.forker is None or self.forker.pid is None:
+            try:
+                os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
+            except ProcessLookupError:
+                pass
+            return
+        for pid in self.other_processes(self.forker.pid):
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+
     @staticmethod
-    def kill_all() -> None:
-        try:
-            os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
-        except ProcessLookupError:
-            pass
+    def other_processes(forker: int) -> list[int]:
+        """Every process of the namespace but this one (PID 1) and the forker, from /proc."""
+        return [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if pid != 1 and pid != forker]
 
     def reap_all(self) -> None:
         """Kill and reap every other process of the namespace (a spare included), until none is
@@ -1288,6 +1515,11 @@ class Zygote:
         if self.spare is not None:
             self.spare.close()
             self.spare = None
+        if self.forker is not None and self.forker.alive():
+            assert self.forker.pid is not None
+            self.reap_all_but(self.forker.pid)
+            self.jail.drop_ipc_if_used()
+            return
         while True:
             try:
                 os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
@@ -1303,6 +1535,30 @@ class Zygote:
                 except ChildProcessError:
                     break
         self.jail.drop_ipc_if_used()
+
+    def reap_all_but(self, forker: int) -> None:
+        """Kill and reap every process of the namespace but the forker. A process whose parent
+        still lives is not ours to reap: it is ours once that parent dies, on a later pass."""
+        import time
+
+        while True:
+            others = self.other_processes(forker)
+            if not others:
+                return
+            for pid in others:
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+            reaped = False
+            for pid in others:
+                try:
+                    os.waitpid(pid, 0)
+                    reaped = True
+                except ChildProcessError:
+                    pass
+            if not reaped:
+                time.sleep(0.0005)
 
     def fetch(self, paths: list[str], max_bytes: int, out_blobs: list[bytes]) -> list[dict[str, Any]]:
         """Read requested files as the run uid (never as root: a symlink must not leak host files)."""
@@ -1420,20 +1676,8 @@ class Zygote:
         fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
         os.write(fd, b"1000")
         os.close(fd)
-        if step.get("role") != "session":  # a session's worker lives on: the zygote meters each exec
-            cpu = max(1, int(-(-lim["cpu_s"] // 1)))
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_size_bytes"], lim["file_size_bytes"]))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
-        resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        stack = lim.get("stack_bytes")
-        if stack:
-            resource.setrlimit(resource.RLIMIT_STACK, (stack, stack))
-        if not self.cgroup.has("memory"):  # no memory cgroup (rootless): limit the address space instead
-            extra = lim.get("address_space_extra", 0) + (0 if step.get("argv") else self.vm_size)
-            limit_as = lim["memory_bytes"] + extra
-            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+        for which, soft, hard in self.run_rlimits(step, lim):
+            resource.setrlimit(which, (soft, hard))
         self.become_run_user()
         if step.get("protect"):  # a trusted harness: safe from the processes it forks (see runtime)
             self.sys.prctl(PR_SET_DUMPABLE, 0)
@@ -1446,15 +1690,31 @@ class Zygote:
         if step.get("role") == "session":
             return  # the caller runs the session worker loop in this process
         if step.get("argv"):
-            for sig in (
-                signal.SIGPIPE,
-                signal.SIGXFSZ,
-            ):  # Python ignores these; programs expect defaults
-                signal.signal(sig, signal.SIG_DFL)
-            argv = step["argv"]
-            os.execve(argv[0], argv, dict(req.get("env") or {}))
+            self.exec_program(step["argv"], req.get("env") or {})
         self.run_python_inline(step["inline_python"], list(step.get("args") or []), self.cached_code,
                                self.streams)  # fmt: skip
+
+    def run_rlimits(self, step: RunStep, lim: RunLimits | None = None) -> list[tuple[int, int, int]]:
+        """A run's rlimits as (resource, soft, hard), in the order they are set."""
+        lim = lim if lim is not None else step["limits"]
+        limits = []
+        if step.get("role") != "session":  # a session's worker lives on: the zygote meters each exec
+            cpu = max(1, int(-(-lim["cpu_s"] // 1)))
+            limits.append((resource.RLIMIT_CPU, cpu, cpu + 1))
+        limits += [
+            (resource.RLIMIT_FSIZE, lim["file_size_bytes"], lim["file_size_bytes"]),
+            (resource.RLIMIT_NOFILE, lim["open_files"], lim["open_files"]),
+            (resource.RLIMIT_NPROC, lim["processes"], lim["processes"]),
+            (resource.RLIMIT_CORE, 0, 0),
+        ]
+        stack = lim.get("stack_bytes")
+        if stack:
+            limits.append((resource.RLIMIT_STACK, stack, stack))
+        if not self.cgroup.has("memory"):  # no memory cgroup (rootless): limit the address space instead
+            extra = lim.get("address_space_extra", 0) + (0 if step.get("argv") else self.vm_size)
+            limit_as = lim["memory_bytes"] + extra
+            limits.append((resource.RLIMIT_AS, limit_as, limit_as))
+        return limits
 
     def cache_main(self, step: RunStep, header: dict[str, Any], blobs: list[bytes]) -> None:
         """Compile a trusted main file once per slot (the grader's harness, identical every run)
@@ -1846,7 +2106,7 @@ def main() -> None:
         error = f"{type(e).__name__}: {e} (zygote.py:{where.lineno} {where.line})"
         _write_all(wfd, encode_frame({"ready": False, "error": error}, []))
         os._exit(1)
-    _write_all(wfd, encode_frame({"ready": True}, []))
+    _write_all(wfd, encode_frame({"ready": True, "forker_error": zygote.forker_error}, []))
     zygote.serve(rfd, wfd)
     os._exit(0)
 

@@ -1,0 +1,221 @@
+/* The forker: the process that forks every one-shot run of a slot, and each run's set-up.
+ *
+ * Why it exists. On a fork, the kernel write-protects every page the two processes now share, so
+ * every page either one writes afterwards costs a page fault and a copy (~4 us each in a VM). The
+ * zygote writes ~270 pages while it handles a request, so when it forked each run itself it paid
+ * ~270 faults a run, and each run paid ~60 more to set itself up in Python. The forker is a fork of
+ * the warm zygote that, once started, runs no Python at all: it sits in this loop, so its pages
+ * stay as they were and forking it costs no faults afterwards; and a run's set-up (session, file
+ * descriptors, rlimits, identity, syscall filter, working directory) is done here in C, before the
+ * run touches any Python object. dojo.sandbox.zygote loads this library with ctypes (``Forker``);
+ * the host compiles it once per machine (dojo.sandbox.forker_build). Where it cannot be built, the
+ * zygote forks each run itself and sets it up in Python (``Zygote.child``), with the same result:
+ * tests/sandbox/test_forker.py compares the two.
+ *
+ * One request, from the zygote, is one SOCK_SEQPACKET message: a ``struct run_setup``, then the
+ * run's own message for its Python side (opaque here), with the run's four descriptors (stdin,
+ * stdout, stderr, set-up errors) attached as SCM_RIGHTS. The run is cloned with CLONE_PARENT, so it
+ * is the zygote's child (the zygote waits for it, as it did for runs it forked itself), and its
+ * first act is to write its pid (4 bytes) on the set-up error pipe; a set-up failure follows there
+ * as text, and the run exits 127. If the clone fails, the forker writes the negated errno instead.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define SETUP_VERSION 1
+#define MAX_RLIMITS 8
+#define RUN_FDS 4 /* stdin, stdout, stderr, set-up errors: they become fds 0-3 */
+
+enum {
+    UNSHARE_IPC = 1, /* a fresh IPC namespace (where the zygote cannot watch its own) */
+    JOIN_NETNS = 2,  /* the host's network namespace (a run that may use the network) */
+    ROOTLESS = 4,    /* a nested user namespace where the slot's root appears as ``uid`` */
+    PROTECT = 8,     /* a trusted harness: not dumpable, every signal blocked */
+    RUN_FILTER = 16, /* install the syscall filter at ``filter`` last */
+};
+
+struct run_rlimit {
+    int32_t resource;
+    int32_t pad;
+    uint64_t cur, max;
+};
+
+struct run_setup {
+    uint32_t version;
+    uint32_t flags;
+    int32_t netns_fd;
+    uint32_t uid; /* root mode: the slot's run uid; rootless: the uid the run sees */
+    uint32_t nrlimits;
+    uint32_t umask;
+    uint64_t filter; /* address of a struct sock_fprog in this process (the zygote built it) */
+    struct run_rlimit rlimits[MAX_RLIMITS];
+    char dir[64]; /* the working directory */
+};
+
+/* Report a set-up failure as the Python side would name it, then end the run. */
+static void fail(int fd, const char *what) {
+    char buf[256];
+    int err = errno;
+    int n = snprintf(buf, sizeof buf, "OSError: [Errno %d] %s: %s", err, what, strerror(err));
+    if (n > 0) {
+        ssize_t w = write(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+        (void)w;
+    }
+    _exit(127);
+}
+
+static void write_file(int exc, const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    size_t n = strlen(text);
+    if (fd < 0 || write(fd, text, n) != (ssize_t)n) fail(exc, path);
+    close(fd);
+}
+
+static void become_run_user(const struct run_setup *s, int exc) {
+    if (!(s->flags & ROOTLESS)) {
+        if (setgroups(0, NULL) < 0) fail(exc, "setgroups");
+        if (setresgid(s->uid, s->uid, s->uid) < 0) fail(exc, "setresgid");
+        if (setresuid(s->uid, s->uid, s->uid) < 0) fail(exc, "setresuid");
+        return;
+    }
+    char map[32];
+    if (unshare(CLONE_NEWUSER) < 0) fail(exc, "unshare");
+    snprintf(map, sizeof map, "%u 0 1", s->uid);
+    write_file(exc, "/proc/self/setgroups", "deny");
+    write_file(exc, "/proc/self/uid_map", map);
+    write_file(exc, "/proc/self/gid_map", map);
+    /* A new user namespace grants every capability inside it; a run needs none. */
+    for (int cap = 0; cap < 64; cap++)
+        if (prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0, 0, 0) != 0) break; /* past the last */
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capset, &header, data) < 0) fail(exc, "capset");
+}
+
+/* The run's set-up, in the order of Zygote.child. ``fds`` are the run's descriptors as received. */
+static void set_up_run(const struct run_setup *s, const int *fds) {
+    int exc = fds[3];
+    int high[RUN_FDS];
+    if (setsid() < 0) fail(exc, "setsid");
+    if ((s->flags & UNSHARE_IPC) && unshare(CLONE_NEWIPC) < 0) fail(exc, "unshare");
+    if ((s->flags & JOIN_NETNS) && setns(s->netns_fd, CLONE_NEWNET) < 0) fail(exc, "setns");
+    for (int i = 0; i < RUN_FDS; i++)
+        if ((high[i] = fcntl(fds[i], F_DUPFD, 64)) < 0) fail(exc, "fcntl");
+    exc = high[3];
+    for (int i = 0; i < RUN_FDS; i++)
+        if (dup3(high[i], i, i == 3 ? O_CLOEXEC : 0) < 0) fail(exc, "dup3");
+    exc = 3;
+    if (syscall(SYS_close_range, RUN_FDS, ~0U, 0) < 0) {
+        if (errno != ENOSYS) fail(exc, "close_range");
+        for (int fd = RUN_FDS; fd < 65536; fd++) close(fd);
+    }
+    write_file(exc, "/proc/self/oom_score_adj", "1000");
+    for (uint32_t i = 0; i < s->nrlimits; i++) {
+        struct rlimit l = {s->rlimits[i].cur, s->rlimits[i].max};
+        if (setrlimit(s->rlimits[i].resource, &l) < 0) fail(exc, "setrlimit");
+    }
+    become_run_user(s, exc);
+    if (s->flags & PROTECT) {
+        sigset_t all;
+        sigfillset(&all);
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) fail(exc, "prctl");
+        if (sigprocmask(SIG_BLOCK, &all, NULL) < 0) fail(exc, "sigprocmask");
+    }
+    if ((s->flags & RUN_FILTER) && prctl(PR_SET_SECCOMP, 2 /* SECCOMP_MODE_FILTER */, (void *)(uintptr_t)s->filter, 0, 0) < 0)
+        fail(exc, "seccomp");
+    if (chdir(s->dir) < 0) fail(exc, "chdir");
+    umask((mode_t)s->umask);
+}
+
+/* glibc's fork() cannot take CLONE_PARENT, so this is the clone it makes, with that flag added:
+ * the kernel writes the child's tid into glibc's thread descriptor (found with PR_GET_TID_ADDRESS),
+ * and the child re-registers its robust-mutex list, as glibc's _Fork does. */
+static long clone_run(int *tid_address) {
+    unsigned long flags = CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD;
+#if defined(__x86_64__)
+    return syscall(SYS_clone, flags, 0, NULL, tid_address, 0);
+#elif defined(__aarch64__) || defined(__riscv) || defined(__powerpc64__)
+    return syscall(SYS_clone, flags, 0, NULL, 0, tid_address);
+#else
+#error "dojo's forker knows clone's argument order only for x86_64, aarch64, riscv64 and ppc64"
+#endif
+}
+
+/* Serve fork requests on ``sock`` until the zygote closes it. Returns -1 (errno set; 0 at the end
+ * of the stream) in the forker; returns 0 in each run's process, set up, with the run's message in
+ * ``payload`` and its length in ``*payload_len``. */
+int dojo_forker_serve(int sock, char *payload, uint32_t capacity, uint32_t *payload_len) {
+    int *tid_address = NULL;
+    void *robust_head = NULL;
+    size_t robust_len = 0;
+    if (prctl(PR_GET_TID_ADDRESS, &tid_address, 0, 0, 0) < 0 || tid_address == NULL) return -1;
+    if (syscall(SYS_get_robust_list, 0, &robust_head, &robust_len) < 0) return -1;
+    for (;;) {
+        struct run_setup s;
+        union {
+            struct cmsghdr align;
+            char buf[CMSG_SPACE(RUN_FDS * sizeof(int))];
+        } control;
+        struct iovec iov[2] = {{&s, sizeof s}, {payload, capacity}};
+        struct msghdr msg = {0};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = 2;
+        msg.msg_control = control.buf;
+        msg.msg_controllen = sizeof control.buf;
+        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (n == 0) errno = 0;
+            return -1;
+        }
+        int fds[RUN_FDS];
+        int nfds = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+            int count = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            for (int i = 0; i < count; i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                if (nfds < RUN_FDS) fds[nfds++] = fd;
+                else close(fd);
+            }
+        }
+        int valid = nfds == RUN_FDS && (size_t)n >= sizeof s && s.version == SETUP_VERSION &&
+                    s.nrlimits <= MAX_RLIMITS && memchr(s.dir, 0, sizeof s.dir) != NULL &&
+                    !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+        if (valid) {
+            long pid = clone_run(tid_address);
+            if (pid == 0) {
+                syscall(SYS_set_robust_list, robust_head, robust_len);
+                close(sock);
+                int32_t me = (int32_t)getpid();
+                if (write(fds[3], &me, sizeof me) != sizeof me) _exit(127);
+                *payload_len = (uint32_t)((size_t)n - sizeof s);
+                set_up_run(&s, fds);
+                return 0;
+            }
+            if (pid < 0) {
+                int32_t err = -errno;
+                ssize_t w = write(fds[3], &err, sizeof err);
+                (void)w;
+            }
+        }
+        for (int i = 0; i < nfds; i++) close(fds[i]); /* the zygote reads EOF if none was cloned */
+    }
+}
