@@ -3,7 +3,8 @@
     .venv/bin/python bench/sandbox.py [--repeats 3] [--runs 600] [--pool-size N] [--json out.json]
 
 For `print(1)` and a HumanEval-style function with 5 asserts it measures, per way of running
-(dojo, dojo with its syscall filter off to show the filter's cost, and naive): p50/p99 latency at
+(dojo, dojo with its syscall filter off to show the filter's cost, dojo without its forker to
+show what the forker saves, and naive): p50/p99 latency at
 concurrency 1, throughput at concurrency 2/8/32, and wrong outputs (a run that did not finish
 Accepted with the right stdout). Each figure is the median over --repeats rounds; the rounds
 interleave the ways so machine noise hits all alike. It also reports the idle
@@ -51,6 +52,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     async with (
         AsyncSandbox(pool_size=args.pool_size) as sandbox,
         AsyncSandbox(pool_size=args.pool_size, syscall_filter=False) as unfiltered,
+        AsyncSandbox(pool_size=args.pool_size, forker=False) as unforked,
     ):
         await asyncio.sleep(0.5)
         results["slot_memory"] = slot_memory(sandbox)
@@ -59,12 +61,14 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             ways = {
                 "dojo": sandbox_runner(sandbox, source, expected),
                 "dojo, no syscall filter": sandbox_runner(unfiltered, source, expected),
+                "dojo, no forker": sandbox_runner(unforked, source, expected),
                 "naive": naive_runner(python, source, expected),
             }
             rounds: dict[str, dict[str, list[float]]] = {w: {} for w in ways}
             wrong = {w: 0 for w in ways}
             await closed_loop(ways["dojo"], 4, 50)  # warm-up
             await closed_loop(ways["dojo, no syscall filter"], 4, 50)
+            await closed_loop(ways["dojo, no forker"], 4, 50)
             for _ in range(args.repeats):
                 for way, runner in ways.items():
                     c1 = await closed_loop(runner, 1, args.runs // 3)
@@ -96,6 +100,8 @@ def table(results: dict[str, Any]) -> str:
         lines.append(f"| {name} | dojo / naive at c=8 | | | | {ratio:.1f}x | | |")
         cost = ways["dojo"]["p50_ms"] - ways["dojo, no syscall filter"]["p50_ms"]
         lines.append(f"| {name} | syscall filter's cost at p50 | {cost:+.3f} ms | | | | | |")
+        gain = ways["dojo"]["runs_per_s_c8"] / max(ways["dojo, no forker"]["runs_per_s_c8"], 1e-9)
+        lines.append(f"| {name} | with / without the forker at c=8 | | | | {gain:.2f}x | | |")
     mem = results["slot_memory"]
     lines.append("")
     lines.append(

@@ -1,0 +1,173 @@
+"""The forker (dojo/sandbox/forker.c): runs it forks are set up exactly as the zygote's own forks
+(``Zygote.child``, the Python set-up it replaces) set them up; a run can neither use it nor, by
+killing or stopping it, break the slot for the next run; and it follows what the zygote learns
+(a newly compiled harness, a new IPC namespace)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from dojo.sandbox import AsyncSandbox, Program
+from dojo.sandbox.forker_build import forker_library
+from dojo.sandbox.verdict import Verdict
+from tests.sandbox.conftest import SKIP_REASON, requires_isolation
+
+pytestmark = requires_isolation
+
+# Everything of a run's process that its set-up decides, as the run sees it.
+PROBE = r"""
+import json, os, resource, signal, ctypes, sys
+
+def probe():
+    status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines() if ":" in line)
+    fds = sorted(os.listdir("/proc/self/fd"))
+    umask = os.umask(0o022)
+    return json.dumps({
+        "ids": [len(set(os.getresuid())), len(set(os.getresgid())), os.getuid() == os.getgid(), os.getuid() > 0,
+                os.getgroups()],
+        "session_leader": os.getsid(0) == os.getpid(),
+        "parent": os.getppid(),
+        "others": sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())) != [],
+        "fds": fds,
+        "rlimits": {n: resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")},
+        "oom_score_adj": open("/proc/self/oom_score_adj").read().strip(),
+        "status": {k: status[k].strip() for k in ("NoNewPrivs", "Seccomp", "CapEff", "CapPrm", "CapBnd", "CapInh",
+                                                  "SigBlk", "SigIgn")},
+        "dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0),
+        "cwd": os.getcwd(),
+        "umask": umask,
+        "environ": dict(os.environ),
+        "argv": sys.argv,
+        "sigint": str(signal.getsignal(signal.SIGINT)),
+        "stdin": sys.stdin.read(),
+    }, sort_keys=True)
+"""
+
+SHELL_PROBE = r"""
+grep -E '^(Uid|Gid|Groups|NoNewPrivs|Seccomp|CapEff|CapPrm|CapBnd|SigBlk|SigIgn)' /proc/self/status
+ulimit -a
+cat /proc/self/oom_score_adj
+pwd; umask; env | sort; ls /proc/self/fd | wc -l
+"""
+
+
+@pytest_asyncio.fixture(scope="module")
+async def both() -> AsyncIterator[tuple[AsyncSandbox, AsyncSandbox]]:
+    """One slot whose runs the forker forks, and one whose zygote forks them itself."""
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    assert forker_library() is not None, "the forker must build on a machine with a C compiler"
+    async with AsyncSandbox(pool_size=1) as forked, AsyncSandbox(pool_size=1, forker=False) as direct:
+        yield forked, direct
+
+
+def probe_result(stdout: str) -> dict[str, object]:
+    return dict(json.loads(stdout))
+
+
+def without_ids(shell_output: str) -> str:
+    """The shell probe's output with the slot's own uid (each slot has one) replaced by "U"."""
+    uid = re.search(r"^Uid:\t(\d+)", shell_output, re.M)
+    assert uid is not None and uid.group(1) != "0"
+    return shell_output.replace(uid.group(1), "U")
+
+
+@pytest.mark.asyncio
+async def test_a_python_run_is_set_up_alike_either_way(both: tuple[AsyncSandbox, AsyncSandbox]) -> None:
+    forked, direct = both
+    program = Program(language="python", source=PROBE + "print(probe())\n", stdin="hello", args=["a", "b c"])
+    a, b = await forked.run(program), await direct.run(program)
+    assert a.verdict is Verdict.ACCEPTED, a.stderr
+    assert b.verdict is Verdict.ACCEPTED, b.stderr
+    seen_a, seen_b = probe_result(a.stdout), probe_result(b.stdout)
+    assert seen_a.pop("others") is True  # the forker, beside the zygote: it is the one that forked this run
+    assert seen_b.pop("others") is False
+    assert seen_a == seen_b
+    assert seen_a["parent"] == 1 and seen_a["session_leader"] and seen_a["stdin"] == "hello"
+
+
+@pytest.mark.asyncio
+async def test_a_harness_run_is_set_up_alike_either_way(both: tuple[AsyncSandbox, AsyncSandbox]) -> None:
+    """A harness: non-dumpable, every signal blocked, its private stdin, its main() called."""
+    forked, direct = both
+    program = Program(language="python", source=PROBE + "def main():\n    print(probe())\n", stdin="secret")
+    a, b = await forked.run(program, harness=True), await direct.run(program, harness=True)
+    assert a.verdict is Verdict.ACCEPTED, a.stderr
+    assert b.verdict is Verdict.ACCEPTED, b.stderr
+    seen_a, seen_b = probe_result(a.stdout), probe_result(b.stdout)
+    seen_a.pop("others"), seen_b.pop("others")
+    assert seen_a == seen_b
+    assert seen_a["dumpable"] == 0 and seen_a["stdin"] == "secret"
+    assert int(str(dict(seen_a["status"])["SigBlk"]), 16) != 0  # type: ignore[call-overload]
+
+
+@pytest.mark.asyncio
+async def test_an_executed_program_is_set_up_alike_either_way(both: tuple[AsyncSandbox, AsyncSandbox]) -> None:
+    forked, direct = both
+    program = Program(language="bash", source=SHELL_PROBE)
+    a, b = await forked.run(program), await direct.run(program)
+    assert a.verdict is Verdict.ACCEPTED, a.stderr
+    assert without_ids(a.stdout) == without_ids(b.stdout)
+    assert "NoNewPrivs:\t1" in a.stdout and "Gid:\tU\tU\tU\tU" in without_ids(a.stdout)
+
+
+@pytest.mark.asyncio
+async def test_a_run_cannot_use_the_forker_or_break_the_slot_with_it(both: tuple[AsyncSandbox, AsyncSandbox]) -> None:
+    """A run reads nothing of the forker's memory; where it may signal it (rootless: the same user),
+    stopping or killing it still leaves the next run its normal verdict."""
+    forked, _ = both
+    attack = r"""
+import os, signal
+forker = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())][0]
+for path in ("mem", "environ", "maps"):
+    try:
+        open(f"/proc/{forker}/{path}", "rb").read(16)
+        print("read", path)
+    except OSError:
+        pass
+for sig in (signal.SIGSTOP, signal.SIGKILL):
+    try:
+        os.kill(forker, sig)
+        print("signalled", sig.name)
+    except OSError:
+        pass
+"""
+    for _ in range(3):
+        attacked = await forked.run(Program(language="python", source=attack))
+        assert attacked.verdict is Verdict.ACCEPTED, attacked.stderr
+        assert "read" not in attacked.stdout
+        after = await forked.run(Program(language="python", source="print(6 * 7)"))
+        assert after.verdict is Verdict.ACCEPTED, after.stderr
+        assert after.stdout == "42\n"
+
+
+@pytest.mark.asyncio
+async def test_the_forker_follows_a_newly_compiled_harness(both: tuple[AsyncSandbox, AsyncSandbox]) -> None:
+    """Each new cached main file is compiled by the zygote after the forker was forked: the run must
+    still get that file's code, not an earlier one's."""
+    forked, _ = both
+    for n in range(4):
+        source = f"def main():\n    print({n})\n"
+        for _ in range(2):
+            result = await forked.run(Program(language="python", source=source), harness=True)
+            assert result.verdict is Verdict.ACCEPTED, result.stderr
+            assert result.stdout == f"{n}\n"
+
+
+@pytest.mark.asyncio
+async def test_runs_after_an_ipc_namespace_change_start_empty(both: tuple[AsyncSandbox, AsyncSandbox]) -> None:
+    """A run that leaves a SysV segment moves the zygote to a new IPC namespace; the forker's next
+    run must be there too (the old forker is replaced), and see nothing."""
+    forked, _ = both
+    leave = "import ctypes; libc = ctypes.CDLL(None); print(libc.shmget(0, 4096, 0o1600) >= 0)"
+    look = "print(len(open('/proc/sysvipc/shm').read().splitlines()) - 1)"
+    for _ in range(2):
+        left = await forked.run(Program(language="python", source=leave))
+        assert left.stdout == "True\n", left.stderr
+        seen = await forked.run(Program(language="python", source=look))
+        assert seen.stdout == "0\n", seen.stderr
