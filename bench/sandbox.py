@@ -36,13 +36,18 @@ def pss_kib(pid: int) -> int:
     return 0
 
 
+def tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid, *(p for c in children for p in tree(int(c)))]
+
+
 def slot_memory(sandbox: AsyncSandbox) -> dict[str, float]:
-    """PSS of each idle slot: its zygote plus the tiny `unshare` process that holds it."""
+    """PSS of each idle slot: the tiny `unshare` process that holds it, its zygote and its forker."""
     totals = []
     for slot in sandbox.pool.slots():
         assert slot.pid is not None
-        children = Path(f"/proc/{slot.pid}/task/{slot.pid}/children").read_text().split()
-        totals.append(pss_kib(slot.pid) + sum(pss_kib(int(c)) for c in children))
+        totals.append(sum(pss_kib(p) for p in tree(slot.pid)))
     return {"slots": len(totals), "median_pss_mib": statistics.median(totals) / 1024, "max_pss_mib": max(totals) / 1024}
 
 
@@ -105,7 +110,7 @@ def table(results: dict[str, Any]) -> str:
     mem = results["slot_memory"]
     lines.append("")
     lines.append(
-        f"Idle memory per warm slot (PSS, zygote + holder): median {mem['median_pss_mib']:.1f} MiB, "
+        f"Idle memory per warm slot (PSS, holder + zygote + forker): median {mem['median_pss_mib']:.1f} MiB, "
         f"max {mem['max_pss_mib']:.1f} MiB over {mem['slots']} slots (pool size {results['pool_size']})."
     )
     return "\n".join(lines)

@@ -158,9 +158,9 @@ static long clone_run(int *tid_address) {
 }
 
 /* Serve fork requests on ``sock`` until the zygote closes it. Returns -1 (errno set; 0 at the end
- * of the stream) in the forker; returns 0 in each run's process, set up, with the run's message in
- * ``payload`` and its length in ``*payload_len``. */
-int dojo_forker_serve(int sock, char *payload, uint32_t capacity, uint32_t *payload_len) {
+ * of the stream) in the forker; returns the length of the run's message, which is in ``payload``, in
+ * each run's process, set up. */
+int dojo_forker_serve(int sock, char *payload, uint32_t capacity) {
     int *tid_address = NULL;
     void *robust_head = NULL;
     size_t robust_len = 0;
@@ -206,9 +206,8 @@ int dojo_forker_serve(int sock, char *payload, uint32_t capacity, uint32_t *payl
                 close(sock);
                 int32_t me = (int32_t)getpid();
                 if (write(fds[3], &me, sizeof me) != sizeof me) _exit(127);
-                *payload_len = (uint32_t)((size_t)n - sizeof s);
                 set_up_run(&s, fds);
-                return 0;
+                return (int)((size_t)n - sizeof s);
             }
             if (pid < 0) {
                 int32_t err = -errno;

@@ -39,6 +39,7 @@ The parts, in this order:
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # (signal.signal without its enum wrapping)
 import _thread
 import builtins
 import fcntl
@@ -299,9 +300,11 @@ class Forker:
         # PyDLL: the GIL stays held (the zygote has one thread), so a run returns into Python whole
         self.serve_forks = ctypes.PyDLL(library, use_errno=True).dojo_forker_serve
         self.serve_forks.restype = ctypes.c_int
-        self.serve_forks.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)]
-        self.payload = ctypes.create_string_buffer(self.PAYLOAD_CAPACITY)
-        self.payload_len = ctypes.c_uint32(0)
+        self.serve_forks.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32]
+        # where the forker receives each run's message; a run reads it as a plain bytearray (a ctypes
+        # read of it, ``string_at``, cost a fresh run's process ~40 page faults)
+        self.payload = bytearray(self.PAYLOAD_CAPACITY)
+        self.payload_view = (ctypes.c_char * self.PAYLOAD_CAPACITY).from_buffer(self.payload)
         self.ctypes = ctypes
         self.pid: int | None = None
         self.sock: Any = None
@@ -353,12 +356,10 @@ class Forker:
                         os.closerange(low, fd)
                     low = fd + 1
                 os.closerange(low, 1 << 16)
-                if self.serve_forks(
-                    theirs_fd, self.payload, self.PAYLOAD_CAPACITY, self.ctypes.byref(self.payload_len)
-                ):
+                length = self.serve_forks(theirs_fd, self.payload_view, self.PAYLOAD_CAPACITY)
+                if length < 0:
                     os._exit(0)  # the zygote closed its end (or the forker could not start)
-                message = self.ctypes.string_at(self.payload, self.payload_len.value)
-                zygote.become_forked_run(message)
+                zygote.become_forked_run(memoryview(self.payload)[:length])
             finally:
                 os._exit(127)
         os.close(theirs_fd)
@@ -1042,7 +1043,7 @@ class Zygote:
         # As PID 1 the zygote never sees what its namespace sends it without a handler; Python's
         # SIGINT handler would let a run (rootless: the same user) raise KeyboardInterrupt in it
         # and end the slot. Each Python run gets the handler back (``child``).
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        set_signal(signal.SIGINT, signal.SIG_DFL)
         if self.forker is not None:
             self.forker.spawn(self)
 
@@ -1360,13 +1361,13 @@ class Zygote:
             for fd in fds:
                 os.close(fd)
 
-    def become_forked_run(self, message: bytes) -> None:
+    def become_forked_run(self, message: memoryview) -> None:
         """In a run's process the forker made and set up (``Forker``): run it; never returns."""
         try:
             import marshal
 
             run = marshal.loads(message)
-            signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
+            set_signal(signal.SIGINT, signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
             if run.get("argv"):
                 self.exec_program(run["argv"], run["env"])
             if run["env"] is not None:
@@ -1383,7 +1384,7 @@ class Zygote:
     @staticmethod
     def exec_program(argv: list[str], env: dict[str, str]) -> None:
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; programs expect defaults
-            signal.signal(sig, signal.SIG_DFL)
+            set_signal(sig, signal.SIG_DFL)
         os.execve(argv[0], argv, dict(env))
 
     def become_run(self, step: RunStep, req: dict[str, Any], in_r: int, out_w: int, err_w: int, exc_w: int) -> None:
@@ -1686,7 +1687,7 @@ class Zygote:
             self.sys.install_filter(self.run_filter)
         os.chdir(BOX)
         os.umask(0o022)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
+        set_signal(signal.SIGINT, signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
         if step.get("role") == "session":
             return  # the caller runs the session worker loop in this process
         if step.get("argv"):
@@ -1798,7 +1799,9 @@ class Zygote:
         try:
             import threading
 
-            threading._shutdown()  # type: ignore[attr-defined]
+            # (only when the run started a thread or a thread pool: it cost every run ~25 page faults)
+            if threading._shutdown_locks or threading._threading_atexits:  # type: ignore[attr-defined]
+                threading._shutdown()  # type: ignore[attr-defined]
             import atexit
 
             atexit._run_exitfuncs()
@@ -2065,6 +2068,13 @@ class Sessions:
 
 OUT_OF_MEMORY_MARKS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory", b"out of memory",
                        b"JavaScript heap out of memory", b"Failed to reserve virtual memory")  # fmt: skip
+
+
+def set_signal(signum: int, handler: Any) -> None:
+    """``signal.signal`` without turning the old handler into an enum member on the way out: that is
+    Python code (enum's lookup) whose first use in a fresh run's process cost ~120 page faults
+    (~0.5 ms, a quarter of a ``print(1)`` run)."""
+    _signal.signal(int(signum), handler if callable(handler) else int(handler))  # (SIG_DFL: a plain int here)
 
 
 def _out_of_memory(stderr: bytearray) -> bool:
