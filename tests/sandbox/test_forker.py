@@ -67,7 +67,13 @@ async def both() -> AsyncIterator[tuple[AsyncSandbox, AsyncSandbox]]:
 
 
 def probe_result(stdout: str) -> dict[str, object]:
-    return dict(json.loads(stdout))
+    """The probe's report, with the address-space limit (rootless: the run's memory plus the size of
+    the zygote it was forked from, which the forker's library makes a few pages larger) in MiB."""
+    seen = dict(json.loads(stdout))
+    rlimits = dict(seen["rlimits"])
+    rlimits["RLIMIT_AS"] = [-1 if v < 0 else round(v / (1 << 20)) for v in rlimits["RLIMIT_AS"]]
+    seen["rlimits"] = rlimits
+    return seen
 
 
 def without_ids(shell_output: str) -> str:

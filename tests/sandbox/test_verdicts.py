@@ -135,7 +135,8 @@ async def test_threads_work_and_are_waited_for_like_in_a_fresh_interpreter(sandb
         "    s = sum(ex.map(lambda x: x * x, range(10)))\n"
         "print(sorted(out), s, threading.current_thread() is threading.main_thread(), threading.active_count())\n"
         "threading.Thread(target=lambda: (time.sleep(0.2), print('late'))).start()\n"  # not a daemon
+        "cf.ThreadPoolExecutor(1).submit(lambda: (time.sleep(0.3), print('pool')))\n"  # never shut down
     )
     r = await sandbox.run(Program(language="python", source=src))
     assert r.verdict is Verdict.ACCEPTED, r
-    assert r.stdout == "[0, 1, 2, 3] 285 True 1\nlate\n"
+    assert r.stdout == "[0, 1, 2, 3] 285 True 1\nlate\npool\n"

@@ -10,7 +10,10 @@ if [ -z "$KERNEL" ] || ! command -v qemu-system-x86_64 >/dev/null || [ ! -x .ven
   echo "needs a kernel in /boot, qemu-system-x86 and virtme-ng: run make test-cgroup2 (it installs them)" >&2
   exit 2
 fi
-TESTS="tests/sandbox/test_cgroups.py tests/sandbox/test_limits.py tests/sandbox/test_pool.py tests/sandbox/test_slot.py"
+TESTS="tests/sandbox/test_cgroups.py tests/sandbox/test_limits.py tests/sandbox/test_pool.py tests/sandbox/test_slot.py \
+  tests/sandbox/test_forker.py"
+# the forker is built here: the VM sees this file system read-only
+.venv/bin/python -c 'from dojo.sandbox.forker_build import forker_library; assert forker_library(), "no forker"'
 OUT="$(mktemp)"
 # Inside: prove the machine is cgroup v2 only, then run the tests; the exit status travels in the output.
 INNER="cd $PWD && echo \"controllers: \$(cat /sys/fs/cgroup/cgroup.controllers)\" && \
