@@ -177,3 +177,19 @@ async def test_runs_after_an_ipc_namespace_change_start_empty(both: tuple[AsyncS
         assert left.stdout == "True\n", left.stderr
         seen = await forked.run(Program(language="python", source=look))
         assert seen.stdout == "0\n", seen.stderr
+
+
+@pytest.mark.asyncio
+async def test_a_run_too_large_for_the_forkers_message_is_forked_by_the_zygote(
+    both: tuple[AsyncSandbox, AsyncSandbox],
+) -> None:
+    """Arguments and environment beyond the forker's 64 KiB message take the zygote's own fork; then
+    the forker serves the next run again."""
+    forked, _ = both
+    big = Program(language="python", source="import os, sys; print(len(os.environ['BIG']), len(sys.argv[1]))",
+                  env={"BIG": "x" * 70_000}, args=["y" * 70_000])  # fmt: skip
+    result = await forked.run(big)
+    assert result.verdict is Verdict.ACCEPTED, result.stderr
+    assert result.stdout == "70000 70000\n"
+    after = await forked.run(Program(language="python", source="print(1)"))
+    assert after.stdout == "1\n"

@@ -394,7 +394,10 @@ class Forker:
         if self.pid is None:
             raise BrokenPipeError("no forker")
         if rootless:  # a run of the same user may have stopped it
-            os.kill(self.pid, signal.SIGCONT)
+            try:
+                os.kill(self.pid, signal.SIGCONT)
+            except ProcessLookupError as e:
+                raise BrokenPipeError("the forker is gone") from e
         self.sock.sendmsg([setup, message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
 
     def wait_pid(self, exc_r: int) -> int:
