@@ -193,3 +193,16 @@ async def test_a_run_too_large_for_the_forkers_message_is_forked_by_the_zygote(
     assert result.stdout == "70000 70000\n"
     after = await forked.run(Program(language="python", source="print(1)"))
     assert after.stdout == "1\n"
+
+
+@pytest.mark.asyncio
+async def test_each_run_gets_its_own_environment_when_they_alternate_or_repeat(
+    both: tuple[AsyncSandbox, AsyncSandbox],
+) -> None:
+    """The forker adopts an environment seen twice running; a run with another still gets exactly its own."""
+    forked, _ = both
+    show = "import os; print(os.environ.get('A'), os.environ.get('B'), sorted(k for k in os.environ if len(k) == 1))"
+    for env in ({"A": "1"}, {"B": "2"}, {"A": "1"}, {"A": "1"}, {"A": "1"}, {"B": "2"}, {}, {}, {"A": "3", "B": "4"}):
+        result = await forked.run(Program(language="python", source=show, env=env))
+        assert result.verdict is Verdict.ACCEPTED, result.stderr
+        assert result.stdout == f"{env.get('A')} {env.get('B')} {sorted(env)}\n"
