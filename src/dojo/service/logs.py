@@ -27,8 +27,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(payload, default=str)
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes each record to ``sys.stderr`` as it is then, not as it was when logging was configured
+    (a stream replaced and closed since, as pytest's capture does, made every later record a
+    "Logging error" traceback)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:  # StreamHandler.__init__ sets it: always sys.stderr here
+        pass
+
+
 def configure_json_logging(level: int = logging.INFO) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = StderrHandler()
     handler.setFormatter(JsonFormatter())
     for name in ("dojo", "uvicorn.error"):
         logger = logging.getLogger(name)
