@@ -1768,6 +1768,16 @@ class Zygote:
         return namespace
 
     @staticmethod
+    def reseed(random_module: Any) -> None:
+        """``random.seed()`` for a fresh run: the C seeding of the module's generator from the OS,
+        without random.py's Python wrapper around it (~20 page faults in a fresh process)."""
+        import _random
+
+        generator = random_module._inst
+        _random.Random.seed(generator, None)
+        generator.gauss_next = None
+
+    @staticmethod
     def run_python_inline(filename: str, args: list[str], cached: Any = None,
                           streams: tuple[Any, Any, Any] | None = None) -> None:  # fmt: skip
         """The fast path: run Python source in this already-warm interpreter, as `python main.py` would.
@@ -1781,7 +1791,7 @@ class Zygote:
         sys.argv = [filename, *args]
         sys.path.insert(0, BOX)
         if "random" in sys.modules:
-            sys.modules["random"].seed()
+            Zygote.reseed(sys.modules["random"])
         main = types.ModuleType("__main__")
         main.__file__ = path
         main.__builtins__ = builtins  # type: ignore[attr-defined]
