@@ -276,6 +276,14 @@ class Spare:
                 pass
 
 
+# What a run's set-up does beyond the fixed steps (forker.c's flags; ``Zygote.setup_flags``).
+SETUP_UNSHARE_IPC = 1  # a fresh IPC namespace (where the zygote cannot watch its own)
+SETUP_JOIN_NETNS = 2  # the host's network namespace
+SETUP_ROOTLESS = 4  # a nested user namespace instead of a uid change
+SETUP_PROTECT = 8  # a trusted harness: not dumpable, every signal blocked
+SETUP_RUN_FILTER = 16  # the run's own syscall filter, last
+
+
 class Forker:
     """The zygote's end of its forker (``forker.c``, built on the host): a fork of the warm zygote
     that forks each one-shot run and sets it up in C, running no Python between runs, so neither it
@@ -290,7 +298,6 @@ class Forker:
 
     SETUP = struct.Struct("=IIiIIIQ" + "iiQQ" * 8 + "64s")  # forker.c's struct run_setup
     SETUP_VERSION = 1
-    UNSHARE_IPC, JOIN_NETNS, ROOTLESS, PROTECT, RUN_FILTER = 1, 2, 4, 8, 16
     MAX_RLIMITS = 8
     PAYLOAD_CAPACITY = 1 << 16  # a run's message; a larger one (huge argv or env) is forked directly
     PID_TIMEOUT_S = 30.0
@@ -369,12 +376,7 @@ class Forker:
 
     def setup(self, zygote: Zygote, step: RunStep, req: dict[str, Any]) -> bytes:
         """The run's ``struct run_setup``: what ``Zygote.child`` does, as data."""
-        flags = 0 if zygote.jail.ipc_fds else self.UNSHARE_IPC
-        network = bool(req.get("network") and zygote.jail.host_netns is not None)
-        flags |= self.JOIN_NETNS if network else 0
-        flags |= self.ROOTLESS if zygote.rootless else 0
-        flags |= self.PROTECT if step.get("protect") else 0
-        flags |= self.RUN_FILTER if zygote.run_filter is not None else 0
+        flags = zygote.setup_flags(step, req)
         limits = zygote.run_rlimits(step)
         rows: list[int] = []
         for resource_, soft, hard in limits:
@@ -382,7 +384,7 @@ class Forker:
         rows += [0, 0, 0, 0] * (self.MAX_RLIMITS - len(limits))
         address = self.ctypes.addressof(zygote.run_filter[0]) if zygote.run_filter is not None else 0
         uid = RUN_UID if zygote.rootless else zygote.uid
-        netns = zygote.jail.host_netns if network and zygote.jail.host_netns is not None else -1
+        netns = zygote.jail.host_netns if flags & SETUP_JOIN_NETNS and zygote.jail.host_netns is not None else -1
         return self.SETUP.pack(self.SETUP_VERSION, flags, netns, uid, len(limits), 0o022, address, *rows, BOX.encode())
 
     def send(self, setup: bytes, message: bytes, fds: tuple[int, int, int, int], rootless: bool) -> None:
@@ -1501,66 +1503,53 @@ class Zygote:
             return os.fork()
         return self.sys.fork()
 
-    def kill_all(self) -> None:
-        """SIGKILL every other process of the namespace but the forker."""
+    def kill_all(self) -> list[int]:
+        """SIGKILL every other process of the namespace but the forker. The pids signalled, found in
+        /proc, where there is a forker to spare; else ``kill(-1)`` (every process but PID 1) and []."""
         if self.forker is None or self.forker.pid is None:
             try:
                 os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
             except ProcessLookupError:
                 pass
-            return
-        for pid in self.other_processes(self.forker.pid):
+            return []
+        forker = self.forker.pid
+        others = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if pid not in (1, forker)]
+        for pid in others:
             try:
                 os.kill(pid, 9)
             except ProcessLookupError:
                 pass
-
-    @staticmethod
-    def other_processes(forker: int) -> list[int]:
-        """Every process of the namespace but this one (PID 1) and the forker, from /proc."""
-        return [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if pid != 1 and pid != forker]
+        return others
 
     def reap_all(self) -> None:
-        """Kill and reap every other process of the namespace (a spare included), until none is
-        left; then make sure no IPC object of theirs outlives them."""
+        """Kill and reap every other process of the namespace (a spare included, the forker not),
+        until none is left; then make sure no IPC object of theirs outlives them."""
         if self.spare is not None:
             self.spare.close()
             self.spare = None
         if self.forker is not None and self.forker.alive():
-            assert self.forker.pid is not None
-            self.reap_all_but(self.forker.pid)
-            self.jail.drop_ipc_if_used()
-            return
-        while True:
-            try:
-                os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
-            except ProcessLookupError:
-                pass
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
+            self.reap_all_but_the_forker()
+        else:
+            while True:
+                self.kill_all()
                 try:
-                    os.waitpid(-1, 0)
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
                 except ChildProcessError:
                     break
+                if pid == 0:
+                    try:
+                        os.waitpid(-1, 0)
+                    except ChildProcessError:
+                        break
         self.jail.drop_ipc_if_used()
 
-    def reap_all_but(self, forker: int) -> None:
-        """Kill and reap every process of the namespace but the forker. A process whose parent
-        still lives is not ours to reap: it is ours once that parent dies, on a later pass."""
+    def reap_all_but_the_forker(self) -> None:
+        """Kill and reap every process of the namespace but the forker (a child of ours that
+        ``waitpid(-1)`` would wait for forever). A process whose parent still lives is not ours to
+        reap: it is ours once that parent dies, on a later pass."""
         import time
 
-        while True:
-            others = self.other_processes(forker)
-            if not others:
-                return
-            for pid in others:
-                try:
-                    os.kill(pid, 9)
-                except ProcessLookupError:
-                    pass
+        while others := self.kill_all():
             reaped = False
             for pid in others:
                 try:
@@ -1675,10 +1664,11 @@ class Zygote:
         """Set up a run's process: fds 0-2 the pipes, 3 the set-up error pipe (close-on-exec), then
         ``keep`` at 4, 5, ...; rlimits, unprivileged uid, no_new_privs; its own IPC namespace only
         where the zygote cannot see what a run leaves there (``watch_ipc``)."""
+        flags = self.setup_flags(step, req)
         os.setsid()
-        if not self.jail.ipc_fds:
+        if flags & SETUP_UNSHARE_IPC:
             self.sys.unshare(CLONE_NEWIPC)
-        if req.get("network") and self.jail.host_netns is not None:
+        if flags & SETUP_JOIN_NETNS and self.jail.host_netns is not None:
             self.sys.setns(self.jail.host_netns, CLONE_NEWNET)
         sources = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (in_r, out_w, err_w, exc_w, *keep)]
         for target, src in enumerate(sources):
@@ -1690,10 +1680,10 @@ class Zygote:
         for which, soft, hard in self.run_rlimits(step, lim):
             resource.setrlimit(which, (soft, hard))
         self.become_run_user()
-        if step.get("protect"):  # a trusted harness: safe from the processes it forks (see runtime)
+        if flags & SETUP_PROTECT:  # a trusted harness: safe from the processes it forks (see runtime)
             self.sys.prctl(PR_SET_DUMPABLE, 0)
             signal.pthread_sigmask(signal.SIG_BLOCK, self.blockable_signals)
-        if self.run_filter is not None:  # last: the set-up above uses calls it refuses
+        if flags & SETUP_RUN_FILTER and self.run_filter is not None:  # last: the set-up above uses calls it refuses
             self.sys.install_filter(self.run_filter)
         os.chdir(BOX)
         os.umask(0o022)
@@ -1704,6 +1694,15 @@ class Zygote:
             self.exec_program(step["argv"], req.get("env") or {})
         self.run_python_inline(step["inline_python"], list(step.get("args") or []), self.cached_code,
                                self.streams)  # fmt: skip
+
+    def setup_flags(self, step: RunStep, req: dict[str, Any]) -> int:
+        """What a run's set-up does beyond its fixed steps, as ``SETUP_*`` bits: decided once, here,
+        for both set-ups (``child`` in Python, forker.c in C)."""
+        flags = 0 if self.jail.ipc_fds else SETUP_UNSHARE_IPC
+        flags |= SETUP_JOIN_NETNS if req.get("network") and self.jail.host_netns is not None else 0
+        flags |= SETUP_ROOTLESS if self.rootless else 0
+        flags |= SETUP_PROTECT if step.get("protect") else 0
+        return flags | (SETUP_RUN_FILTER if self.run_filter is not None else 0)
 
     def run_rlimits(self, step: RunStep, lim: RunLimits | None = None) -> list[tuple[int, int, int]]:
         """A run's rlimits as (resource, soft, hard), in the order they are set."""
