@@ -268,6 +268,27 @@ async def test_a_request_leaves_nothing_in_the_next_runs_memory(either_slot: Asy
     assert own.stdout.splitlines()[0] != "found []", own.stdout  # a secret that is there is found
 
 
+async def test_a_longer_earlier_run_leaves_nothing_past_the_next_runs_own_message(one_slot: AsyncSandbox) -> None:
+    """The forker receives each run's message (its arguments, environment and source) into one
+    buffer that every run inherits: a shorter message must not leave the end of a longer earlier
+    one there for the next run to read."""
+    import hashlib
+    import secrets
+
+    tokens = [secrets.token_hex(16) for _ in range(3)]
+    arg_secret, env_secret, source_secret = (f"dojo-secret-{t}" for t in tokens)
+    digests = [hashlib.sha256(t.encode()).hexdigest() for t in tokens]
+    padding = "#" * 6000 + "\n"
+    long_run = Program(language="python", source=padding + f"x = {source_secret!r}\nprint(1)\n",
+                       args=["a" * 6000, arg_secret], env={"PAD": "b" * 6000, "SECRET": env_secret})  # fmt: skip
+    for _ in range(2):
+        r = await one_slot.run(long_run)
+        assert r.verdict is Verdict.ACCEPTED and r.stdout == "1\n", r
+        probe = await one_slot.run(Program(language="python", source=MEMORY_PROBE, args=digests))
+        assert probe.verdict is Verdict.ACCEPTED, probe
+        assert probe.stdout.splitlines()[0] == "found []", probe.stdout
+
+
 async def test_each_run_gets_its_own_environment_variables(either_slot: AsyncSandbox) -> None:
     """Runs on the same slot, one after another (with a spare: each served by a process forked
     before its request): every run sees exactly its own variables."""

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -143,6 +144,26 @@ static void set_up_run(const struct run_setup *s, const int *fds) {
     umask((mode_t)s->umask);
 }
 
+/* ``random.seed()`` for the run, done here: ``random_state`` is the address of the Mersenne Twister
+ * state of the ``random`` module's generator in this process (Python's ``RandomObject``: an int
+ * ``index``, then 624 32-bit words; the zygote checked that layout against ``getstate()`` before
+ * passing it). It is filled from the kernel's generator as Python's own seeding from the OS would
+ * leave it (the first word fixed, the index at the end, so the next draw regenerates the state).
+ * Seeding in Python cost each run ~14 page faults; this writes the one or two pages it must. */
+#define MT_N 624
+static void reseed(uintptr_t random_state, int exc) {
+    uint32_t *mt = (uint32_t *)random_state;
+    size_t done = 0;
+    while (done < sizeof(uint32_t) * MT_N) {
+        ssize_t got = getrandom((char *)mt + done, sizeof(uint32_t) * MT_N - done, 0);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) fail(exc, "getrandom");
+        done += (size_t)got;
+    }
+    mt[0] = 0x80000000U; /* as init_by_array leaves it: the state is never all zero */
+    *(int *)(random_state - sizeof(int)) = MT_N;
+}
+
 /* glibc's fork() cannot take CLONE_PARENT, so this is the clone it makes, with that flag added:
  * the kernel writes the child's tid into glibc's thread descriptor (found with PR_GET_TID_ADDRESS),
  * and the child re-registers its robust-mutex list, as glibc's _Fork does. */
@@ -159,13 +180,14 @@ static long clone_run(int *tid_address) {
 
 /* Serve fork requests on ``sock`` until the zygote closes it. Returns -1 (errno set; 0 at the end
  * of the stream) in the forker; returns the length of the run's message, which is in ``payload``, in
- * each run's process, set up. */
-int dojo_forker_serve(int sock, char *payload, uint32_t capacity) {
+ * each run's process, set up (and ``random`` reseeded where ``random_state`` is not 0: see reseed). */
+int dojo_forker_serve(int sock, char *payload, uint32_t capacity, uintptr_t random_state) {
     int *tid_address = NULL;
     void *robust_head = NULL;
     size_t robust_len = 0;
     if (prctl(PR_GET_TID_ADDRESS, &tid_address, 0, 0, 0) < 0 || tid_address == NULL) return -1;
     if (syscall(SYS_get_robust_list, 0, &robust_head, &robust_len) < 0) return -1;
+    size_t held = capacity; /* how much of ``payload`` may hold an earlier message (all of it, at first) */
     for (;;) {
         struct run_setup s;
         union {
@@ -196,6 +218,11 @@ int dojo_forker_serve(int sock, char *payload, uint32_t capacity) {
                 else close(fd);
             }
         }
+        /* Every run inherits ``payload``: what a longer earlier message left past this one (another
+         * run's arguments, environment, source) is zeroed before this run is cloned. */
+        size_t got = (size_t)n > sizeof s ? (size_t)n - sizeof s : 0;
+        if (got < held) memset(payload + got, 0, held - got);
+        held = got;
         int valid = nfds == RUN_FDS && (size_t)n >= sizeof s && s.version == SETUP_VERSION &&
                     s.nrlimits <= MAX_RLIMITS && memchr(s.dir, 0, sizeof s.dir) != NULL &&
                     !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
@@ -206,6 +233,7 @@ int dojo_forker_serve(int sock, char *payload, uint32_t capacity) {
                 close(sock);
                 int32_t me = (int32_t)getpid();
                 if (write(fds[3], &me, sizeof me) != sizeof me) _exit(127);
+                if (random_state) reseed(random_state, fds[3]);
                 set_up_run(&s, fds);
                 return (int)((size_t)n - sizeof s);
             }

@@ -44,6 +44,7 @@ import _thread
 import builtins
 import fcntl
 import json
+import marshal
 import os
 import resource
 import signal
@@ -150,9 +151,11 @@ SIOCSIFFLAGS = 0x8914
 
 NEW_ROOT = "/tmp"  # a tmpfs is mounted here in the private mount namespace, then pivoted into
 BOX = "/box"
+SIGINT = int(signal.SIGINT)  # a plain int: on a run's path, the enum member costs page faults to use
 HIDDEN = "/.dojo-hidden"  # an empty file and an empty directory, mounted over what a run must not read
 MQUEUE = "/dev/mqueue"  # the slot's POSIX message queues, as on any Linux system
 SYSVIPC_LISTS = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
+READ_WRITE_FILES = frozenset({"memory.max_usage_in_bytes"})  # cgroup files the zygote keeps open to write too
 DEVICES = ("null", "zero", "full", "random", "urandom")
 REHEARSAL = """
 from typing import List
@@ -300,6 +303,7 @@ class Forker:
     SETUP_VERSION = 1
     MAX_RLIMITS = 8
     PAYLOAD_CAPACITY = 1 << 16  # a run's message; a larger one (huge argv or env) is forked directly
+    SOURCE_CAPACITY = 1 << 15  # a main file up to this size travels in the message (else the run reads it)
     PID_TIMEOUT_S = 30.0
 
     def __init__(self, library: str, sys_: Syscalls) -> None:
@@ -307,7 +311,7 @@ class Forker:
         # PyDLL: the GIL stays held (the zygote has one thread), so a run returns into Python whole
         self.serve_forks = ctypes.PyDLL(library, use_errno=True).dojo_forker_serve
         self.serve_forks.restype = ctypes.c_int
-        self.serve_forks.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32]
+        self.serve_forks.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p]
         # where the forker receives each run's message; a run reads it as a plain bytearray (a ctypes
         # read of it, ``string_at``, cost a fresh run's process ~40 page faults)
         self.payload = bytearray(self.PAYLOAD_CAPACITY)
@@ -317,6 +321,22 @@ class Forker:
         self.sock: Any = None
         self.snapshot: tuple[frozenset[str], int] = (frozenset(), 0)  # (code cache keys, IPC generation)
         self.environment: dict[str, str] | None = None
+        self.random_state = 0  # where forker.c reseeds ``random`` (0: each run does it in Python)
+
+    def random_state_address(self) -> int:
+        """Where the ``random`` module's generator keeps its Mersenne Twister state in this process,
+        for forker.c to reseed each run there; 0 unless ``random`` is loaded and the object's memory
+        is laid out as forker.c assumes (checked against ``getstate()``, word for word)."""
+        random = sys.modules.get("random")
+        generator = getattr(random, "_inst", None)
+        if generator is None or type(generator).__name__ != "Random":
+            return 0
+        _version, internal, gauss_next = generator.getstate()
+        if gauss_next is not None or len(internal) != 625:
+            return 0
+        raw = self.ctypes.string_at(id(generator) + 16, 4 + 4 * 624)  # after the object's header
+        index, *words = struct.unpack("=i624I", raw)
+        return id(generator) + 20 if index == internal[624] and tuple(words) == internal[:624] else 0
 
     def alive(self) -> bool:
         """Whether the forker runs; reaps it if it died."""
@@ -352,6 +372,7 @@ class Forker:
         self.stop()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         theirs_fd = theirs.detach()
+        self.random_state = self.random_state_address()
         pid = zygote.sys.fork()
         if pid == 0:  # pragma: no cover - the forker, then (returning from C) each run's process
             try:
@@ -363,7 +384,8 @@ class Forker:
                         os.closerange(low, fd)
                     low = fd + 1
                 os.closerange(low, 1 << 16)
-                length = self.serve_forks(theirs_fd, self.payload_view, self.PAYLOAD_CAPACITY)
+                zygote.prepare_python_process(zygote.streams)  # for every run it forks, once
+                length = self.serve_forks(theirs_fd, self.payload_view, self.PAYLOAD_CAPACITY, self.random_state)
                 if length < 0:
                     os._exit(0)  # the zygote closed its end (or the forker could not start)
                 zygote.become_forked_run(memoryview(self.payload)[:length])
@@ -387,9 +409,11 @@ class Forker:
         netns = zygote.jail.host_netns if flags & SETUP_JOIN_NETNS and zygote.jail.host_netns is not None else -1
         return self.SETUP.pack(self.SETUP_VERSION, flags, netns, uid, len(limits), 0o022, address, *rows, BOX.encode())
 
-    def send(self, setup: bytes, message: bytes, fds: tuple[int, int, int, int], rootless: bool) -> None:
-        """Ask the forker for a run with ``fds`` as its stdin, stdout, stderr and set-up error pipe.
-        BrokenPipeError (or another ConnectionError) if the forker is gone."""
+    def send(self, parts: tuple[Any, ...], fds: tuple[int, int, int, int], rootless: bool) -> None:
+        """Ask the forker for a run with ``fds`` as its stdin, stdout, stderr and set-up error pipe;
+        ``parts``: the run's ``setup``, its marshalled message and, where it has one, its source
+        (the forker's payload is the message and the source, one after the other). BrokenPipeError
+        (or another ConnectionError) if the forker is gone."""
         import array
         import socket
 
@@ -400,7 +424,7 @@ class Forker:
                 os.kill(self.pid, signal.SIGCONT)
             except ProcessLookupError as e:
                 raise BrokenPipeError("the forker is gone") from e
-        self.sock.sendmsg([setup, message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        self.sock.sendmsg(parts, [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
 
     def wait_pid(self, exc_r: int) -> int:
         """The run's pid, which it writes first on its set-up error pipe; OSError if the forker
@@ -550,6 +574,7 @@ class CgroupHandle:
     def __init__(self, version: int) -> None:
         self.version = version
         self.controllers: dict[str, int] = {}  # controller -> directory fd
+        self.files: dict[tuple[str, str], int] = {}  # (controller, file name) -> fd (``file``)
         self.mem_limit = -1
         self.pids_limit = -1
         self.peak_fd = -1
@@ -567,8 +592,22 @@ class CgroupHandle:
                 joined[path] = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
             self.controllers[name] = joined[path]
 
+    def file(self, controller: str, filename: str) -> int:
+        """An open descriptor of one of the group's files, kept for the zygote's life: every run reads
+        or writes a few of them (opening each anew cost 3 system calls a time). A run never holds
+        one: every run's process closes all descriptors but its own four."""
+        key = (controller, filename)
+        fd = self.files.get(key)
+        if fd is None:
+            fd = self.files[key] = os.open(filename, os.O_RDWR if filename in READ_WRITE_FILES else os.O_RDONLY,
+                                           dir_fd=self.controllers[controller])  # fmt: skip
+        return fd
+
     def write(self, controller: str, filename: str, value: str) -> None:
         if controller not in self.controllers:
+            return
+        if filename in READ_WRITE_FILES:
+            os.write(self.file(controller, filename), value.encode())
             return
         fd = os.open(filename, os.O_WRONLY, dir_fd=self.controllers[controller])
         try:
@@ -579,11 +618,17 @@ class CgroupHandle:
     def read(self, controller: str, filename: str) -> str:
         if controller not in self.controllers:
             return ""
-        fd = os.open(filename, os.O_RDONLY, dir_fd=self.controllers[controller])
+        return os.pread(self.file(controller, filename), 65536, 0).decode()  # (from 0: the file afresh)
+
+    def tasks(self) -> int | None:
+        """How many tasks (threads of every process) the slot holds now; None without a pids group.
+        A process counts until it is reaped, so this is exact for the zygote, which reaps them all."""
+        if "pids" not in self.controllers:
+            return None
         try:
-            return os.read(fd, 65536).decode()
-        finally:
-            os.close(fd)
+            return int(self.read("pids", "pids.current"))
+        except (OSError, ValueError):
+            return None
 
     def memory_usage(self) -> int:
         if "memory" not in self.controllers:
@@ -607,8 +652,9 @@ class CgroupHandle:
             self.write("pids", "pids.max", str(self.pids_limit))
         return base
 
-    def reset_peak(self) -> int:
-        """Reset the group's peak-memory counter; returns the usage now.
+    def reset_peak(self, usage: int | None = None) -> int:
+        """Reset the group's peak-memory counter; returns the usage now (``usage``, where the caller
+        has just read it).
 
         v1: write 0 to memory.max_usage_in_bytes. v2: a write to memory.peak resets it only for
         reads through the same open file, so the zygote keeps one descriptor for it.
@@ -623,7 +669,7 @@ class CgroupHandle:
                     os.write(self.peak_fd, b"reset")
             except OSError:
                 pass
-        return self.memory_usage()
+        return self.memory_usage() if usage is None else usage
 
     def read_peak(self, base: int) -> int:
         if "memory" not in self.controllers:
@@ -663,7 +709,9 @@ class Jail:
         self.disk_bytes: int = config.get("disk_bytes", 64 << 20)
         self.ipc_fds: list[int] = []
         self.ipc_generation = 0  # counts the IPC namespaces this zygote has moved to
+        self.mqueue_empty_size = 0  # the size of the mqueue root with no queue in it (``ipc_in_use``)
         self.hidden: list[str] = []  # the paths masked for the current request (``hide``)
+        self.empty_dir_size: int | None = None  # an empty scratch directory's size (``wipe_scratch``)
 
     def loopback_up(self) -> None:
         import socket
@@ -765,6 +813,7 @@ class Jail:
                 pass  # nothing mounted yet
             self.sys.mount("mqueue", MQUEUE, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             self.ipc_fds = [os.open(p, os.O_RDONLY | os.O_CLOEXEC) for p in (*SYSVIPC_LISTS, MQUEUE)]
+            self.mqueue_empty_size = os.fstat(self.ipc_fds[-1]).st_size
         except OSError:
             for fd in self.ipc_fds:
                 os.close(fd)
@@ -777,7 +826,9 @@ class Jail:
         for fd in lists:
             if os.pread(fd, 1 << 16, 0).count(b"\n") > 1:  # a header line, then one line per object
                 return True
-        return bool(os.listdir(mqueue))
+        # the mqueue root grows by a fixed size per queue (ipc/mqueue.c), so its size says "empty" in
+        # one call where listing it took eight
+        return os.fstat(mqueue).st_size != self.mqueue_empty_size
 
     def drop_ipc_if_used(self) -> None:
         """Give later runs an empty IPC namespace if the last one left anything in this one."""
@@ -832,6 +883,23 @@ class Jail:
                    f"size={size},nr_inodes=4096,mode=1777")  # fmt: skip
         self.sys.mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
                    f"size={size},nr_inodes=1024,mode=1777")  # fmt: skip
+        self.empty_dir_size = self.probe_empty_dir_size([root + "/tmp", root + "/dev/shm"])
+
+    @staticmethod
+    def probe_empty_dir_size(directories: list[str]) -> int | None:
+        """The size of an empty tmpfs directory, where a directory's size tells whether it is empty:
+        tmpfs counts a fixed size per entry, so one ``stat`` replaces listing it. Checked on the fresh,
+        empty mounts by adding and removing an entry; None where it does not hold (the scratch
+        directories are then listed after every run)."""
+        empty = os.stat(directories[0]).st_size
+        probe = os.path.join(directories[0], ".dojo-probe")
+        os.mkdir(probe)
+        try:
+            grown = os.stat(directories[0]).st_size
+        finally:
+            os.rmdir(probe)
+        sizes = {os.stat(d).st_size for d in directories}
+        return empty if grown != empty and sizes == {empty} else None
 
     def wipe_scratch(self, disk_bytes: int) -> None:
         """Empty /box, /tmp and /dev/shm for the next run.
@@ -842,6 +910,8 @@ class Jail:
         remount = disk_bytes != self.disk_bytes or os.stat(BOX).st_mode & 0o7777 != 0o755
         if not remount:
             for d in (BOX, "/tmp", "/dev/shm"):
+                if d != BOX and self.empty_dir_size is not None and os.stat(d).st_size == self.empty_dir_size:
+                    continue  # empty (most runs leave nothing there)
                 with os.scandir(d) as it:
                     entries = list(it)
                 if len(entries) > 16 or any(e.is_dir(follow_symlinks=False) for e in entries):
@@ -884,6 +954,7 @@ class Zygote:
         self.request_body: bytearray | None = None
         self.private_stdin: int | None = None
         self.cached_key: str | None = None
+        self.main_source: memoryview | None = None  # the step's main file as sent (``sent_source``)
         # the next run's process, forked while idle (``fork_spare``); off for a session's slot
         self.spare: Spare | None = None
         self.spares: bool = bool(config.get("spare", False))
@@ -1111,6 +1182,7 @@ class Zygote:
     def scrub(self) -> None:
         """Zero the last request's blobs and drop its private stdin (see ``read_request``)."""
         body, self.request_body = self.request_body, None
+        self.main_source = None
         if body:
             body[:] = bytes(len(body))
         if self.private_stdin is not None:
@@ -1165,11 +1237,13 @@ class Zygote:
         stdin = blobs[header["stdin_blob"]] if header.get("stdin_blob") is not None else b""
         steps_out = []
         step: RunStep
-        for step in header["steps"]:
+        for index, step in enumerate(header["steps"]):
             if step.get("session_python"):
                 res, so, se = self.sessions.run(step, stdin, header)
             else:
                 self.cache_main(step, header, blobs)
+                # the first step's main file is on disk exactly as sent: its source can travel with the run
+                self.main_source = self.sent_source(step, header, blobs) if index == 0 else None
                 res, so, se = self.run_step(step, stdin if step.get("stdin") else b"", header)
             res["stdout_blob"] = len(out_blobs)
             out_blobs.append(so)
@@ -1194,7 +1268,7 @@ class Zygote:
         lim: RunLimits = step["limits"]
         oom_before = self.oom_count
         mem_base = self.cgroup.set_limits(lim, residents=1 if self.forker is None else 2)
-        self.cgroup.reset_peak()
+        self.cgroup.reset_peak(mem_base)
 
         private = bool(step.get("stdin") and self.private_stdin is not None)
         spare = self.take_spare()
@@ -1349,17 +1423,20 @@ class Zygote:
                 self.previous_env = env
                 if stale or not forker.alive():
                     forker.spawn(self)
+                source = self.main_source if not step.get("argv") else None
                 run = {"argv": step["argv"], "env": env} if step.get("argv") else {
                     "file": step["inline_python"], "args": list(step.get("args") or []), "key": self.cached_key,
-                    "env": env if env != forker.environment else None}  # fmt: skip
+                    "env": env if env != forker.environment else None,
+                    "source_len": len(source) if source is not None else None}  # fmt: skip
                 message = marshal.dumps(run)
-                if len(message) <= forker.PAYLOAD_CAPACITY:
+                if len(message) + (len(source) if source is not None else 0) <= forker.PAYLOAD_CAPACITY:
                     setup = forker.setup(self, step, req)
+                    parts = (setup, message) if source is None else (setup, message, source)
                     try:
-                        forker.send(setup, message, fds, self.rootless)
+                        forker.send(parts, fds, self.rootless)
                     except (BrokenPipeError, ConnectionError):  # it died since (rootless: a run killed it)
                         forker.spawn(self)
-                        forker.send(setup, message, fds, self.rootless)
+                        forker.send(parts, fds, self.rootless)
                     for fd in fds:
                         os.close(fd)
                     fds = ()  # type: ignore[assignment]
@@ -1376,16 +1453,17 @@ class Zygote:
     def become_forked_run(self, message: memoryview) -> None:
         """In a run's process the forker made and set up (``Forker``): run it; never returns."""
         try:
-            import marshal
-
             run = marshal.loads(message)
-            set_signal(signal.SIGINT, signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
+            _signal.signal(SIGINT, _signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
             if run.get("argv"):
                 self.exec_program(run["argv"], run["env"])
             if run["env"] is not None:
                 self.use_environment(run["env"])
             cached = self.code_cache[run["key"]] if run["key"] is not None else None
-            self.run_python_inline(run["file"], run["args"], cached, self.streams)
+            n = run["source_len"]
+            source = message[len(message) - n :] if n is not None else None  # (the payload's last n bytes)
+            reseeded = self.forker is not None and self.forker.random_state != 0
+            self.run_python_inline(run["file"], run["args"], cached, None, source, True, reseeded)
         except BaseException as e:
             try:
                 os.write(3, f"{type(e).__name__}: {e}".encode()[:4000])
@@ -1511,6 +1589,8 @@ class Zygote:
                 os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
             except ProcessLookupError:
                 pass
+            return []
+        if self.cgroup.tasks() == 2:  # the zygote and the forker, nothing else: no need to look
             return []
         forker = self.forker.pid
         others = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if pid not in (1, forker)]
@@ -1726,6 +1806,19 @@ class Zygote:
             limits.append((resource.RLIMIT_AS, limit_as, limit_as))
         return limits
 
+    def sent_source(self, step: RunStep, header: dict[str, Any], blobs: list[Any]) -> memoryview | None:
+        """A plain Python step's main file as this request sent it (a view of the request's blobs,
+        which ``scrub`` zeroes: no copy of it stays here), for the forker to pass to the run, which
+        then neither opens nor reads the file (~30 page faults a run); None for a harness, a session,
+        a file not sent or one too large for the forker's message."""
+        name = step.get("inline_python")
+        if not name or self.cached_code is not None or header.get("keep_files") or self.forker is None:
+            return None
+        entry = next((f for f in header.get("files", []) if f["path"] == name), None)
+        if entry is None or len(blobs[entry["blob"]]) > Forker.SOURCE_CAPACITY:
+            return None
+        return memoryview(blobs[entry["blob"]])
+
     def cache_main(self, step: RunStep, header: dict[str, Any], blobs: list[bytes]) -> None:
         """Compile a trusted main file once per slot (the grader's harness, identical every run)
         so each run's child inherits the code object instead of compiling ~9 KB again."""
@@ -1777,24 +1870,36 @@ class Zygote:
         generator.gauss_next = None
 
     @staticmethod
-    def run_python_inline(filename: str, args: list[str], cached: Any = None,
-                          streams: tuple[Any, Any, Any] | None = None) -> None:  # fmt: skip
-        """The fast path: run Python source in this already-warm interpreter, as `python main.py` would.
-        ``streams`` are the zygote's prebuilt, never-used stdin/stdout/stderr over fds 0-2; the
-        environment is already the run's (``Zygote.use_environment``)."""
-        exc_fd = 3
-        os.close(exc_fd)  # set-up succeeded: nothing to report
+    def prepare_python_process(streams: tuple[Any, Any, Any] | None) -> Any:
+        """What a Python run's process holds before its own code, whatever the run: ``streams`` (the
+        zygote's prebuilt, never-used stdin/stdout/stderr over fds 0-2) as its stdio, /box first on
+        its path, a fresh ``__main__`` module (returned). The forker does this once, before its loop,
+        so that its runs inherit it done (~20 page faults a run when each did it)."""
         sys.stdin, sys.stdout, sys.stderr = streams or Zygote.build_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
-        path = f"{BOX}/{filename}"
-        sys.argv = [filename, *args]
         sys.path.insert(0, BOX)
-        if "random" in sys.modules:
-            Zygote.reseed(sys.modules["random"])
         main = types.ModuleType("__main__")
-        main.__file__ = path
         main.__builtins__ = builtins  # type: ignore[attr-defined]
         sys.modules["__main__"] = main
+        return main
+
+    @staticmethod
+    def run_python_inline(filename: str, args: list[str], cached: Any = None,
+                          streams: tuple[Any, Any, Any] | None = None, source: Any = None,
+                          forked: bool = False, reseeded: bool = False) -> None:  # fmt: skip
+        """The fast path: run Python source in this already-warm interpreter, as `python main.py` would.
+        The environment is already the run's (``Zygote.use_environment``); the process is prepared
+        with ``streams`` (``prepare_python_process``), unless the forker did it (``forked``);
+        ``source``, where given, is the main file's content as the zygote wrote it (so it is not read
+        back); ``reseeded``: the forker has already reseeded ``random`` (``Forker.random_state``)."""
+        exc_fd = 3
+        os.close(exc_fd)  # set-up succeeded: nothing to report
+        main = sys.modules["__main__"] if forked else Zygote.prepare_python_process(streams)
+        path = f"{BOX}/{filename}"
+        main.__file__ = path
+        sys.argv = [filename, *args]
+        if not reseeded and "random" in sys.modules:
+            Zygote.reseed(sys.modules["random"])
         status = 0
         try:
             if isinstance(cached, dict):  # a preloaded module (Zygote.preload_module)
@@ -1803,8 +1908,9 @@ class Zygote:
                 if cached is not None:
                     code = cached
                 else:
-                    with open(path, "rb") as f:
-                        source = f.read()
+                    if source is None:
+                        with open(path, "rb") as f:
+                            source = f.read()
                     code = compile(source, path, "exec", dont_inherit=True)
                 exec(code, main.__dict__)
         except SystemExit as e:
