@@ -1927,10 +1927,10 @@ class Zygote:
             # shutdown lock besides the main thread's own, or a thread pool's exit hook (always
             # calling ``_shutdown`` cost every run ~45 page faults).
             if threading is not None and (
-                threading._threading_atexits  # type: ignore[attr-defined]
-                or any(lock is not threading._main_thread._tstate_lock for lock in threading._shutdown_locks)  # type: ignore[attr-defined]
+                threading._threading_atexits
+                or any(lock is not threading._main_thread._tstate_lock for lock in threading._shutdown_locks)
             ):
-                threading._shutdown()  # type: ignore[attr-defined]
+                threading._shutdown()
             atexit = sys.modules.get("atexit") or __import__("atexit")
             atexit._run_exitfuncs()
         except SystemExit as e:
