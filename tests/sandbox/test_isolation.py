@@ -193,6 +193,34 @@ IPC_PLANTS = {
 }
 
 
+SCRATCH_TRICKS = {
+    # each leaves /box with as many entries as the zygote wrote there (main.py, data.txt), or
+    # /tmp and /dev/shm looking empty by a count, while something of the run is still there
+    "renamed": "os.rename('data.txt', 'kept.txt')",
+    "replaced by a directory": "os.unlink('data.txt'); os.mkdir('data.txt'); open('data.txt/kept', 'w').write('x')",
+    "one removed, one made": "os.unlink('data.txt'); open('kept.txt', 'w').write('x')",
+    "renamed over": "open('kept.txt', 'w').write('x'); os.rename('kept.txt', 'data.txt'); open('kept2', 'w')",
+    "hard link": "os.link('data.txt', 'kept'); os.unlink('main.py')",
+    "in /dev/shm, swapped": "open('/dev/shm/a', 'w'); open('/dev/shm/b', 'w'); os.unlink('/dev/shm/a')",
+    "a directory in /tmp": "os.mkdir('/tmp/kept')",
+}
+
+
+@pytest.mark.parametrize("trick", sorted(SCRATCH_TRICKS))
+async def test_scratch_is_empty_for_the_next_run_whatever_the_last_left(one_slot: AsyncSandbox, trick: str) -> None:
+    """The zygote tells an emptied scratch directory by its size where it can (tmpfs counts its
+    entries); a run that moves, replaces or adds entries while keeping the count must not leave
+    anything for the next run."""
+    given = [InputFile(path="data.txt", content=b"given")]
+    plant = f"import os\n{SCRATCH_TRICKS[trick]}\nprint('ok')\n"
+    show = "import os\nprint(sorted(os.listdir('/box')), os.listdir('/tmp'), os.listdir('/dev/shm'))\n"
+    for _ in range(2):
+        r = await one_slot.run(Program(language="python", source=plant, files=given))
+        assert r.stdout == "ok\n", r
+        after = await one_slot.run(Program(language="python", source=show, files=given))
+        assert after.stdout == "['data.txt', 'main.py'] [] []\n", after
+
+
 @pytest.mark.parametrize("kind", sorted(IPC_PLANTS))
 async def test_ipc_objects_do_not_outlive_their_run(one_slot: AsyncSandbox, kind: str) -> None:
     plant, probe = IPC_PLANTS[kind]

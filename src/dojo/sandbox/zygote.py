@@ -41,15 +41,19 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # (signal.signal without its enum wrapping)
 import _thread
+import array
 import builtins
 import fcntl
 import json
 import marshal
 import os
 import resource
+import select
 import signal
+import socket
 import struct
 import sys
+import time
 import types
 from typing import Any, NotRequired, TypedDict
 
@@ -151,6 +155,7 @@ SIOCSIFFLAGS = 0x8914
 
 NEW_ROOT = "/tmp"  # a tmpfs is mounted here in the private mount namespace, then pivoted into
 BOX = "/box"
+MAIN_FILE = "main.py"  # what the languages call a Python program's file (dojo.sandbox.languages)
 SIGINT = int(signal.SIGINT)  # a plain int: on a run's path, the enum member costs page faults to use
 HIDDEN = "/.dojo-hidden"  # an empty file and an empty directory, mounted over what a run must not read
 MQUEUE = "/dev/mqueue"  # the slot's POSIX message queues, as on any Linux system
@@ -367,8 +372,6 @@ class Forker:
 
     def spawn(self, zygote: Zygote) -> None:
         """Fork the forker from the zygote as it is now (replacing any earlier one)."""
-        import socket
-
         self.stop()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         theirs_fd = theirs.detach()
@@ -385,6 +388,7 @@ class Forker:
                     low = fd + 1
                 os.closerange(low, 1 << 16)
                 zygote.prepare_python_process(zygote.streams)  # for every run it forks, once
+                sys.argv = [MAIN_FILE]
                 length = self.serve_forks(theirs_fd, self.payload_view, self.PAYLOAD_CAPACITY, self.random_state)
                 if length < 0:
                     os._exit(0)  # the zygote closed its end (or the forker could not start)
@@ -414,9 +418,6 @@ class Forker:
         ``parts``: the run's ``setup``, its marshalled message and, where it has one, its source
         (the forker's payload is the message and the source, one after the other). BrokenPipeError
         (or another ConnectionError) if the forker is gone."""
-        import array
-        import socket
-
         if self.pid is None:
             raise BrokenPipeError("no forker")
         if rootless:  # a run of the same user may have stopped it
@@ -429,8 +430,6 @@ class Forker:
     def wait_pid(self, exc_r: int) -> int:
         """The run's pid, which it writes first on its set-up error pipe; OSError if the forker
         could not fork it (it writes the negated errno) or did not (EOF)."""
-        import select
-
         poller = select.poll()
         poller.register(exc_r, select.POLLIN)
         if not poller.poll(self.PID_TIMEOUT_S * 1000):
@@ -711,11 +710,11 @@ class Jail:
         self.ipc_generation = 0  # counts the IPC namespaces this zygote has moved to
         self.mqueue_empty_size = 0  # the size of the mqueue root with no queue in it (``ipc_in_use``)
         self.hidden: list[str] = []  # the paths masked for the current request (``hide``)
-        self.empty_dir_size: int | None = None  # an empty scratch directory's size (``wipe_scratch``)
+        # an empty scratch directory's size and what each entry adds, where tmpfs counts so (``wipe_scratch``)
+        self.dir_sizes: tuple[int, int] | None = None
+        self.box_files: list[str] | None = []  # what the zygote wrote in /box for the last request (None: unknown)
 
     def loopback_up(self) -> None:
-        import socket
-
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             req = struct.pack("16sH14x", b"lo", 0)
             flags = struct.unpack("16sH14x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
@@ -883,14 +882,15 @@ class Jail:
                    f"size={size},nr_inodes=4096,mode=1777")  # fmt: skip
         self.sys.mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
                    f"size={size},nr_inodes=1024,mode=1777")  # fmt: skip
-        self.empty_dir_size = self.probe_empty_dir_size([root + "/tmp", root + "/dev/shm"])
+        self.dir_sizes = self.probe_dir_sizes([root + "/tmp", root + "/dev/shm", root + BOX])
+        self.box_files = []
 
     @staticmethod
-    def probe_empty_dir_size(directories: list[str]) -> int | None:
-        """The size of an empty tmpfs directory, where a directory's size tells whether it is empty:
-        tmpfs counts a fixed size per entry, so one ``stat`` replaces listing it. Checked on the fresh,
-        empty mounts by adding and removing an entry; None where it does not hold (the scratch
-        directories are then listed after every run)."""
+    def probe_dir_sizes(directories: list[str]) -> tuple[int, int] | None:
+        """The size of an empty tmpfs directory and what one entry adds to it, where a directory's
+        size tells how many entries it holds: tmpfs counts a fixed size per entry, so one ``stat``
+        replaces listing it. Checked on the fresh, empty mounts by adding and removing an entry;
+        None where it does not hold (the scratch directories are then listed after every run)."""
         empty = os.stat(directories[0]).st_size
         probe = os.path.join(directories[0], ".dojo-probe")
         os.mkdir(probe)
@@ -899,7 +899,7 @@ class Jail:
         finally:
             os.rmdir(probe)
         sizes = {os.stat(d).st_size for d in directories}
-        return empty if grown != empty and sizes == {empty} else None
+        return (empty, grown - empty) if grown > empty and sizes == {empty} else None
 
     def wipe_scratch(self, disk_bytes: int) -> None:
         """Empty /box, /tmp and /dev/shm for the next run.
@@ -907,11 +907,12 @@ class Jail:
         The common case (a few files left by the last run) is unlinked in place; anything more
         (directories, many entries, changed permissions, another size) gets fresh mounts.
         """
-        remount = disk_bytes != self.disk_bytes or os.stat(BOX).st_mode & 0o7777 != 0o755
+        box = os.stat(BOX)
+        remount = disk_bytes != self.disk_bytes or box.st_mode & 0o7777 != 0o755
         if not remount:
             for d in (BOX, "/tmp", "/dev/shm"):
-                if d != BOX and self.empty_dir_size is not None and os.stat(d).st_size == self.empty_dir_size:
-                    continue  # empty (most runs leave nothing there)
+                if self.counted_empty(d, box.st_size if d == BOX else None):
+                    continue  # (most runs leave nothing but the files they were given)
                 with os.scandir(d) as it:
                     entries = list(it)
                 if len(entries) > 16 or any(e.is_dir(follow_symlinks=False) for e in entries):
@@ -924,6 +925,26 @@ class Jail:
                 self.sys.umount(d)
             self.disk_bytes = disk_bytes
             self.mount_scratch()
+
+    def counted_empty(self, directory: str, size: int | None) -> bool:
+        """Whether ``directory`` is empty by its size alone (``dir_sizes``), after unlinking, in /box,
+        the files the zygote wrote there: if its size says it holds exactly that many entries and
+        each of them is still there to unlink, nothing else is. False where that cannot be told (the
+        caller lists the directory)."""
+        if self.dir_sizes is None:
+            return False
+        empty, entry = self.dir_sizes
+        size = os.stat(directory).st_size if size is None else size
+        if directory != BOX:
+            return size == empty
+        if self.box_files is None or size != empty + entry * len(self.box_files):
+            return False
+        try:
+            for name in self.box_files:
+                os.unlink(os.path.join(BOX, name))
+        except OSError:  # renamed, replaced by a directory, ...: list what is there
+            return False
+        return True
 
 
 class Zygote:
@@ -1086,8 +1107,6 @@ class Zygote:
 
     def setup(self) -> None:
         self.cgroup.join(self.config.get("cgroups", {}))
-        import socket
-
         socket.sethostname("dojo")
         self.jail.loopback_up()
         self.jail.build_root()
@@ -1215,17 +1234,18 @@ class Zygote:
 
     def handle_request(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
         out_blobs: list[bytes] = []
-        import time
-
         self.marks = [("start", time.perf_counter())]
         if header.get("keep_files"):  # a session: the work dir is the program's; write as its uid
             self.spares = False  # a session's slot: its processes are the session's own
             self.discard_spare()
+            self.jail.box_files = None  # the session's files: /box is listed when it is next wiped
             self.write_files_as_user(header.get("files", []), blobs)
         else:
             self.jail.wipe_scratch(int(header.get("disk_bytes", self.jail.disk_bytes)))
             self.marks.append(("wiped", time.perf_counter()))
-            for f in header.get("files", []):  # a fresh /box: written as root, handed to the run uid
+            files = header.get("files", [])
+            self.jail.box_files = [f["path"] for f in files] if all("/" not in f["path"] for f in files) else None
+            for f in files:  # a fresh /box: written as root, handed to the run uid
                 path = os.path.join(BOX, f["path"])
                 self.makedirs_owned(os.path.dirname(path))
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, f.get("mode", 0o644))
@@ -1262,9 +1282,6 @@ class Zygote:
         return {"steps": steps_out, "fetched": fetched, "timings_us": timings}, out_blobs
 
     def run_step(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
-        import select
-        import time
-
         lim: RunLimits = step["limits"]
         oom_before = self.oom_count
         mem_base = self.cgroup.set_limits(lim, residents=1 if self.forker is None else 2)
@@ -1409,8 +1426,6 @@ class Zygote:
         env = req.get("env") or {}
         try:
             if forker is not None and step.get("role") != "session":
-                import marshal
-
                 keys, generation = forker.snapshot
                 stale = (self.cached_key is not None and self.cached_key not in keys) or (
                     generation != self.jail.ipc_generation
@@ -1497,8 +1512,6 @@ class Zygote:
         slot, or when a spare is already there. A fork that fails leaves no spare."""
         if not self.spares or self.spare is not None or self.sessions.worker is not None:
             return
-        import marshal
-
         pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(5)]  # ctl, stdin, stdout, stderr, set-up errors
         memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
         (ctl_r, ctl_w), (in_r, in_w), (out_r, out_w), (err_r, err_w), (exc_r, exc_w) = pipes
@@ -1542,9 +1555,6 @@ class Zygote:
 
     def start_spare(self, spare: Spare, step: RunStep, req: dict[str, Any], private: bool) -> bool:
         """Send the spare its step; False (the spare discarded) if it is gone."""
-        import marshal
-        import time
-
         try:
             message = marshal.dumps({"step": dict(step), "key": self.cached_key, "private": private,
                                      "req": {"env": req.get("env") or {}, "network": req.get("network")}})  # fmt: skip
@@ -1627,8 +1637,6 @@ class Zygote:
         """Kill and reap every process of the namespace but the forker (a child of ours that
         ``waitpid(-1)`` would wait for forever). A process whose parent still lives is not ours to
         reap: it is ours once that parent dies, on a later pass."""
-        import time
-
         while others := self.kill_all():
             reaped = False
             for pid in others:
@@ -1897,7 +1905,8 @@ class Zygote:
         main = sys.modules["__main__"] if forked else Zygote.prepare_python_process(streams)
         path = f"{BOX}/{filename}"
         main.__file__ = path
-        sys.argv = [filename, *args]
+        if args or len(sys.argv) != 1 or sys.argv[0] != filename:  # (a forker's run finds it set for main.py)
+            sys.argv = [filename, *args]
         if not reseeded and "random" in sys.modules:
             Zygote.reseed(sys.modules["random"])
         status = 0
@@ -1926,11 +1935,10 @@ class Zygote:
             # Wait for the run's non-daemon threads as Python's exit does, where there may be one: a
             # shutdown lock besides the main thread's own, or a thread pool's exit hook (always
             # calling ``_shutdown`` cost every run ~45 page faults).
-            if threading is not None and (
-                threading._threading_atexits
-                or any(lock is not threading._main_thread._tstate_lock for lock in threading._shutdown_locks)
-            ):
-                threading._shutdown()
+            if threading is not None:
+                locks = threading._shutdown_locks
+                if threading._threading_atexits or len(locks) > (threading._main_thread._tstate_lock in locks):
+                    threading._shutdown()
             atexit = sys.modules.get("atexit") or __import__("atexit")
             atexit._run_exitfuncs()
         except SystemExit as e:
@@ -2032,9 +2040,6 @@ class Sessions:
 
     def run(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
         """One exec in the session's persistent interpreter (started on first use)."""
-        import select
-        import time
-
         lim: RunLimits = step["limits"]
         restarted = False
         if self.worker is None:
