@@ -388,7 +388,6 @@ class Forker:
                     low = fd + 1
                 os.closerange(low, 1 << 16)
                 zygote.prepare_python_process(zygote.streams)  # for every run it forks, once
-                sys.argv = [MAIN_FILE]
                 length = self.serve_forks(theirs_fd, self.payload_view, self.PAYLOAD_CAPACITY, self.random_state)
                 if length < 0:
                     os._exit(0)  # the zygote closed its end (or the forker could not start)
@@ -1446,7 +1445,7 @@ class Zygote:
                     step["inline_python"], list(step.get("args") or []), self.cached_key,
                     env if env != forker.environment else None, source_len)  # fmt: skip
                 message = marshal.dumps(run)
-                if len(message) + (len(source) if source is not None else 0) <= forker.PAYLOAD_CAPACITY:
+                if len(message) + (source_len or 0) <= forker.PAYLOAD_CAPACITY:
                     setup = forker.setup(self, step, req)
                     parts = (setup, message) if source is None else (setup, message, source)
                     try:
@@ -1471,7 +1470,7 @@ class Zygote:
         """In a run's process the forker made and set up (``Forker``): run it; never returns."""
         try:
             run = marshal.loads(message)  # (see ``fork_or_start``)
-            _signal.signal(SIGINT, _signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
+            set_signal(SIGINT, _signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
             if len(run) == 2:
                 self.exec_program(*run)
             filename, args, key, env, n = run
@@ -1480,7 +1479,7 @@ class Zygote:
             cached = self.code_cache[key] if key is not None else None
             source = message[len(message) - n :] if n is not None else None  # (the payload's last n bytes)
             reseeded = self.forker is not None and self.forker.random_state != 0
-            self.run_python_inline(filename, args, cached, None, source, True, reseeded)
+            self.run_python_inline(filename, args, cached, source=source, forked=True, reseeded=reseeded)
         except BaseException as e:
             try:
                 os.write(3, f"{type(e).__name__}: {e}".encode()[:4000])
@@ -1777,7 +1776,7 @@ class Zygote:
             self.sys.install_filter(self.run_filter)
         os.chdir(BOX)
         os.umask(0o022)
-        set_signal(signal.SIGINT, signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
+        set_signal(SIGINT, _signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
         if step.get("role") == "session":
             return  # the caller runs the session worker loop in this process
         if step.get("argv"):
@@ -1816,15 +1815,20 @@ class Zygote:
             limits.append((resource.RLIMIT_AS, limit_as, limit_as))
         return limits
 
+    @staticmethod
+    def main_file(step: RunStep, header: dict[str, Any]) -> dict[str, Any] | None:
+        """The request's entry for the step's main file (``inline_python``), if it sent one."""
+        name = step.get("inline_python")
+        return next((f for f in header.get("files", []) if f["path"] == name), None) if name else None
+
     def sent_source(self, step: RunStep, header: dict[str, Any], blobs: list[Any]) -> memoryview | None:
         """A plain Python step's main file as this request sent it (a view of the request's blobs,
         which ``scrub`` zeroes: no copy of it stays here), for the forker to pass to the run, which
         then neither opens nor reads the file (~30 page faults a run); None for a harness, a session,
         a file not sent or one too large for the forker's message."""
-        name = step.get("inline_python")
-        if not name or self.cached_code is not None or header.get("keep_files") or self.forker is None:
+        if self.cached_code is not None or header.get("keep_files") or self.forker is None:
             return None
-        entry = next((f for f in header.get("files", []) if f["path"] == name), None)
+        entry = self.main_file(step, header)
         if entry is None or len(blobs[entry["blob"]]) > Forker.SOURCE_CAPACITY:
             return None
         return memoryview(blobs[entry["blob"]])
@@ -1836,7 +1840,7 @@ class Zygote:
         name = step.get("inline_python")
         if not (step.get("cache_code") and name) or header.get("keep_files"):
             return
-        entry = next((f for f in header.get("files", []) if f["path"] == name), None)
+        entry = self.main_file(step, header)
         if entry is None:
             return
         source = bytes(blobs[entry["blob"]])
@@ -1883,10 +1887,12 @@ class Zygote:
     def prepare_python_process(streams: tuple[Any, Any, Any] | None) -> Any:
         """What a Python run's process holds before its own code, whatever the run: ``streams`` (the
         zygote's prebuilt, never-used stdin/stdout/stderr over fds 0-2) as its stdio, /box first on
-        its path, a fresh ``__main__`` module (returned). The forker does this once, before its loop,
-        so that its runs inherit it done (~20 page faults a run when each did it)."""
+        its path, a fresh ``__main__`` module (returned), ``sys.argv`` as for ``main.py`` without
+        arguments. The forker does this once, before its loop, so that its runs inherit it done (~20
+        page faults a run when each did it)."""
         sys.stdin, sys.stdout, sys.stderr = streams or Zygote.build_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
+        sys.argv = [MAIN_FILE]
         sys.path.insert(0, BOX)
         main = types.ModuleType("__main__")
         main.__builtins__ = builtins  # type: ignore[attr-defined]
@@ -1907,7 +1913,7 @@ class Zygote:
         main = sys.modules["__main__"] if forked else Zygote.prepare_python_process(streams)
         path = f"{BOX}/{filename}"
         main.__file__ = path
-        if args or len(sys.argv) != 1 or sys.argv[0] != filename:  # (a forker's run finds it set for main.py)
+        if args or filename != MAIN_FILE:  # (``prepare_python_process`` set it for main.py)
             sys.argv = [filename, *args]
         if not reseeded and "random" in sys.modules:
             Zygote.reseed(sys.modules["random"])
