@@ -50,19 +50,26 @@ class SlotPool:
         self.runs = 0
 
     async def start(self) -> None:
+        """Start every slot; if one cannot start, or the start is cancelled, none is left running."""
         if self.cgroups:
             await asyncio.to_thread(self.cgroups.create_pool)
         slots = [Slot(f"slot-{i}", self._uid_base + i, self.config, self.cgroups) for i in range(self.size)]
-        results = await asyncio.gather(*(s.start() for s in slots), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await asyncio.gather(*(s.kill() for s in slots), return_exceptions=True)
-            if self.cgroups:
-                await asyncio.to_thread(self.cgroups.remove_pool)
-            raise errors[0]
+        try:
+            results = await asyncio.gather(*(s.start() for s in slots), return_exceptions=True)
+            errors = [r for r in results if isinstance(r, BaseException)]
+            if errors:
+                raise errors[0]
+        except BaseException:
+            await asyncio.shield(self._discard(slots))
+            raise
         for s in slots:
             self._slots[s.name] = s
             self._release(s)
+
+    async def _discard(self, slots: list[Slot]) -> None:
+        await asyncio.gather(*(s.kill() for s in slots), return_exceptions=True)
+        if self.cgroups:
+            await asyncio.to_thread(self.cgroups.remove_pool)
 
     async def execute(
         self, header: dict[str, Any], blobs: list[bytes], timeout: float

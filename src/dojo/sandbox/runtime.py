@@ -253,10 +253,12 @@ class AsyncSandbox:
         pool = SlotPool(size, config, self._cgroups(self.mode, self._layout))
         try:
             await pool.start()
-        except IsolationUnavailable as e:
+        except BaseException as e:  # cancelled too: the relay's listeners are closed either way
             if config.network_relay is not None:
                 config.network_relay.close()
-            raise SandboxError(f"the slots of {' and '.join(what)} did not start: {e}") from e
+            if isinstance(e, IsolationUnavailable):
+                raise SandboxError(f"the slots of {' and '.join(what)} did not start: {e}") from e
+            raise
         return pool
 
     async def close(self) -> None:

@@ -17,6 +17,7 @@ from dojo.sandbox.cgroups import SlotCgroups
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 from dojo.sandbox.network import NetworkRelay
 from dojo.sandbox.seccomp import SlotFilters
+from dojo.sandbox.spawn import SpawnedProcess, spawn
 
 log = logging.getLogger(__name__)
 ZYGOTE_PATH = Path(zygote.__file__).resolve()
@@ -54,14 +55,19 @@ async def compiled_zygote(python: str) -> bytes:
     """The zygote's code object, marshalled by ``python`` itself (cached per interpreter)."""
     code = _compiled_zygotes.get(python)
     if code is None:
+        argv = (python, "-S", "-E", "-s", "-B", "-c", COMPILE_ZYGOTE, str(ZYGOTE_PATH))
         try:
-            proc = await asyncio.create_subprocess_exec(
-                python, "-S", "-E", "-s", "-B", "-c", COMPILE_ZYGOTE, str(ZYGOTE_PATH),
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={"PATH": "/usr/bin:/bin"},
-            )  # fmt: skip
-        except OSError as e:
+            proc = await spawn(argv, {"PATH": "/usr/bin:/bin"}, stdout=True, stderr=True)
+        except (OSError, TimeoutError) as e:
             raise IsolationUnavailable(f"cannot start the sandbox interpreter {python!r}: {e}") from e
-        out, err = await proc.communicate()
+        try:
+            async with asyncio.timeout(STARTUP_TIMEOUT):
+                out, err = await proc.communicate()
+        except TimeoutError as e:
+            proc.kill()
+            raise IsolationUnavailable(f"the sandbox interpreter {python!r} did not compile the zygote in time") from e
+        finally:
+            proc.close()
         if proc.returncode != 0 or not out:
             detail = err.decode(errors="replace").strip() or f"exit status {proc.returncode}"
             raise IsolationUnavailable(f"the sandbox interpreter {python!r} could not compile the zygote: {detail}")
@@ -103,10 +109,19 @@ class Slot:
         self.uid = uid
         self.config = config
         self.cgroups = cgroups
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: SpawnedProcess | None = None
         self.alive = False
 
     async def start(self) -> None:
+        """Start the zygote and wait for it to say it is isolated. On any failure, cancellation
+        included, everything started so far is killed before the exception goes on."""
+        try:
+            await self._start()
+        except BaseException:
+            await asyncio.shield(self.kill())
+            raise
+
+    async def _start(self) -> None:
         cg_paths = self.cgroups.create_slot(self.name) if self.cgroups else {}
         zconfig: dict[str, Any] = {
             "uid": self.uid,
@@ -132,15 +147,13 @@ class Slot:
             self.config.unshare, *flags, "--",
             self.config.python, "-S", "-E", "-s", "-B", "-c", ZYGOTE_BOOTSTRAP, json.dumps(zconfig), str(len(code)),
         ]  # fmt: skip
-        self.proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=1 << 20,
-            start_new_session=True,
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},  # nothing of the host's environment
-        )
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # nothing of the host's environment
+        try:
+            self.proc = await spawn(
+                argv, env, stdin=True, stdout=True, stderr=True, limit=1 << 20, start_new_session=True
+            )
+        except (OSError, TimeoutError) as e:
+            raise IsolationUnavailable(f"slot {self.name} could not be started: {e}") from e
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write(code)
@@ -148,10 +161,8 @@ class Slot:
             header, _ = await asyncio.wait_for(self._read_frame(), STARTUP_TIMEOUT)
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError) as e:
             stderr = await self._collect_stderr()
-            await self.kill()
             raise IsolationUnavailable(f"slot {self.name} did not start: {stderr or type(e).__name__}".strip()) from e
         if not header.get("ready"):
-            await self.kill()
             raise IsolationUnavailable(f"slot {self.name} could not isolate itself: {header.get('error')}")
         if header.get("forker_error"):
             log.warning("slot %s: its zygote could not load the forker (%s); it forks runs itself", self.name,
@@ -160,7 +171,6 @@ class Slot:
             try:
                 await self.config.network_relay.attach(self.proc.pid)
             except OSError as e:
-                await self.kill()
                 raise IsolationUnavailable(f"slot {self.name} could not open its allowed destinations: {e}") from e
         self.alive = True
 
@@ -221,9 +231,7 @@ class Slot:
                 await asyncio.to_thread(self.cgroups.kill_slot, self.name)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.proc.wait(), 10)
-            if self.proc.stdin is not None:
-                with contextlib.suppress(Exception):
-                    self.proc.stdin.close()
+            self.proc.close()
         if self.cgroups:
             await asyncio.to_thread(self.cgroups.remove_slot, self.name)
 
