@@ -60,7 +60,8 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q
+	# a frozen run (GIL held: pytest-timeout cannot fire) still ends, with every thread's stack (SIGABRT)
+	timeout --signal=ABRT --kill-after=60 2700 $(BIN)/python -m pytest -q
 
 demo: $(STAMP)
 	$(BIN)/dojo train --out runs/demo-$$(date +%Y%m%d-%H%M%S)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
-GRACE_S = 10.0  # a thread joining, a server closing or a process exiting after its owner let go
+GRACE_S = 3.0  # a thread joining, a server closing or a process exiting after its owner let go
 
 # Threads that live as long as the test process by design, each with its reason; matched by prefix.
 LIFELONG_THREADS = {
@@ -116,25 +116,48 @@ def temp_entries() -> set[str]:
 
 
 class PoolRegistry:
-    """Every ``SlotPool`` made in this process (weakly), so a check can tell a pool's slots from a leak."""
+    """Every ``SlotPool`` and ``AsyncSandbox`` made in this process (weakly), so a check can tell a
+    pool's slots from a leak, and what a sandbox that outlives the test (a session fixture's) started
+    lazily during it (an environment's pool, the package proxy) from what the test itself left open."""
 
     def __init__(self) -> None:
         self.pools: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.sandboxes: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def install(self) -> None:
         from dojo.sandbox.pool import SlotPool
+        from dojo.sandbox.runtime import AsyncSandbox
 
-        original = SlotPool.__init__
-        registry = self
+        self._track(SlotPool, self.pools)
+        self._track(AsyncSandbox, self.sandboxes)
 
-        def tracked_init(pool: Any, *args: Any, **kwargs: Any) -> None:
-            original(pool, *args, **kwargs)
-            registry.pools.add(pool)
+    @staticmethod
+    def _track(cls: Any, into: weakref.WeakSet[Any]) -> None:
+        original = cls.__init__
 
-        SlotPool.__init__ = tracked_init  # type: ignore[method-assign]
+        def tracked_init(obj: Any, *args: Any, **kwargs: Any) -> None:
+            original(obj, *args, **kwargs)
+            into.add(obj)
+
+        cls.__init__ = tracked_init
 
     def open_pools(self) -> set[int]:
         return {id(p) for p in list(self.pools) if not p._closed}
+
+    def open_sandboxes(self) -> set[int]:
+        return {id(s) for s in list(self.sandboxes) if s.started}
+
+    def owned_by(self, sandbox_ids: set[int]) -> tuple[set[int], set[str]]:
+        """The pools (ids) and listening sockets ("port N") of the given sandboxes, while still open."""
+        pools: set[int] = set()
+        ports: set[str] = set()
+        for sandbox in list(self.sandboxes):
+            if id(sandbox) in sandbox_ids and sandbox.started:
+                pools |= {id(p) for p in [sandbox._pool, *sandbox._extra_pools.values()] if p is not None}
+                proxy = sandbox.packages
+                if proxy is not None and proxy._server is not None:
+                    ports.add(f"port {proxy.port}")
+        return pools, ports
 
     def pids_of(self, pool_ids: set[int]) -> set[int]:
         """The zygote (``unshare``) pids of the given pools' live slots."""
@@ -161,6 +184,7 @@ class Snapshot:
     sockets: set[int] = field(default_factory=set)
     temp: set[str] = field(default_factory=set)
     pools: set[int] = field(default_factory=set)
+    sandboxes: set[int] = field(default_factory=set)
 
     @classmethod
     def take(cls, registry: PoolRegistry) -> Snapshot:
@@ -170,6 +194,7 @@ class Snapshot:
             sockets=set(listening_sockets()),
             temp=temp_entries(),
             pools=registry.open_pools(),
+            sandboxes=registry.open_sandboxes(),
         )
 
 
@@ -177,14 +202,15 @@ def _lifelong(thread: threading.Thread) -> bool:
     return thread.name.startswith(tuple(LIFELONG_THREADS))
 
 
-def leaks_since(before: Snapshot, registry: PoolRegistry) -> tuple[list[str], Snapshot]:
+def leaks_since(before: Snapshot, registry: PoolRegistry, kill: bool = True) -> tuple[list[str], Snapshot]:
     """What is new since ``before`` and still there after ``GRACE_S``: one line each (empty: nothing),
     and the snapshot to compare the next test with (a leak is named once, then taken as known)."""
     deadline = time.monotonic() + GRACE_S
     while True:
         reap_zombies()
-        new_pools = registry.open_pools() - before.pools
-        pool_pids = registry.pids_of(before.pools)  # a pool of before's may have replaced a slot
+        owned_pools, owned_ports = registry.owned_by(before.sandboxes)  # started lazily by an older sandbox
+        new_pools = registry.open_pools() - before.pools - owned_pools
+        pool_pids = registry.pids_of(before.pools | owned_pools)  # a pool of before's may have replaced a slot
         me = threading.current_thread()
         threads = [
             t for t in threading.enumerate()
@@ -194,7 +220,7 @@ def leaks_since(before: Snapshot, registry: PoolRegistry) -> tuple[list[str], Sn
             pid for pid, state in children().items()
             if pid not in before.processes and state != "Z" and pid not in pool_pids
         }  # fmt: skip
-        sockets = {i: a for i, a in listening_sockets().items() if i not in before.sockets}
+        sockets = {i: a for i, a in listening_sockets().items() if i not in before.sockets and a not in owned_ports}
         temp = temp_entries() - before.temp
         if not (new_pools or threads or procs or sockets or temp) or time.monotonic() > deadline:
             break
@@ -204,7 +230,7 @@ def leaks_since(before: Snapshot, registry: PoolRegistry) -> tuple[list[str], Sn
     found += [f"process {describe_process(pid)}" for pid in sorted(procs)]
     found += [f"a listening socket on {a}" for a in sockets.values()]
     found += [f"temporary entry {os.path.join(tempfile.gettempdir(), n)}" for n in sorted(temp)]
-    for pid in procs:  # ended here, so that the next test is not blamed for them
+    for pid in procs if kill else ():  # ended here, so that the next test is not blamed for them
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     after = Snapshot.take(registry)

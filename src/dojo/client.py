@@ -3,7 +3,8 @@
     with SandboxClient("http://127.0.0.1:8080") as client:
         result = client.run(Program(language="python", source="print(1)"))
 
-They retry only what is not the program's fault: a ``SandboxError`` verdict and 429 (queue full),
+They retry only what is not the program's fault: a ``SandboxError`` verdict, 429 (queue full) and
+503 (the sandbox failed under the request: a slot died as it started),
 with exponential backoff inside a time budget. A user verdict (WrongAnswer, TimeLimitExceeded...)
 is never retried. Other HTTP errors raise ``ServiceError`` with the server's message.
 """
@@ -35,7 +36,7 @@ class ServiceError(DojoError):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Retries for SandboxError results and 429s: at most ``attempts`` tries within ``budget`` seconds."""
+    """Retries for SandboxError results, 429s and 503s: at most ``attempts`` tries within ``budget`` seconds."""
 
     attempts: int = 5
     backoff: float = 0.05
@@ -69,7 +70,7 @@ def _retry_wait(client: Any, response: httpx.Response, attempt: int, start: floa
     """After one try: (seconds to wait before retrying, None) or (None, the JSON body to return)."""
     policy: RetryPolicy = client.retry
     last = attempt == policy.attempts - 1 or time.monotonic() - start > policy.budget
-    if response.status_code == 429 and not last:
+    if response.status_code in (429, 503) and not last:
         client.retries += 1
         return policy.delay(attempt, _retry_after(response)), None
     if response.status_code >= 400:

@@ -6,13 +6,15 @@ killing or stopping it, break the slot for the next run; and it follows what the
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 
-from dojo.sandbox import AsyncSandbox, Program
+from dojo.sandbox import AsyncSandbox, Limits, Program
 from dojo.sandbox.forker_build import forker_library
 from dojo.sandbox.verdict import Verdict
 from tests.sandbox.conftest import SKIP_REASON, requires_isolation
@@ -150,6 +152,32 @@ for sig in (signal.SIGSTOP, signal.SIGKILL):
         after = await forked.run(Program(language="python", source="print(6 * 7)"))
         assert after.verdict is Verdict.ACCEPTED, after.stderr
         assert after.stdout == "42\n"
+
+
+@pytest.mark.asyncio
+async def test_a_forker_stopped_from_outside_holds_no_run(
+    both: tuple[AsyncSandbox, AsyncSandbox],
+) -> None:
+    """Anyone on the host who may signal the forker (an operator, bench/soak.py's faults) can stop it:
+    the next run is still forked and gets its normal verdict (it waited for the slot's timeout, 15 s
+    here, and was a SandboxError), by the same forker, continued."""
+    forked, _ = both
+    program = Program(language="python", source="print(6 * 7)")
+    assert (await forked.run(program)).stdout == "42\n"  # its code is now in the forker's snapshot
+    (unshare,) = [slot.pid for slot in forked.pool._slots.values()]
+    assert unshare is not None
+    (zygote,) = children_of(unshare)
+    (forker,) = children_of(zygote)
+    for _ in range(3):
+        os.kill(forker, signal.SIGSTOP)
+        result = await forked.run(program, Limits(wall_time=5))
+        assert result.verdict is Verdict.ACCEPTED and result.stdout == "42\n", result
+        assert children_of(zygote) == [forker]
+
+
+def children_of(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
 
 
 @pytest.mark.asyncio

@@ -7,6 +7,7 @@ no packet leaves the machine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -47,7 +48,11 @@ class EchoServer:
                 conn.sendall(b"pong " + data)
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone would not)
         self.sock.close()
+        self.thread.join(timeout=10)
+        assert not self.thread.is_alive(), "the echo server's thread did not end"
 
     @property
     def entry(self) -> str:

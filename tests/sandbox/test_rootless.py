@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -41,20 +42,25 @@ def test_sandbox_suite_passes_without_root() -> None:
     reason = _nobody_can_run_the_suite()
     if reason:
         pytest.skip(reason)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
+    home = tempfile.mkdtemp(prefix="dojo-rootless-home-")  # its caches go there, and away after
+    os.chown(home, NOBODY, NOBODY)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C.UTF-8"}
     drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
     # the sandbox's tests, and the grading harness's trust boundary (a second process per run)
     pytest_args = ["-p", "no:cacheprovider", "-q", "-rs", "tests/sandbox", "tests/rewards/test_harness.py",
                    "--deselect", __file__]  # fmt: skip
-    proc = subprocess.run(
-        [*drop, sys.executable, "-m", "pytest", *pytest_args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    try:
+        proc = subprocess.run(
+            [*drop, sys.executable, "-m", "pytest", *pytest_args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     tail = proc.stdout[-6000:] + proc.stderr[-2000:]
     assert proc.returncode == 0, tail
     assert " passed" in tail and " failed" not in tail, tail

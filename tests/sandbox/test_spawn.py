@@ -7,6 +7,7 @@ the child and froze a test process forever when one of them waited on a lock hel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import subprocess
@@ -218,3 +219,62 @@ def test_spawn_waits_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
     run_on("asyncio", main)
     assert late[0].returncode == -9
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_each_pipe_fd_is_closed_once_and_a_file_that_takes_its_number_stays_open(
+    loop_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvloop's pipe transport lets libuv close the fd and then calls the pipe object's ``close`` as
+    well: a file another thread opened in between got the same number and was closed under it (a
+    spawn failed with EBADF under bench/soak.py). Here a file is opened at that very moment, taking
+    the lowest free number: it stays open. And once closed, no fd of the spawn's is left open."""
+    squatters: list[int] = []
+    real_close = spawn_module.PipeEnd.close
+
+    def close_with_a_squatter(end: spawn_module.PipeEnd) -> None:
+        squatters.append(os.open("/dev/null", os.O_RDONLY))
+        real_close(end)
+
+    monkeypatch.setattr(spawn_module.PipeEnd, "close", close_with_a_squatter)
+
+    def open_fds() -> set[int]:
+        listed = {int(fd) for fd in os.listdir("/proc/self/fd")}  # the listing's own fd is closed by now
+        return {fd for fd in listed if not _closed(fd)}
+
+    async def cat() -> None:
+        proc = await spawn(["cat"], {"PATH": "/usr/bin:/bin"}, stdin=True, stdout=True, stderr=True)
+        assert proc.stdin is not None
+        proc.stdin.write(b"x")
+        proc.stdin.close()
+        assert await proc.wait() == 0
+        proc.close()
+        await asyncio.sleep(0.05)  # a transport closes its pipe on the loop's next turn
+
+    async def main() -> None:
+        await cat()  # libuv opens /dev/null once, on its first spawn's pipes
+        for fd in squatters:
+            os.close(fd)
+        squatters.clear()
+        before = open_fds()
+        await cat()
+        assert len(squatters) == 3  # stdin, stdout and stderr
+        for fd in squatters:
+            os.fstat(fd)  # EBADF if it was closed under us
+        left = open_fds() - before - set(squatters)
+        assert left == set(), {fd: os.readlink(f"/proc/self/fd/{fd}") for fd in left}
+
+    try:
+        run_on(loop_name, main)
+    finally:
+        for fd in squatters:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False

@@ -45,6 +45,8 @@ def start_server(settings: ServiceSettings) -> tuple[LiveServer, uvicorn.Server,
         except httpx.HTTPError:
             time.sleep(0.05)
     else:  # pragma: no cover
+        server.should_exit = True
+        thread.join(timeout=30)
         raise RuntimeError("server did not start")
     return LiveServer(url, app, settings), server, thread
 
@@ -58,6 +60,7 @@ def running_server(settings: ServiceSettings) -> Iterator[LiveServer]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+        assert not thread.is_alive(), "the server did not stop within 30 s (its sandbox may not have closed)"
 
 
 @pytest.fixture(scope="session")

@@ -78,3 +78,21 @@ def test_client_retries_429_until_admitted() -> None:
             assert r.stdout == "admitted\n"
             assert client.retries >= 1  # it was refused at least once, then retried
         assert busy.result().status_code == 200
+
+
+def test_serve_dumps_every_threads_stack_on_sigusr1_and_goes_on() -> None:
+    import signal
+
+    from tests.conftest import serve_in_subprocess, stop_subprocess
+
+    proc, url = serve_in_subprocess("--pool-size", "1")
+    try:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(0.5)
+        assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200  # still serving
+    finally:
+        stop_subprocess(proc)
+    assert proc.stderr is not None
+    log = proc.stderr.read().decode(errors="replace")
+    assert "most recent call first" in log and 'File "' in log, log[-2000:]
+    assert "uvicorn" in log  # the stacks of the serving thread, not an empty dump

@@ -1,5 +1,6 @@
 """Errors map to statuses by kind: the caller's input is a 4xx that says what was wrong; the
-service's own failure is a 500, never a 4xx, whatever Python type it has."""
+service's own failure is a 500, never a 4xx, whatever Python type it has; the sandbox's failure
+under a request (a slot that died) is a 503 the client may retry."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class BrokenSandbox:
         (KeyError("slot"), 500, "internal error (KeyError)"),
         (UnknownLanguage("unknown language 'cobol'; known: python, ..."), 400, "unknown language 'cobol'"),
         (InputError("wall_time 99s is over this service's maximum"), 400, "over this service's maximum"),
+        (SandboxError("slot session-3 did not start"), 503, "the sandbox failed: slot session-3 did not start"),
     ],
 )
 def test_an_internal_error_is_a_500_and_bad_input_a_400(error: Exception, status: int, says: str) -> None:
@@ -67,3 +69,28 @@ def test_every_dojo_error_has_one_root() -> None:
     assert all(issubclass(e, DojoError) for e in errors)
     inputs = [UnknownLanguage, LanguageUnavailable, TaskFileError, InvalidTask, UnsafeBind, ConfigError, RunDirError]
     assert all(issubclass(e, InputError) and issubclass(e, ValueError) for e in inputs)
+
+
+class FlakySandbox(BrokenSandbox):
+    """Fails its first run with a SandboxError (a slot that died as it started), then runs."""
+
+    async def run(self, *args: Any, **kwargs: Any) -> Any:
+        from dojo.sandbox import ExecutionResult, Verdict
+
+        if not getattr(self, "failed", False):
+            self.failed = True
+            raise self.error
+        return ExecutionResult(verdict=Verdict.ACCEPTED, stdout="1\n", exit_code=0)
+
+
+def test_the_client_retries_a_503_and_gets_the_result() -> None:
+    from dojo.client import RetryPolicy, SandboxClient
+    from dojo.sandbox import Program, Verdict
+
+    app = create_app(ServiceSettings(retry_after=0.01), sandbox=FlakySandbox(SandboxError("slot-1 died")))  # type: ignore[arg-type]
+    with TestClient(app, raise_server_exceptions=False) as http:
+        client = SandboxClient(retry=RetryPolicy(attempts=3, max_backoff=0.01))
+        client._http = http
+        result = client.run(Program(language="python", source="print(1)"))
+    assert result.verdict is Verdict.ACCEPTED and result.stdout == "1\n"
+    assert client.retries == 1

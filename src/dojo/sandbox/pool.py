@@ -60,6 +60,7 @@ class SlotPool:
             if errors:
                 raise errors[0]
         except BaseException:
+            self._closed = True  # a pool that did not start serves nothing: it is closed, not left open
             await asyncio.shield(self._discard(slots))
             raise
         for s in slots:

@@ -203,7 +203,10 @@ class Slot:
         if not self.alive or self.proc is None or self.proc.stdin is None:
             raise SlotDied(f"slot {self.name} is not running")
         try:
-            self.proc.stdin.write(zygote.encode_frame(header, blobs))
+            try:
+                self.proc.stdin.write(zygote.encode_frame(header, blobs))
+            except RuntimeError as e:  # uvloop: the pipe's transport closed when the zygote died
+                raise BrokenPipeError(str(e)) from e
             await self.proc.stdin.drain()
             async with asyncio.timeout(timeout):  # no task per request, unlike wait_for
                 resp, out = await self._read_frame()

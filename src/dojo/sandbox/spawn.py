@@ -19,7 +19,6 @@ import os
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
-from typing import IO
 
 SPAWN_TIMEOUT = 30.0  # seconds for the exec to happen (it takes milliseconds; a bound all the same)
 
@@ -45,20 +44,26 @@ class SpawnedProcess:
 
     async def _attach(self, limit: int) -> None:
         loop = asyncio.get_running_loop()
-        popen = self._popen
-        if popen.stdin is not None:
-            w_transport, w_protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, popen.stdin)
-            self._transports.append(w_transport)
-            self.stdin = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
-        if popen.stdout is not None:
-            self.stdout = await self._reader(loop, popen.stdout, limit)
-        if popen.stderr is not None:
-            self.stderr = await self._reader(loop, popen.stderr, limit)
+        ends = _take_pipes(self._popen, loop)
+        try:
+            if "stdin" in ends:
+                w_transport, w_protocol = await loop.connect_write_pipe(
+                    asyncio.streams.FlowControlMixin, ends.pop("stdin")
+                )
+                self._transports.append(w_transport)
+                self.stdin = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
+            if "stdout" in ends:
+                self.stdout = await self._reader(loop, ends.pop("stdout"), limit)
+            if "stderr" in ends:
+                self.stderr = await self._reader(loop, ends.pop("stderr"), limit)
+        finally:
+            for end in ends.values():  # not handed to a transport (one failed): closed here
+                end.close_now()
         self._watch_exit(loop)
 
-    async def _reader(self, loop: asyncio.AbstractEventLoop, pipe: IO[bytes], limit: int) -> asyncio.StreamReader:
+    async def _reader(self, loop: asyncio.AbstractEventLoop, end: PipeEnd, limit: int) -> asyncio.StreamReader:
         reader = asyncio.StreamReader(limit=limit, loop=loop)
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), end)
         self._transports.append(transport)
         return reader
 
@@ -110,6 +115,56 @@ class SpawnedProcess:
         for transport in self._transports:
             transport.close()
         self._transports.clear()
+
+
+class PipeEnd:
+    """One end of a child's pipe, handed to a loop's pipe transport, which closes it exactly once.
+
+    A transport made from a file object closes it; but uvloop's transport first lets libuv close the
+    fd, and only then calls the file object's ``close`` as well, which closes the same fd number a
+    second time: by then another thread (a spawn making its pipes, an accept, an open on an
+    executor) may hold that number, and its fd is closed under it (a spawn then failed with EBADF in
+    ``bench/soak.py``). So the transport gets this object: a plain fd, owned by nothing else (the
+    ``Popen`` file objects are closed once it is taken from them), whose ``close`` closes it only
+    on loops where nothing else does."""
+
+    def __init__(self, fd: int, transport_closes_fd: bool) -> None:
+        self._fd = fd
+        self._transport_closes_fd = transport_closes_fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        """What the transport calls when it closes."""
+        if not self._transport_closes_fd:
+            self.close_now()
+        self._fd = -1
+
+    def close_now(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._fd = -1
+
+
+def _take_pipes(popen: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> dict[str, PipeEnd]:
+    """The child's pipes as fds of ours alone: each is duplicated and ``Popen``'s file object closed
+    (a file object closes its fd when collected: once more, after the transport did)."""
+    libuv = type(loop).__module__.startswith("uvloop")  # libuv closes a pipe's fd itself
+    ends: dict[str, PipeEnd] = {}
+    for name in ("stdin", "stdout", "stderr"):
+        stream = getattr(popen, name)
+        if stream is not None:
+            try:
+                ends[name] = PipeEnd(os.dup(stream.fileno()), libuv)
+            except BaseException:
+                for end in ends.values():
+                    end.close_now()
+                raise
+            finally:
+                stream.close()
+    return ends
 
 
 async def _read_all(stream: asyncio.StreamReader | None) -> bytes:

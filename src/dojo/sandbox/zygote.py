@@ -309,7 +309,7 @@ class Forker:
     MAX_RLIMITS = 8
     PAYLOAD_CAPACITY = 1 << 16  # a run's message; a larger one (huge argv or env) is forked directly
     SOURCE_CAPACITY = 1 << 15  # a main file up to this size travels in the message (else the run reads it)
-    PID_TIMEOUT_S = 30.0
+    PID_TIMEOUT_S = 10.0  # a fork takes milliseconds; past this the forker is replaced, the run a SandboxError
 
     def __init__(self, library: str, sys_: Syscalls) -> None:
         ctypes = sys_.ctypes
@@ -412,28 +412,41 @@ class Forker:
         netns = zygote.jail.host_netns if flags & SETUP_JOIN_NETNS and zygote.jail.host_netns is not None else -1
         return self.SETUP.pack(self.SETUP_VERSION, flags, netns, uid, len(limits), 0o022, address, *rows, BOX.encode())
 
-    def send(self, parts: tuple[Any, ...], fds: tuple[int, int, int, int], rootless: bool) -> None:
+    def send(self, parts: tuple[Any, ...], fds: tuple[int, int, int, int]) -> None:
         """Ask the forker for a run with ``fds`` as its stdin, stdout, stderr and set-up error pipe;
         ``parts``: the run's ``setup``, its marshalled message and, where it has one, its source
         (the forker's payload is the message and the source, one after the other). BrokenPipeError
         (or another ConnectionError) if the forker is gone."""
         if self.pid is None:
             raise BrokenPipeError("no forker")
-        if rootless:  # a run of the same user may have stopped it
-            try:
-                os.kill(self.pid, signal.SIGCONT)
-            except ProcessLookupError as e:
-                raise BrokenPipeError("the forker is gone") from e
+        # Continued first: a run of the same user (rootless) or anyone on the host may have stopped
+        # it, and a stopped forker held each run sent to it for PID_TIMEOUT_S (bench/soak.py's
+        # SIGSTOP faults: every slot stalled in turn). One signal, no page touched.
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+        except ProcessLookupError as e:
+            raise BrokenPipeError("the forker is gone") from e
         self.sock.sendmsg(parts, [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
 
-    def wait_pid(self, exc_r: int) -> int:
-        """The run's pid, which it writes first on its set-up error pipe; OSError if the forker
-        could not fork it (it writes the negated errno) or did not (EOF)."""
+    def wait_pid(self, exc_r: int) -> int | None:
+        """The run's pid, which it writes first on its set-up error pipe; None if the forker died
+        before it forked the run (its end of the socket closed: a run of the same user killed it,
+        and the kernel had not yet ended it when ``alive`` looked); OSError if it could not fork it
+        (it writes the negated errno), or did not within PID_TIMEOUT_S (it is stopped then)."""
         poller = select.poll()
         poller.register(exc_r, select.POLLIN)
-        if not poller.poll(self.PID_TIMEOUT_S * 1000):
-            self.stop()
-            raise OSError("the forker did not fork the run in time")
+        poller.register(self.sock.fileno(), select.POLLRDHUP)
+        deadline = time.monotonic() + self.PID_TIMEOUT_S
+        while True:
+            events = dict(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
+            if exc_r in events:
+                break
+            if events:  # the socket hung up: the forker is gone, the run never forked
+                self.stop()
+                return None
+            if time.monotonic() >= deadline:
+                self.stop()
+                raise OSError("the forker did not fork the run in time")
         raw = os.read(exc_r, 4)
         if len(raw) != 4:
             raise OSError("the forker did not fork the run")
@@ -1448,15 +1461,17 @@ class Zygote:
                 if len(message) + (source_len or 0) <= forker.PAYLOAD_CAPACITY:
                     setup = forker.setup(self, step, req)
                     parts = (setup, message) if source is None else (setup, message, source)
-                    try:
-                        forker.send(parts, fds, self.rootless)
-                    except (BrokenPipeError, ConnectionError):  # it died since (rootless: a run killed it)
-                        forker.spawn(self)
-                        forker.send(parts, fds, self.rootless)
-                    for fd in fds:
-                        os.close(fd)
-                    fds = ()  # type: ignore[assignment]
-                    return forker.wait_pid(exc_r)
+                    for _ in range(2):  # the run's fds stay ours until it has them: a resend can follow
+                        try:
+                            forker.send(parts, fds)
+                        except (BrokenPipeError, ConnectionError):  # it died since (rootless: a run killed it)
+                            forker.spawn(self)
+                            forker.send(parts, fds)
+                        pid = forker.wait_pid(exc_r)
+                        if pid is not None:
+                            return pid
+                        forker.spawn(self)  # it died before it read the message (rootless: a run killed it)
+                    raise OSError("the forker died twice before it forked the run")
             self.use_environment(env)
             pid = self.fork_run()
             if pid == 0:  # pragma: no cover - the child never returns

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dojo.errors import DojoError, InputError
 from dojo.rewards.harness import call_function
-from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, SandboxAPI, Verdict
+from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, SandboxAPI, SandboxError, Verdict
 from dojo.service import fusion
 from dojo.service.admission import AdmissionQueue, Overloaded
 from dojo.service.logs import ACCESS_LOGGER
@@ -136,12 +136,15 @@ class BodyTooLarge(DojoError):
     pass
 
 
-def create_app(settings: ServiceSettings | None = None, sandbox: SandboxAPI | None = None) -> FastAPI:
+def create_app(
+    settings: ServiceSettings | None = None, sandbox: SandboxAPI | None = None, close_sandbox: bool = False
+) -> FastAPI:
     """Build the app. It starts (and owns) an ``AsyncSandbox`` unless one is given (a
-    ``dojo.cluster.SandboxFleet`` makes it a gateway to a whole Ray cluster)."""
+    ``dojo.cluster.SandboxFleet`` makes it a gateway to a whole Ray cluster); a given one is closed
+    at shutdown too with ``close_sandbox``."""
     settings = settings or ServiceSettings()
     metrics = ServiceMetrics()
-    owned = sandbox is None
+    owned = sandbox is None or close_sandbox
     sb: SandboxAPI = sandbox or AsyncSandbox(pool_size=settings.pool_size)
     admission = AdmissionQueue(sb.pool_size, settings.queue, settings.retry_after)
     sessions = SessionManager(sb, max_sessions=settings.max_sessions, ttl=settings.session_ttl)
@@ -205,6 +208,14 @@ def create_app(settings: ServiceSettings | None = None, sandbox: SandboxAPI | No
         """A model built from the request's data inside a handler (e.g. SandboxFusion's limits)."""
         summary = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
         return error(request, f"invalid request: {summary}", 422)
+
+    @app.exception_handler(SandboxError)
+    async def sandbox_failed(request: Request, exc: SandboxError) -> JSONResponse:
+        """The sandbox failed under the request (a slot died as it started, a session's slot died):
+        the infrastructure's failure, never the program's: 503, and the client may retry."""
+        log.warning("sandbox error on %s %s: %s", request.method, request.url.path, exc)
+        retry = {"Retry-After": str(max(1, round(settings.retry_after)))}
+        return error(request, f"the sandbox failed: {exc}", 503, retry)
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> JSONResponse:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import ipaddress
 import os
+import signal
+import sys
 
 import uvicorn
 
@@ -35,6 +38,13 @@ def check_bind(host: str, token: str | None) -> None:
         )
 
 
+def dump_stacks_on(signum: int) -> None:
+    """``kill -USR1 PID`` writes every thread's stack to the service's stderr (its log), and the
+    service goes on. faulthandler does it from a C signal handler, so it answers even when a thread
+    holds the GIL and the process is frozen."""
+    faulthandler.register(signum, file=sys.stderr, all_threads=True, chain=False)
+
+
 def serve(
     host: str = "127.0.0.1",
     port: int = 8080,
@@ -47,17 +57,21 @@ def serve(
     settings = settings or ServiceSettings(token=os.environ.get("DOJO_TOKEN") or None)
     check_bind(host, settings.token)
     configure_json_logging()
-    app = create_app(settings, sandbox)
+    dump_stacks_on(signal.SIGUSR1)
+    app = create_app(settings, sandbox, close_sandbox=True)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, timeout_keep_alive=75)
     if sandbox is None:
         uvicorn.Server(config).run()
         return
 
     async def main(sandbox: SandboxAPI) -> None:
-        await sandbox.start()  # a missing or incapable cluster fails here, before the port is bound
         try:
-            await uvicorn.Server(config).serve()
-        finally:
+            await sandbox.start()  # a missing or incapable cluster fails here, before the port is bound
+        except BaseException:
             await sandbox.close()
+            raise
+        # the app's shutdown closes it: inside uvicorn's serve, before a SIGINT it caught is raised again
+        await uvicorn.Server(config).serve()
 
-    asyncio.run(main(sandbox))
+    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:  # the loop uvicorn picks (uvloop)
+        runner.run(main(sandbox))
