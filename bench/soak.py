@@ -202,8 +202,9 @@ def process_tree(root: int) -> dict[int, list[int]]:
 
 
 def slot_processes(server: int) -> list[tuple[int, int | None]]:
-    """(zygote, forker) of each slot: the server's ``unshare`` children start the zygote, whose first
-    child is its forker (None while there is none)."""
+    """(zygote, forker) of each slot: the server's ``unshare`` children start the zygote; its forker
+    is the child that runs as the zygote's own user (a run, or a session's interpreter, runs as the
+    slot's user; in rootless mode, where all are one user, the oldest child). None while there is none."""
     tree = process_tree(server)
     out = []
     for unshare in tree.get(server, []):
@@ -211,9 +212,22 @@ def slot_processes(server: int) -> list[tuple[int, int | None]]:
             if Path(f"/proc/{unshare}/comm").read_text().strip() != "unshare":
                 continue
         for zygote in tree.get(unshare, []):
-            forkers = tree.get(zygote, [])
-            out.append((zygote, min(forkers) if forkers else None))
+            children = [(start_time(c), c) for c in tree.get(zygote, []) if uid_of(c) == uid_of(zygote)]
+            out.append((zygote, min(children)[1] if children else None))
     return out
+
+
+def uid_of(pid: int) -> int | None:
+    with contextlib.suppress(OSError, StopIteration, ValueError):
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        return int(next(line for line in status if line.startswith("Uid:")).split()[1])
+    return None
+
+
+def start_time(pid: int) -> int:
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return 1 << 62
 
 
 def service_sample(pid: int) -> dict[str, float]:
@@ -265,6 +279,14 @@ def verdict_of(body: dict[str, Any]) -> str:
     return str(body.get("verdict"))
 
 
+def describe(body: dict[str, Any]) -> str:
+    """A run's answer in one line: verdict, the limit it hit, wall time, output."""
+    return (
+        f"{verdict_of(body)} limit={body.get('limit')} wall={body.get('wall_time')} "
+        f"stdout={str(body.get('stdout'))[:100]!r} stderr={str(body.get('stderr'))[-200:]!r}"
+    )
+
+
 class Load:
     def __init__(self, client: httpx.AsyncClient, languages: list[str], pip: bool) -> None:
         self.client = client
@@ -292,7 +314,7 @@ class Load:
             {"program": {"language": language, "source": PROGRAMS[language], "stdin": f"{n}\n"}, "limits": LIMITS},
         )
         if verdict_of(body) != "Accepted" or body.get("stdout") != f"{n * n + 1}\n":
-            raise Wrong(f"{language} n={n}: {verdict_of(body)} {body.get('stdout')!r} {body.get('stderr', '')[:200]!r}")
+            raise Wrong(f"{language} n={n}: {describe(body)}")
 
     async def run_code(self) -> None:
         n = random.randrange(1, 10**6)
@@ -382,7 +404,7 @@ class Load:
         limits = {"wall_time": 120, "cpu_time": 60, "memory": 1 << 30, "processes": 128, "network": "packages"}
         body = await self.post("/v1/run", {"program": {"language": "bash", "source": source}, "limits": limits})
         if verdict_of(body) != "Accepted" or body.get("stdout") != f"{1000 + n}\n":
-            raise Wrong(f"pip {n}: {verdict_of(body)} {body.get('stdout')!r} {body.get('stderr', '')[-300:]!r}")
+            raise Wrong(f"pip {n}: {describe(body)}")
 
     def jobs(self) -> list[tuple[str, Callable[[], Awaitable[None]], float]]:
         jobs: list[tuple[str, Callable[[], Awaitable[None]], float]] = [
@@ -480,7 +502,7 @@ async def fault_run(load: Load, tally: Tally, kind: str, source: str, limits: di
             "/v1/run", {"program": {"language": "python", "source": source}, "limits": {**LIMITS, **limits}}
         )
         if not str(body.get("stdout", "")).startswith(stdout):
-            raise Wrong(f"{kind}: {verdict_of(body)} {body.get('stdout')!r} {body.get('stderr', '')[-200:]!r}")
+            raise Wrong(f"{kind}: {describe(body)}")
 
     tally.add(await timed(kind, job, 120))
 
@@ -549,8 +571,15 @@ def report(
         )
     totals = Counter(o.cls for _, o in tally.outcomes)
     by_kind: dict[str, Counter[str]] = defaultdict(Counter)
+    latency: dict[str, list[float]] = defaultdict(list)
     for _, o in tally.outcomes:
         by_kind[o.kind][o.cls] += 1
+        if o.cls == "ok":
+            latency[o.kind].append(o.latency)
+    latency_by_kind = {
+        k: {"p50_s": round(percentile(v, 0.5), 3), "p99_s": round(percentile(v, 0.99), 3)}
+        for k, v in sorted(latency.items())
+    }
     first = [s for s in samples if s["t"] <= 60] or samples[:1]
     baseline = {k: statistics.median(s[k] for s in first) for k in ("rss_mib", "fds", "threads", "tree_rss_mib")}
     end = samples[-1] if samples else {}
@@ -560,6 +589,7 @@ def report(
         "concurrency": args.concurrency,
         "totals": {c: totals.get(c, 0) for c in CLASSES},
         "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
+        "latency_by_kind": latency_by_kind,
         "faults": dict(tally.faults),
         "fault_misses": dict(tally.fault_misses),
         "per_minute": per_minute,
@@ -577,6 +607,8 @@ def print_report(out: dict[str, Any]) -> None:
     print(f"faults injected: {out['faults']} (no target found: {out['fault_misses']})")
     print(f"requests: {sum(t.values())}  " + "  ".join(f"{c}={t[c]}" for c in CLASSES))
     print("by kind: " + "; ".join(f"{k} {dict(v)}" for k, v in out["by_kind"].items()))
+    print("latency of ok answers, p50/p99 s: " + "; ".join(
+        f"{k} {v['p50_s']:.3f}/{v['p99_s']:.3f}" for k, v in out["latency_by_kind"].items()))  # fmt: skip
     print(f"\n{'min':>4} {'requests':>8} {'ok':>6} {'wrong':>5} {'sbx_err':>7} {'429':>5} {'http':>4} {'lost':>4} "
           f"{'p50 s':>7} {'p99 s':>7}")  # fmt: skip
     for m in out["per_minute"]:

@@ -79,10 +79,13 @@ def describe_process(pid: int) -> str:
     return f"pid {pid}: {text[:160]}"
 
 
-def reap_zombies() -> None:
-    """Reap our children that died unreaped (orphans handed to us as subreaper; nobody else will)."""
+def reap_zombies(owned: set[int]) -> None:
+    """Reap our children that died unreaped, but for ``owned`` ones (a live owner's: a pool's slot, a
+    process of before the test, whose owner reaps it and reads its status: reaped here, a ``Popen``
+    would read 0 and libuv would wait for it forever). The rest are orphans handed to us as
+    subreaper, or processes of a test that is over: nobody else will reap them."""
     for pid, state in children().items():
-        if state == "Z":
+        if state == "Z" and pid not in owned:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
 
@@ -207,10 +210,10 @@ def leaks_since(before: Snapshot, registry: PoolRegistry, kill: bool = True) -> 
     and the snapshot to compare the next test with (a leak is named once, then taken as known)."""
     deadline = time.monotonic() + GRACE_S
     while True:
-        reap_zombies()
         owned_pools, owned_ports = registry.owned_by(before.sandboxes)  # started lazily by an older sandbox
         new_pools = registry.open_pools() - before.pools - owned_pools
         pool_pids = registry.pids_of(before.pools | owned_pools)  # a pool of before's may have replaced a slot
+        reap_zombies(before.processes | pool_pids)
         me = threading.current_thread()
         threads = [
             t for t in threading.enumerate()

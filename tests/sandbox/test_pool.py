@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
 
 from dojo.sandbox import AsyncSandbox, Program, Verdict
-from tests.sandbox.conftest import root_only
+from tests.sandbox.conftest import requires_isolation, root_only
 
 
 async def test_64_runs_at_once_all_outputs_correct(sandbox: AsyncSandbox) -> None:
@@ -127,3 +128,30 @@ def test_groups_of_a_killed_dojo_process_are_swept_at_start() -> None:
         assert not any(d.exists() for d in dirs)
     finally:
         fresh.remove_pool()
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@requires_isolation
+async def test_a_cancelled_close_still_stops_every_slot() -> None:
+    """The caller of close may be cancelled (a test that timed out, a server told to stop twice): the
+    slots are stopped all the same (they were left running when the cancel hit the kills)."""
+    sb = AsyncSandbox(pool_size=2)
+    await sb.start()
+    pids = [slot.pid for slot in sb.pool._slots.values()]
+    assert all(pid is not None and _running(pid) for pid in pids)
+    closing = asyncio.ensure_future(sb.close())
+    await asyncio.sleep(0)  # the close has begun: its kills are about to start
+    closing.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await closing
+    async with asyncio.timeout(20):
+        while any(pid is not None and _running(pid) for pid in pids):
+            await asyncio.sleep(0.05)
+    assert not sb.started

@@ -90,7 +90,8 @@ def test_the_client_retries_a_503_and_gets_the_result() -> None:
     app = create_app(ServiceSettings(retry_after=0.01), sandbox=FlakySandbox(SandboxError("slot-1 died")))  # type: ignore[arg-type]
     with TestClient(app, raise_server_exceptions=False) as http:
         client = SandboxClient(retry=RetryPolicy(attempts=3, max_backoff=0.01))
-        client._http = http
+        client._http.close()
+        client._http = http  # the app in this process
         result = client.run(Program(language="python", source="print(1)"))
     assert result.verdict is Verdict.ACCEPTED and result.stdout == "1\n"
     assert client.retries == 1

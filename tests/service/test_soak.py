@@ -42,5 +42,5 @@ def test_a_short_soak_under_faults_serves_everything_right_and_leaks_nothing(tmp
         assert out["by_kind"][kind].get("ok", 0) > 0, (kind, printed)
     first, end = out["service_first_minute"], out["service_end"]
     assert end["fds"] <= first["fds"] * 1.1 + 8, printed  # nothing left open by the faults
-    assert end["threads"] <= first["threads"] + 2, printed
+    assert end["threads"] <= first["threads"] + 8, printed  # an executor may grow late; ~40 faults would show
     assert end["rss_mib"] <= first["rss_mib"] * 1.1, printed

@@ -51,6 +51,7 @@ from dojo.sandbox.languages import get_language
 from dojo.sandbox.limits import DEFAULT_LIMITS, Limits
 from dojo.sandbox.program import Program
 from dojo.sandbox.result import ExecutionResult
+from dojo.sandbox.uncancellable import to_the_end
 
 log = logging.getLogger(__name__)
 ACTOR_PREFIX = "dojo-sandbox-"
@@ -152,7 +153,9 @@ class SandboxFleet:
         )
 
     async def close(self) -> None:
-        await self._shutdown()
+        """Close every node's sandbox (and Ray, when the fleet started it); a cancelled close still
+        goes to the end (``to_the_end``), so no node is left with its slots running."""
+        await to_the_end(self._shutdown())
 
     async def _shutdown(self) -> None:
         self._started = False

@@ -14,6 +14,7 @@ from dojo.errors import InputError
 from dojo.sandbox.cgroups import SlotCgroups
 from dojo.sandbox.errors import SandboxError
 from dojo.sandbox.slot import Slot, SlotConfig, SlotDied
+from dojo.sandbox.uncancellable import to_the_end
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class SlotPool:
                 raise errors[0]
         except BaseException:
             self._closed = True  # a pool that did not start serves nothing: it is closed, not left open
-            await asyncio.shield(self._discard(slots))
+            await to_the_end(self._discard(slots))
             raise
         for s in slots:
             self._slots[s.name] = s
@@ -180,7 +181,7 @@ class SlotPool:
             slot = Slot(old.name, old.uid, self.config, self.cgroups)
             try:
                 await slot.start()
-            except SandboxError as e:
+            except Exception as e:  # whatever it is, the pool must not stay a slot short for good
                 log.warning("could not restart %s: %s; retrying in %.2fs", old.name, e, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)

@@ -55,6 +55,7 @@ from dojo.sandbox.result import ExecutionResult, result_from_wire
 from dojo.sandbox.seccomp import ARCHITECTURES, filters_for_this_machine
 from dojo.sandbox.session import Session
 from dojo.sandbox.slot import NAMESPACE_FLAGS, ROOTLESS_FLAGS, SlotConfig
+from dojo.sandbox.uncancellable import to_the_end
 from dojo.sandbox.verdict import LimitKind, Verdict
 from dojo.sandbox.zygote import THREAD_POOL_VARIABLES
 
@@ -262,16 +263,26 @@ class AsyncSandbox:
         return pool
 
     async def close(self) -> None:
+        """Stop every slot, relay and proxy this sandbox started. A cancelled or failing close still
+        goes to the end (``to_the_end``), and each part is closed whatever the one before did."""
         pool, self._pool = self._pool, None
-        if self.packages is not None:
-            await self.packages.close()
         extra, self._extra_pools = list(self._extra_pools.values()), {}
-        await asyncio.gather(*(p.close() for p in extra), return_exceptions=True)
-        for p in extra:
-            if p.config.network_relay is not None:
-                p.config.network_relay.close()
-        if pool is not None:
-            await pool.close()
+        await to_the_end(self._close(pool, extra, self.packages))
+
+    @staticmethod
+    async def _close(pool: SlotPool | None, extra: list[SlotPool], packages: PackageProxy | None) -> None:
+        try:
+            if packages is not None:
+                await packages.close()
+        finally:
+            try:
+                await asyncio.gather(*(p.close() for p in extra), return_exceptions=True)
+            finally:
+                for p in extra:
+                    if p.config.network_relay is not None:
+                        p.config.network_relay.close()
+                if pool is not None:
+                    await pool.close()
 
     async def __aenter__(self) -> AsyncSandbox:
         return await self.start()

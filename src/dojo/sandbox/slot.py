@@ -18,6 +18,7 @@ from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 from dojo.sandbox.network import NetworkRelay
 from dojo.sandbox.seccomp import SlotFilters
 from dojo.sandbox.spawn import SpawnedProcess, spawn
+from dojo.sandbox.uncancellable import to_the_end
 
 log = logging.getLogger(__name__)
 ZYGOTE_PATH = Path(zygote.__file__).resolve()
@@ -63,9 +64,12 @@ async def compiled_zygote(python: str) -> bytes:
         try:
             async with asyncio.timeout(STARTUP_TIMEOUT):
                 out, err = await proc.communicate()
-        except TimeoutError as e:
+        except BaseException as e:  # cancelled too: the compiler does not outlive the start
             proc.kill()
-            raise IsolationUnavailable(f"the sandbox interpreter {python!r} did not compile the zygote in time") from e
+            if isinstance(e, TimeoutError):
+                why = f"the sandbox interpreter {python!r} did not compile the zygote in time"
+                raise IsolationUnavailable(why) from e
+            raise
         finally:
             proc.close()
         if proc.returncode != 0 or not out:
@@ -118,7 +122,7 @@ class Slot:
         try:
             await self._start()
         except BaseException:
-            await asyncio.shield(self.kill())
+            await to_the_end(self.kill())
             raise
 
     async def _start(self) -> None:
@@ -156,7 +160,7 @@ class Slot:
             raise IsolationUnavailable(f"slot {self.name} could not be started: {e}") from e
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.write(code)
+            self.proc.write(code)
             await self.proc.stdin.drain()
             header, _ = await asyncio.wait_for(self._read_frame(), STARTUP_TIMEOUT)
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError) as e:
@@ -203,10 +207,7 @@ class Slot:
         if not self.alive or self.proc is None or self.proc.stdin is None:
             raise SlotDied(f"slot {self.name} is not running")
         try:
-            try:
-                self.proc.stdin.write(zygote.encode_frame(header, blobs))
-            except RuntimeError as e:  # uvloop: the pipe's transport closed when the zygote died
-                raise BrokenPipeError(str(e)) from e
+            self.proc.write(zygote.encode_frame(header, blobs))
             await self.proc.stdin.drain()
             async with asyncio.timeout(timeout):  # no task per request, unlike wait_for
                 resp, out = await self._read_frame()

@@ -102,6 +102,15 @@ class SpawnedProcess:
             with contextlib.suppress(ProcessLookupError):
                 self._popen.kill()
 
+    def write(self, data: bytes) -> None:
+        """Write to stdin; BrokenPipeError once the pipe is closed (the process died: uvloop's
+        transport raises RuntimeError then, asyncio's writes nowhere and lets drain raise)."""
+        assert self.stdin is not None
+        try:
+            self.stdin.write(data)
+        except RuntimeError as e:
+            raise BrokenPipeError(f"the process's stdin is closed: {e}") from e
+
     async def communicate(self) -> tuple[bytes, bytes]:
         """Close stdin, read stdout and stderr to their ends, wait for the exit."""
         if self.stdin is not None:
@@ -148,10 +157,18 @@ class PipeEnd:
         self._fd = -1
 
 
+def _is_uvloop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        import uvloop
+    except ImportError:
+        return False
+    return isinstance(loop, uvloop.Loop)
+
+
 def _take_pipes(popen: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> dict[str, PipeEnd]:
     """The child's pipes as fds of ours alone: each is duplicated and ``Popen``'s file object closed
     (a file object closes its fd when collected: once more, after the transport did)."""
-    libuv = type(loop).__module__.startswith("uvloop")  # libuv closes a pipe's fd itself
+    libuv = _is_uvloop(loop)  # libuv closes a pipe's fd itself
     ends: dict[str, PipeEnd] = {}
     for name in ("stdin", "stdout", "stderr"):
         stream = getattr(popen, name)

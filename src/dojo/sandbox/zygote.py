@@ -429,27 +429,20 @@ class Forker:
         self.sock.sendmsg(parts, [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
 
     def wait_pid(self, exc_r: int) -> int | None:
-        """The run's pid, which it writes first on its set-up error pipe; None if the forker died
-        before it forked the run (its end of the socket closed: a run of the same user killed it,
-        and the kernel had not yet ended it when ``alive`` looked); OSError if it could not fork it
-        (it writes the negated errno), or did not within PID_TIMEOUT_S (it is stopped then)."""
+        """The run's pid, which it writes first on its set-up error pipe; None if no run was cloned
+        (EOF with nothing written: the forker closed its copies of the message's fds, or died with
+        the message unread); OSError if it could not fork it (it writes the negated errno), or did
+        not within PID_TIMEOUT_S (it is killed then)."""
         poller = select.poll()
         poller.register(exc_r, select.POLLIN)
-        poller.register(self.sock.fileno(), select.POLLRDHUP)
-        deadline = time.monotonic() + self.PID_TIMEOUT_S
-        while True:
-            events = dict(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
-            if exc_r in events:
-                break
-            if events:  # the socket hung up: the forker is gone, the run never forked
-                self.stop()
-                return None
-            if time.monotonic() >= deadline:
-                self.stop()
-                raise OSError("the forker did not fork the run in time")
+        if not poller.poll(self.PID_TIMEOUT_S * 1000):
+            self.stop()
+            raise OSError("the forker did not fork the run in time")
         raw = os.read(exc_r, 4)
+        if not raw:
+            return None
         if len(raw) != 4:
-            raise OSError("the forker did not fork the run")
+            raise OSError("the forker's run wrote a partial pid")
         pid = int.from_bytes(raw, sys.byteorder, signed=True)
         if pid <= 0:
             raise OSError(-pid, f"fork: {os.strerror(-pid)}")
@@ -1321,12 +1314,11 @@ class Zygote:
                 in_r, in_w = os.pipe2(os.O_CLOEXEC)
             out_r, out_w = os.pipe2(os.O_CLOEXEC)
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
-            exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
             sys.stdout.flush()
             sys.stderr.flush()
             self.marks.append(("fork", time.perf_counter()))
             start = time.monotonic()
-            pid = self.fork_or_start(step, req, (in_r, out_w, err_w, exc_w), exc_r)
+            pid, exc_r = self.fork_or_start(step, req, (in_r, out_w, err_w))
         pidfd = os.pidfd_open(pid)
         capture = Capture(lim["output_bytes"])
         limit: str | None = None
@@ -1430,10 +1422,11 @@ class Zygote:
         }
         return res, bytes(capture.out), bytes(capture.err)
 
-    def fork_or_start(self, step: RunStep, req: dict[str, Any], fds: tuple[int, int, int, int], exc_r: int) -> int:
-        """A run's process, with ``fds`` as its stdin, stdout, stderr and set-up error pipe (closed
-        here once the run has them): from the forker where there is one, else forked here and set
-        up by ``child``. Its pid."""
+    def fork_or_start(self, step: RunStep, req: dict[str, Any], fds: tuple[int, int, int]) -> tuple[int, int]:
+        """A run's process, with ``fds`` as its stdin, stdout and stderr (closed here once the run has
+        them): from the forker where there is one, else forked here and set up by ``child``. Its pid,
+        and the read end of its set-up error pipe (the run writes its pid there first, then any
+        set-up or exec error)."""
         forker = self.forker
         env = req.get("env") or {}
         try:
@@ -1461,22 +1454,38 @@ class Zygote:
                 if len(message) + (source_len or 0) <= forker.PAYLOAD_CAPACITY:
                     setup = forker.setup(self, step, req)
                     parts = (setup, message) if source is None else (setup, message, source)
-                    for _ in range(2):  # the run's fds stay ours until it has them: a resend can follow
+                    # The stdio fds stay ours until the run has them, so that the run can be sent
+                    # again; each try has an error pipe of its own, whose EOF with nothing written
+                    # says no run was cloned (a run writes its pid first): then, and only then, the
+                    # forker died before it read the message (rootless: a run killed it) and a
+                    # resend cannot start the run twice.
+                    for _ in range(2):
+                        exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
                         try:
-                            forker.send(parts, fds)
-                        except (BrokenPipeError, ConnectionError):  # it died since (rootless: a run killed it)
-                            forker.spawn(self)
-                            forker.send(parts, fds)
-                        pid = forker.wait_pid(exc_r)
+                            try:
+                                forker.send(parts, (*fds, exc_w))
+                            except (BrokenPipeError, ConnectionError):  # it died since (rootless: a run killed it)
+                                forker.spawn(self)
+                                forker.send(parts, (*fds, exc_w))
+                        finally:
+                            os.close(exc_w)
+                        try:
+                            pid = forker.wait_pid(exc_r)
+                        except BaseException:
+                            os.close(exc_r)
+                            raise
                         if pid is not None:
-                            return pid
-                        forker.spawn(self)  # it died before it read the message (rootless: a run killed it)
-                    raise OSError("the forker died twice before it forked the run")
+                            return pid, exc_r
+                        os.close(exc_r)
+                        forker.spawn(self)
+                    raise OSError("the forker did not fork the run (twice)")
             self.use_environment(env)
+            exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
             pid = self.fork_run()
             if pid == 0:  # pragma: no cover - the child never returns
-                self.become_run(step, req, *fds)
-            return pid
+                self.become_run(step, req, *fds, exc_w)
+            os.close(exc_w)
+            return pid, exc_r
         finally:
             for fd in fds:
                 os.close(fd)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import faulthandler
 import ipaddress
 import os
@@ -61,17 +62,19 @@ def serve(
     app = create_app(settings, sandbox, close_sandbox=True)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, timeout_keep_alive=75)
     if sandbox is None:
-        uvicorn.Server(config).run()
+        with contextlib.suppress(KeyboardInterrupt):  # SIGINT: uvicorn shut down cleanly, then raised it again
+            uvicorn.Server(config).run()
         return
 
     async def main(sandbox: SandboxAPI) -> None:
         try:
             await sandbox.start()  # a missing or incapable cluster fails here, before the port is bound
-        except BaseException:
-            await sandbox.close()
-            raise
-        # the app's shutdown closes it: inside uvicorn's serve, before a SIGINT it caught is raised again
-        await uvicorn.Server(config).serve()
+            await uvicorn.Server(config).serve()  # the app's shutdown closes the sandbox
+        finally:
+            await sandbox.close()  # again (a no-op), unless a second SIGINT made uvicorn skip the shutdown
 
-    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:  # the loop uvicorn picks (uvloop)
+    with (
+        contextlib.suppress(KeyboardInterrupt),
+        asyncio.Runner(loop_factory=config.get_loop_factory()) as runner,  # the loop uvicorn picks (uvloop)
+    ):
         runner.run(main(sandbox))
