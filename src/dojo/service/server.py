@@ -39,11 +39,20 @@ def check_bind(host: str, token: str | None) -> None:
         )
 
 
-def dump_stacks_on(signum: int) -> None:
+def dump_stacks_on(signum: int) -> bool:
     """``kill -USR1 PID`` writes every thread's stack to the service's stderr (its log), and the
     service goes on. faulthandler does it from a C signal handler, so it answers even when a thread
-    holds the GIL and the process is frozen."""
-    faulthandler.register(signum, file=sys.stderr, all_threads=True, chain=False)
+    holds the GIL and the process is frozen. False (and nothing registered) where the process has no
+    stderr file to write to (an embedding that replaced it with an object in memory)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        if stream is None:
+            continue
+        try:
+            faulthandler.register(signum, file=stream, all_threads=True, chain=False)
+        except (AttributeError, ValueError, OSError):  # no fileno (io.UnsupportedOperation is both)
+            continue
+        return True
+    return False
 
 
 def serve(
