@@ -36,6 +36,7 @@ _WATCHDOG_FD: dict[str, int] = {}
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # nothing leaves the machine (nor starts a thread)
     become_subreaper()  # a double-forked process of a test's comes back to us and is seen
     POOLS.install()
     _WATCHDOG_FD["fd"] = os.dup(2)  # before capture: the terminal or CI's log

@@ -27,6 +27,8 @@ LIFELONG_THREADS = {
     "asyncio-session": "the session event loop's default executor (tests/conftest.py starts all of it first)",
     "pydevd": "a debugger",
     "ray_": "Ray's driver threads live until ray.shutdown; the Ray tests' session fixture shuts it down",
+    "tqdm_monitor": "tqdm's one monitor thread per process, started by the first progress bar",
+    "fsspecIO": "fsspec's one event-loop thread per process for its async filesystems (s3fs)",
 }
 # Entries of the temporary directory made by libraries once per process or machine, not per test.
 LIFELONG_TEMP = {

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,14 @@ VERL_DEPS = ROOT / ".verl-deps"
 TASKS = arith_tasks(["x + 1", "x * 2"])
 
 
-def test_compute_score_grades_in_the_sandbox() -> None:
+@pytest.fixture
+def graders() -> Iterator[None]:
+    """compute_score's warm graders live as long as the worker; a test closes them at its end."""
+    yield
+    verl_data.close_graders()
+
+
+def test_compute_score_grades_in_the_sandbox(graders: None) -> None:
     row = verl_rows(TASKS[:1], reward_mode="binary")[0]
     truth, extra = row["reward_model"]["ground_truth"], row["extra_info"]
     right = compute_score(row["data_source"], "x + 1", truth, extra)

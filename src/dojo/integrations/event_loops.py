@@ -4,6 +4,7 @@ callers, and one warm sandbox pool per event loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -37,11 +38,20 @@ class BackgroundLoop:
         return self._loop is not None
 
     def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-            self._loop = self._thread = None
+        """Stop the loop and its thread, and close the loop with its default executor's threads
+        (left running, each stopped loop kept its ``asyncio_N`` threads for the process's life)."""
+        loop, thread = self._loop, self._thread
+        if loop is None:
+            return
+        self._loop = self._thread = None
+        with contextlib.suppress(RuntimeError, TimeoutError):  # the loop was stopped or closed already
+            asyncio.run_coroutine_threadsafe(loop.shutdown_default_executor(), loop).result(timeout=30)
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(timeout=5)
+        if thread is None or not thread.is_alive():
+            loop.close()
 
 
 class LoopSandboxes:

@@ -45,6 +45,16 @@ def _grader(mode: str) -> DojoReward:
         return _rewards[mode]
 
 
+def close_graders() -> None:
+    """Close ``compute_score``'s warm graders (their sandboxes and loop threads); a later call makes
+    new ones. For a worker that is done scoring, and for tests."""
+    with _rewards_lock:
+        rewards = list(_rewards.values())
+        _rewards.clear()
+    for reward in rewards:
+        reward.close()
+
+
 def load_task(ground_truth: Any) -> Task:
     """A task from a Parquet row's ``ground_truth`` or ``tools_kwargs`` (JSON, a dict, or a Task)."""
     if isinstance(ground_truth, Task):

@@ -66,6 +66,7 @@ class TrainResult(BaseModel):
 def _quiet_libraries() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # a local run reports to nobody (nor starts a thread to)
     warnings.filterwarnings("ignore", module="trl")
     warnings.filterwarnings("ignore", module="transformers")
     warnings.filterwarnings("ignore", module="torch")
