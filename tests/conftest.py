@@ -67,7 +67,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
-        if LEAK_MODE != "report":
+        if LEAK_MODE == "fail":  # (by default: named and killed; the leaking tests were listed above)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
