@@ -198,7 +198,12 @@ def policy_server(tiny_model_dir: Path) -> Iterator[str]:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the policy server did not start")
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}/v1"
+    url = f"http://127.0.0.1:{port}/v1"
+    # One generation now starts the server loop's executor thread (generation runs there), which
+    # lives as long as the server: started by the first test to use it, it would look like its leak.
+    body = {"model": "tiny", "prompt": "hi", "max_tokens": 1}
+    httpx.post(f"{url}/completions", json=body, timeout=60).raise_for_status()
+    yield url
     server.should_exit = True
     thread.join(timeout=10)
 

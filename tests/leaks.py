@@ -28,7 +28,8 @@ LIFELONG_THREADS = {
     "pydevd": "a debugger",
     "ray_": "Ray's driver threads live until ray.shutdown; the Ray tests' session fixture shuts it down",
     "tqdm_monitor": "tqdm's one monitor thread per process, started by the first progress bar",
-    "fsspecIO": "fsspec's one event-loop thread per process for its async filesystems (s3fs)",
+    "fsspecIO": "fsspec's one event-loop thread per process for its async filesystems (s3fs), and that loop's "
+    "executor (named so by tests/rollout/test_object_store.py)",
 }
 # Entries of the temporary directory made by libraries once per process or machine, not per test.
 LIFELONG_TEMP = {

@@ -44,6 +44,10 @@ class LocalCluster:
     def kill(self, node: Any) -> None:
         self.cluster.remove_node(node, allow_graceful=False)
 
+    def remove(self, node: Any) -> None:
+        """Take a node out gracefully (its raylet and workers end)."""
+        self.cluster.remove_node(node, allow_graceful=True)
+
 
 @pytest.fixture(scope="package")
 def ray_cluster() -> Iterator[LocalCluster]:

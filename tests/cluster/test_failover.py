@@ -82,15 +82,23 @@ async def test_a_node_killed_mid_rollout_loses_nothing_and_scores_no_failure(
 async def test_a_node_that_joins_gets_work(fleet: SandboxFleet, ray_cluster: LocalCluster) -> None:
     node = ray_cluster.add_node()  # Ray sets signal handlers: the main thread only (the loop pauses meanwhile)
     new_id = node.node_id
-    for _ in range(200):  # the fleet's discovery meets it within seconds
-        if new_id in fleet.nodes and fleet.nodes[new_id].state == "ready":
+    try:
+        for _ in range(200):  # the fleet's discovery meets it within seconds
+            if new_id in fleet.nodes and fleet.nodes[new_id].state == "ready":
+                break
+            await asyncio.sleep(0.1)
+        assert fleet.nodes[new_id].state == "ready"
+        results = await fleet.run_many([Program(language="python", source="print(5)")] * 80)
+        assert all(r.stdout == "5\n" for r in results)
+        assert fleet.nodes[new_id].runs > 0
+        assert len(fleet.ready_nodes()) == 4  # head + 2 survivors + the new node
+    finally:
+        ray_cluster.remove(node)  # its raylet would outlive the test
+    for _ in range(300):  # and the fleet sees it go
+        if new_id not in {n.node_id for n in fleet.ready_nodes()}:
             break
         await asyncio.sleep(0.1)
-    assert fleet.nodes[new_id].state == "ready"
-    results = await fleet.run_many([Program(language="python", source="print(5)")] * 80)
-    assert all(r.stdout == "5\n" for r in results)
-    assert fleet.nodes[new_id].runs > 0
-    assert len(fleet.ready_nodes()) == 4  # head + 2 survivors + the new node
+    assert new_id not in {n.node_id for n in fleet.ready_nodes()}
 
 
 async def test_a_hung_node_is_declared_dead_and_its_runs_finish_elsewhere_once(fleet: SandboxFleet) -> None:

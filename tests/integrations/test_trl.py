@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
-from dojo.integrations.trl import AsyncDojoReward, DojoReward, task_rows
+from dojo.integrations.trl import AsyncDojoReward, DojoReward, close_trainer, task_rows
 from dojo.rewards import GradingConfig
 from dojo.tasks.families import generate_tasks
 from tests.integrations.conftest import DeadSandbox, grpo_args
@@ -64,9 +64,14 @@ def test_a_real_grpo_trainer_trains_on_dojo_rewards(tiny_model_dir: Path, tmp_pa
         model=str(tiny_model_dir), reward_funcs=[sync_reward, async_reward], args=args,
         train_dataset=Dataset.from_list(task_rows(TASKS)), processing_class=tokenizer,
     )  # fmt: skip
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        close_trainer(trainer)  # both rewards' sandboxes, and TRL's async loop
     logged = [log for log in trainer.state.log_history if "reward" in log]
     assert len(logged) == 2 and all(0.0 <= log["reward"] <= 2.0 for log in logged)
     assert "rewards/dojo/mean" in logged[0]
     assert len(sync_reward.last_rewards) == 4  # every completion of the step went through the grader
-    sync_reward.close()
+    assert async_reward._sandbox is None and not trainer.async_loop_thread.is_alive()
+    assert trainer.async_loop.is_closed()
+    close_trainer(trainer)  # twice is harmless

@@ -12,7 +12,7 @@ import pytest
 from datasets import Dataset
 
 from dojo.integrations import trl_env
-from dojo.integrations.trl import DojoToolEnv, task_rows
+from dojo.integrations.trl import DojoToolEnv, close_trainer, task_rows
 from dojo.rewards import GradingConfig
 from tests.integrations.conftest import DeadSandbox, arith_tasks, grpo_args
 
@@ -85,7 +85,10 @@ def test_a_real_grpo_trainer_runs_tool_calling_episodes(submitting_model_dir: Pa
         model=str(submitting_model_dir), args=args, environment_factory=factory, processing_class=tokenizer,
         train_dataset=Dataset.from_list(task_rows([PLUS_ONE, TIMES_TWO], chat=True)),
     )  # fmt: skip
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        close_trainer(trainer)  # the environments' sandbox pool on TRL's loop, and the loop
     log = next(entry for entry in trainer.state.log_history if "reward" in entry)
     assert log["tools/call_frequency"] > 0
     used = [e for e in made if e.task is not None]

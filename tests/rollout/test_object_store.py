@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -26,8 +27,14 @@ BUCKET = "dojo-runs"
 def s3() -> Iterator[str]:
     """An S3 API server on 127.0.0.1 with one bucket; the AWS_* variables point every client at it."""
     import boto3
+    import fsspec.asyn
     from moto.server import ThreadedMotoServer
 
+    # s3fs runs on fsspec's one loop thread per process, whose executor (a lookup of the endpoint's
+    # address) lives as long as that loop: named, the leak check knows it as fsspec's (tests/leaks.py).
+    loop = fsspec.asyn.get_loop()
+    executor = ThreadPoolExecutor(thread_name_prefix="fsspecIO-executor")
+    loop.call_soon_threadsafe(loop.set_default_executor, executor)
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

@@ -38,20 +38,26 @@ class BackgroundLoop:
         return self._loop is not None
 
     def stop(self) -> None:
-        """Stop the loop and its thread, and close the loop with its default executor's threads
-        (left running, each stopped loop kept its ``asyncio_N`` threads for the process's life)."""
+        """Stop the loop and its thread (``stop_loop_thread``)."""
         loop, thread = self._loop, self._thread
         if loop is None:
             return
         self._loop = self._thread = None
-        with contextlib.suppress(RuntimeError, TimeoutError):  # the loop was stopped or closed already
-            asyncio.run_coroutine_threadsafe(loop.shutdown_default_executor(), loop).result(timeout=30)
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(loop.stop)
-        if thread is not None:
-            thread.join(timeout=5)
-        if thread is None or not thread.is_alive():
-            loop.close()
+        stop_loop_thread(loop, thread)
+
+
+def stop_loop_thread(loop: asyncio.AbstractEventLoop, thread: threading.Thread | None) -> None:
+    """Stop an event loop that runs forever on ``thread``, join the thread, and close the loop with
+    its default executor's threads (left running, each stopped loop kept its ``asyncio_N`` threads
+    for the process's life). Bounded: 30 s for the executor's work, 5 s for the thread."""
+    with contextlib.suppress(RuntimeError, TimeoutError):  # the loop was stopped or closed already
+        asyncio.run_coroutine_threadsafe(loop.shutdown_default_executor(), loop).result(timeout=30)
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(loop.stop)
+    if thread is not None:
+        thread.join(timeout=5)
+    if (thread is None or not thread.is_alive()) and not loop.is_running():
+        loop.close()
 
 
 class LoopSandboxes:
