@@ -3,15 +3,24 @@ might try to pass them without fixing the code."""
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
 import pytest
 
-from dojo.rewards import Grader, GradingConfig, repo
-from dojo.rewards.repo import Edit, format_edits, junit_outcomes, parse_edits, path_allowed, repo_program
+from dojo.rewards import Grader, GradingConfig, bug_mining, graders, repo
+from dojo.rewards.repo import (
+    Edit,
+    format_edits,
+    junit_outcomes,
+    parse_edits,
+    path_allowed,
+    plan_canaries,
+    repo_program,
+)
 from dojo.sandbox import AsyncSandbox
-from dojo.tasks.model import Task, TestCase, Workspace
+from dojo.tasks.model import Canary, Task, TestCase, Workspace
 from dojo.tasks.swe import load_swe
 from tests.sandbox.conftest import requires_sandbox_pytest
 
@@ -23,15 +32,24 @@ TESTS = (
 FIX = "mypkg/__init__.py\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n"
 
 
+# What the bugs compute where the tests expect a value: no canary expects it (it would pass on the
+# bug); test_what_the_bug_computes_is_found_by_running_it finds the first one.
+BUG_VALUES = {"test_add": [-1], "test_sub": [5]}
+
+
 def mypkg_task(id: str, prompt: str, source: str, tests: str, scored: list[str], reference: str | None) -> Task:
     """A repo task with no environment: the whole tree is the workspace's files (``mypkg``, its tests
-    in ``mypkg/tests/test_ops.py``); the ``scored`` tests are shown, ``test_mul`` is a guard."""
+    in ``mypkg/tests/test_ops.py``); the ``scored`` tests are shown and graded with canaries (each
+    expects one number), ``test_mul`` is a guard."""
     return Task(
         id=id,
         form="repo",
         prompt=prompt,
         tests=[
-            *(TestCase(code=f"mypkg/tests/test_ops.py::{name}", visible=True) for name in scored),
+            *(
+                TestCase(code=f"mypkg/tests/test_ops.py::{name}", visible=True, canary=Canary(avoid=BUG_VALUES[name]))
+                for name in scored
+            ),
             TestCase(code="mypkg/tests/test_ops.py::test_mul", expected="guard"),
         ],
         reference=reference,
@@ -98,7 +116,8 @@ async def test_the_fix_passes_and_the_tree_as_given_fails(grader: Grader) -> Non
     assert (fixed.value, fixed.verdict, fixed.passed, fixed.total) == (1.0, "pass", 1, 1), fixed
     unchanged = await grader.grade(task, format_edits({"mypkg/__init__.py": BUGGY}))
     assert (unchanged.value, unchanged.verdict) == (0.0, "fail"), unchanged
-    assert "assert -1 == 5" in unchanged.feedback()  # the visible test's failure is shown
+    # the visible test's failure is shown, but not the value it expects: that would name the twin
+    assert "assert -1 == …" in unchanged.feedback() and "5" not in unchanged.feedback()
     nothing = await grader.grade(task, "I fixed it.")
     assert (nothing.value, nothing.verdict) == (0.0, "no_answer")
 
@@ -205,23 +224,85 @@ async def test_a_report_rewritten_at_exit_is_not_believed(grader: Grader) -> Non
     assert r.value == 0.0, r
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (docs/threat-model.md): the tests run in the process that "
-                   "imports the candidate's code: it can write the report and keep pytest from writing it")  # fmt: skip
 async def test_a_report_written_by_the_candidate_is_not_believed(grader: Grader) -> None:
-    forge = (  # write the report first, then make it read-only for pytest (same uid, no root)
-        f"import os\nopen('/box/.dojo/report.xml', 'w').write({FORGED!r})\nos.chmod('/box/.dojo/report.xml', 0o444)\n"
+    """It may write the report first and make it read-only for pytest (same uid, no root), naming
+    every test the run was given as passed (from the run's own spec): a canary passes with its twin."""
+    forge = (
+        "import json, os\n"
+        "_tests = json.load(open('/box/.dojo-spec.json'))['tests']\n"
+        "_cases = ''.join('<testcase classname=\"%s\" name=\"%s\" file=\"%s\"/>' % (t.split('::')[0][:-3]"
+        ".replace('/', '.'), t.split('::')[1], t.split('::')[0]) for t in _tests)\n"
+        "open('/box/.dojo/report.xml', 'w').write('<testsuites><testsuite>' + _cases + '</testsuite></testsuites>')\n"
+        "os.chmod('/box/.dojo/report.xml', 0o444)\n"
     )
     r = await grader.grade(small_task(), format_edits({"mypkg/__init__.py": forge + BUGGY}))
-    assert r.value == 0.0, r
+    assert (r.value, r.verdict) == (0.0, "hack") and "hack:forged_report" in r.flags, r
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (docs/threat-model.md): a repo's tests compare the candidate's "
-                   "objects in their own process, so an object whose __eq__ always agrees passes them")  # fmt: skip
 async def test_an_always_equal_return_value_is_not_believed(grader: Grader) -> None:
     lying = BUGGY.replace("    return a - b", "    class Yes(int):\n        def __eq__(self, o):\n"
                           "            return True\n    return Yes(a - b)")  # fmt: skip
     r = await grader.grade(small_task(), format_edits({"mypkg/__init__.py": lying}))
-    assert r.value == 0.0, r
+    assert (r.value, r.verdict) == (0.0, "hack") and "hack:forged_report" in r.flags, r
+
+
+PASS_FIRST_COPY = (  # a forger that makes the first copy of the scored test pass, whatever it expects
+    "import pytest\n"
+    "@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n"
+    "    if item.name == 'test_add_1':\n"
+    "        outcome.get_result().outcome = 'passed'\n"
+)
+
+
+async def test_a_forger_that_guesses_a_copy_wins_only_when_it_guesses_the_twin(
+    grader: Grader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copies are drawn anew for each grading (here from fixed seeds: one where the first copy
+    is the twin, one where it is a canary); a forger that passes one of them is paid only when it
+    picked the twin, one time in twenty, and is caught as a wrong answer otherwise."""
+    task = small_task()
+    first = "mypkg/tests/test_ops.py::test_add_1"
+    seeds = {
+        s: plan_canaries(task, random.Random(s)).groups[task.tests[0].code or ""].twin == first for s in range(200)
+    }
+    twin_first, canary_first = next(s for s, t in seeds.items() if t), next(s for s, t in seeds.items() if not t)
+    assert sum(seeds.values()) < 30  # about 1 in 20
+    forger = register_hook(PASS_FIRST_COPY) + BUGGY
+    for seed, expected in ((twin_first, (1.0, "pass")), (canary_first, (0.0, "hack"))):
+        monkeypatch.setattr(graders.random, "SystemRandom", lambda seed=seed: random.Random(seed))
+        r = await grader.grade(task, format_edits({"mypkg/__init__.py": forger}))
+        assert (r.value, r.verdict) == expected, (seed, r)
+        if expected[1] == "hack":
+            assert "suspicious:canary_passed" in r.flags
+
+
+def register_hook(plugin: str) -> str:
+    """Candidate code that registers ``plugin`` (a hook module's text) with the live pytest."""
+    return (
+        "import types as _t\n"
+        "_m = _t.ModuleType('_forger')\n"
+        f"exec({plugin!r}, _m.__dict__)\n"
+        "import _pytest.config as _c\n"
+        "_cfg = next(o for o in __import__('gc').get_objects() if isinstance(o, _c.Config))\n"
+        "_cfg.pluginmanager.register(_m, '_forger')\n"
+    )
+
+
+async def test_what_the_bug_computes_is_found_by_running_it(fast_sandbox: AsyncSandbox) -> None:
+    task = small_task()
+    assert task.workspace is not None
+    files = {k: v for k, v in task.workspace.files.items() if k != "mypkg/tests/test_ops.py"}
+    found = await bug_mining.computed_by_the_bug("mypkg", "", files, "mypkg/tests/test_ops.py::test_add", TESTS, 0,
+                                                 fast_sandbox)  # fmt: skip
+    assert found == BUG_VALUES["test_add"]
+
+
+def test_each_grading_draws_its_own_twin() -> None:
+    task = small_task()
+    twins = {plan_canaries(task, random.SystemRandom()).groups[task.tests[0].code or ""].twin for _ in range(20)}
+    assert len(twins) > 1
 
 
 async def test_a_real_swe_task_is_graded_on_its_packages_tests(grader: Grader) -> None:

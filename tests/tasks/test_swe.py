@@ -82,12 +82,18 @@ def test_swe_tasks_load_as_repo_tasks_whose_reference_restores_the_line(tmp_path
     for task in tasks:
         assert task.form == "repo" and task.workspace is not None and task.environment
         assert task.environment.startswith("swe-toolz@")
-        [path] = task.workspace.files
+        path = next(iter(task.workspace.files))  # the buggy module first (then a canaried test's file)
         [edit] = parse_edits(task.reference or "")
         assert edit.path == path and edit.search and task.workspace.files[path].count(edit.search) == 1
         assert [t.visible for t in task.tests].count(True) >= 1  # the failing tests, named in the prompt
         assert all(t.code and t.code.split("::")[0] in task.prompt for t in task.tests if t.visible)
         assert all(t.expected == "guard" for t in task.tests if not t.visible)
+        canaried = [t for t in task.tests if t.canary is not None]
+        if canaried:  # one scored test, with canaries; the other failing ones must pass, unscored
+            [scored] = canaried
+            assert [t for t in task.tests if not t.guard] == [scored]
+            assert set(task.workspace.files) == {path, (scored.code or "").split("::")[0]}
+    assert any(t.canary for task in tasks for t in task.tests)  # 35 of the 50 toolz bugs have canaries
     assert {t.id for t in load_swe("toolz", n=5, seed=1, store=store)} == {t.id for t in tasks}  # seeded
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,7 +13,7 @@ from rich.table import Table
 from dojo.cli.output import console, fail
 from dojo.cli.running import run_async
 from dojo.rewards.audit import AuditReport, audit_tasks
-from dojo.rewards.bug_mining import mine_bugs
+from dojo.rewards.bug_mining import choose_canaries, mine_bugs
 from dojo.sandbox import AsyncSandbox, SandboxError
 from dojo.tasks.files import TaskFileError, save_tasks
 from dojo.tasks.model import Task
@@ -154,3 +154,32 @@ def swe_mine(
         fail(str(e))
     save(data)
     console.print(f"{len(data['bugs'])} bugs of {package} written to {path}")  # type: ignore[arg-type]
+    swe_canaries(package, data=path)
+
+
+@tasks_app.command("swe-canaries")
+def swe_canaries(
+    package: Annotated[str, typer.Argument(help=f"The package: {', '.join(sorted(PACKAGES))}.")],
+    data: Annotated[Path | None, typer.Option(help="Data file (default: the one swe:PACKAGE loads).")] = None,
+) -> None:
+    """Choose each recorded bug's canaried test (dojo.tasks.canaries), checked by running: the
+    reference passes it and no canary, the tree as given passes none. Rewrites the data file."""
+    if package not in PACKAGES:
+        fail(f"no recipe for {package!r}; known packages: {', '.join(sorted(PACKAGES))}")
+    path = data or DATA / f"{package}.json"
+    try:
+        recorded = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        fail(f"cannot read the bugs of {package} from {path}: {e}; mine them first (dojo tasks swe-mine {package})")
+
+    async def go() -> dict[str, Any]:
+        async with AsyncSandbox() as sandbox:
+            return await choose_canaries(package, recorded, sandbox, progress=console.print)
+
+    try:
+        chosen = run_async(go())
+    except (SandboxError, RuntimeError, ValueError) as e:
+        fail(str(e))
+    path.write_text(json.dumps(chosen, indent=1) + "\n")
+    have = sum("canary" in b for b in chosen["bugs"])
+    console.print(f"{have} of {len(chosen['bugs'])} bugs of {package} have canaries; written to {path}")

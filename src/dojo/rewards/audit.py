@@ -16,6 +16,7 @@ import collections
 import contextlib
 import json
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -27,7 +28,7 @@ from dojo.errors import InputError
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
-from dojo.rewards.repo import format_edits, parse_edits
+from dojo.rewards.repo import format_edits, parse_edits, plan_canaries
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
 from dojo.tasks.gold_calls import gold_turns
@@ -64,6 +65,7 @@ class TaskAudit:
     reference_ms: float | None = None
     mutants_tried: int = 0
     mutants_survived: list[str] = field(default_factory=list)  # "line N: old -> new" the tests did not catch
+    forge_odds: float | None = None  # repo: what a forger that passes one copy of each canaried test expects
 
 
 @dataclass(repr=False)
@@ -92,9 +94,18 @@ class AuditReport:
             "errors": sum(t.status == "error" for t in self.tasks),
             "problems": counts,
             "near_duplicates": sum(bool(t.duplicates) for t in self.tasks),
+            **self.canary_summary(),
             **self.mutation_summary(),
             "seconds": round(self.seconds, 2),
         }
+
+    def canary_summary(self) -> dict[str, Any]:
+        """Of the repo tasks, how many are graded with canaries, and the worst forger's odds."""
+        repo = [t for t in self.tasks if t.form == "repo"]
+        if not repo:
+            return {}
+        odds = [t.forge_odds for t in repo if t.forge_odds is not None]
+        return {"canaried": len(odds), "no_canary": len(repo) - len(odds), "worst_forge_odds": max(odds, default=None)}
 
     def mutation_summary(self) -> dict[str, Any]:
         """The mutation score: of the reference's mutants tried, the share the tests caught."""
@@ -111,6 +122,18 @@ class AuditReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "repeats": self.repeats, "tasks": [asdict(t) for t in self.tasks]}
+
+
+CANARY_FLAGS = frozenset({"hack:forged_report", "suspicious:canary_passed"})
+
+
+def forge_odds(task: Task) -> float | None:
+    """A repo task's reward that a forger expects who makes one copy of each canaried scored test
+    pass, picked at random (it must pick every twin); None when no scored test has canaries."""
+    plan = plan_canaries(task, random.Random(0))
+    if not plan.groups:
+        return None
+    return float(math.prod(1 / len(g.members) for g in plan.groups.values()))
 
 
 def trivial_candidates(task: Task) -> list[tuple[str, str]]:
@@ -306,7 +329,17 @@ async def audit_tasks(
         if len(outcomes) > 1:
             a.problems.append("flaky: the reference's result differs between runs")
         elif outcomes and (bad := next(r for r in refs if r.value is not None)).verdict != "pass":
-            a.problems.append(f"reference_fails: {bad.verdict} {bad.passed}/{bad.total}: {(bad.error or '')[:200]}")
+            if CANARY_FLAGS & set(bad.flags):
+                a.problems.append(f"canary_passes_reference: {bad.error}")
+            else:
+                a.problems.append(f"reference_fails: {bad.verdict} {bad.passed}/{bad.total}: {(bad.error or '')[:200]}")
+        if task.form == "repo":
+            a.forge_odds = forge_odds(task)
+            if a.forge_odds is None:
+                a.warnings.append("no_canary: no scored test expects a value written out that canaries can change")
+            for (name, _), r in zip(trivial, others, strict=True):
+                if CANARY_FLAGS & set(r.flags):
+                    a.problems.append(f"canary_passes_{name.replace(' ', '_')}: {r.error}")
         for (name, _), r in zip(trivial, others, strict=True):
             if r.verdict == "pass":
                 a.trivial_passed.append(name)

@@ -21,30 +21,43 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata as metadata
+import json
 import random
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dojo.rewards.repo import RepoRun, run_repo_tests
-from dojo.sandbox import Limits, SandboxAPI
+from dojo.rewards.graders import grade_repo_task
+from dojo.rewards.repo import RepoRun, format_edits, repo_program, run_repo_tests
+from dojo.sandbox import Limits, SandboxAPI, Verdict
+from dojo.tasks import canary_capture
+from dojo.tasks.canaries import (
+    CAPTURE_MODULE,
+    TestNode,
+    canary_group,
+    capture_text,
+    captured_values,
+    literal_sites,
+    statements_before,
+)
 from dojo.tasks.model import Task, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant, mutants
-from dojo.tasks.swe import PACKAGES, swe_environment
+from dojo.tasks.swe import PACKAGES, bug_task, swe_environment
 
 MINING_LIMITS = Limits(wall_time=60.0, cpu_time=60.0, memory=1 << 30, processes=64, disk=256 << 20)
 
 
 def _probe(package: str, env_ref: str, files: dict[str, str] | None = None) -> Task:
-    """A throwaway repo task over the package (with ``files`` over it) to run tests with."""
+    """A throwaway repo task over the package (with ``files`` over it) to run tests with; with no
+    environment (``env_ref`` empty), ``files`` are the whole tree."""
     return Task(
         id=f"mine:{package}",
         form="repo",
         prompt="-",
         tests=[TestCase(code="-")],
-        workspace=Workspace(packages=[package], files=files or {}),
-        environment=env_ref,
+        workspace=Workspace(packages=[package] if env_ref else [], files=files or {}),
+        environment=env_ref or None,
     )
 
 
@@ -205,3 +218,101 @@ async def mine_bugs(
         queue.put_nowait(item)
     await asyncio.gather(*(worker(queue) for _ in range(width)))
     return data()
+
+
+async def choose_canaries(
+    package: str,
+    data: dict[str, Any],
+    sandbox: SandboxAPI,
+    *,
+    sites_per_test: int = 3,
+    max_tries: int = 10,
+    width: int = 8,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Give each bug of ``data`` (``mine_bugs``' result) its canaried test: of its failing tests'
+    first ``sites_per_test`` literal sites, the one nearest the top of its test (``statements_before``)
+    whose canaries hold when run (``canaries_hold``), ``max_tries`` tried at most. ``bug["canary"]``
+    is ``{"test": node id, "site": index, "avoid": [what the bug computes there]}``, or
+    absent when none holds (the task is then graded without canaries). Returns ``data``, changed."""
+    say = progress or (lambda _: None)
+    env = swe_environment(package)
+    texts: dict[str, str] = {}
+
+    def text(path: str) -> str:
+        if path not in texts:
+            texts[path] = (env.site_packages / path).read_text()
+        return texts[path]
+
+    async def one(bug: dict[str, Any]) -> None:
+        bug.pop("canary", None)
+        buggy = apply_mutant(text(bug["file"]), Mutant(bug["file"], bug["line"], bug["original"], bug["mutated"],
+                                                        bug["kind"]))  # fmt: skip
+        candidates = []  # the cheapest first: sites near the top of their test (statements_before)
+        for order, test in enumerate(bug["failing"]):
+            node = TestNode.parse(test)
+            for site in range(min(sites_per_test, len(literal_sites(text(node.path), node)))):
+                if canary_group(text(node.path), node, site, random.Random(0)) is not None:
+                    candidates.append((statements_before(text(node.path), node, site), order, site, test))
+        for _, _, site, test in sorted(candidates)[:max_tries]:
+            node = TestNode.parse(test)
+            avoid = await computed_by_the_bug(package, env.ref, {bug["file"]: buggy}, test, text(node.path), site,
+                                              sandbox)  # fmt: skip
+            if avoid is None:
+                continue
+            bug["canary"] = {"test": test, "site": site, "avoid": avoid}
+            task = bug_task(package, data, bug, text(bug["file"]), env, "none")
+            if await canaries_hold(task, sandbox):
+                say(f"{package}/{bug['id']}: canaries on {test} (site {site})")
+                return
+            del bug["canary"]
+        say(f"{package}/{bug['id']}: no canary")
+
+    gate = asyncio.Semaphore(width)
+
+    async def bounded(bug: dict[str, Any]) -> None:
+        async with gate:
+            await one(bug)
+
+    await asyncio.gather(*(bounded(b) for b in data["bugs"]))
+    return data
+
+
+async def computed_by_the_bug(
+    package: str, env_ref: str, files: dict[str, str], test: str, source: str, site: int, sandbox: SandboxAPI
+) -> list[Any] | None:
+    """What the tree ``files`` computes where ``test`` expects its values, at ``site`` and the sites
+    after it (``dojo.tasks.canaries.capture_text``): the values no canary may expect. None when the
+    capture run failed."""
+    node = TestNode.parse(test)
+    wrapped = capture_text(source, node, site)
+    if wrapped is None:
+        return []
+    capture = (Path(canary_capture.__file__)).read_text()
+    probe = _probe(package, env_ref, {**files, node.path: wrapped, f"{CAPTURE_MODULE}.py": capture})
+    program = repo_program(probe, [], [test])
+    program = program.model_copy(update={"fetch": [*program.fetch, CAPTURED]})
+    result = await sandbox.run(program, MINING_LIMITS)
+    if result.verdict is Verdict.SANDBOX_ERROR:
+        return None
+    got = result.files.get(CAPTURED)
+    text = got.content.decode(errors="replace") if got is not None and got.content is not None else ""
+    values = {json.dumps(v): v for vs in captured_values(text).values() for v in vs}
+    return [values[k] for k in sorted(values)]
+
+
+CAPTURED = canary_capture.CAPTURED.removeprefix("/box/")
+
+
+async def canaries_hold(task: Task, sandbox: SandboxAPI) -> bool:
+    """The task's canaries, run: on the reference fix the scored test passes and no canary does
+    (the score is full), on the tree as given every copy fails and no canary passes."""
+    assert task.workspace is not None and task.reference is not None
+    given = format_edits(dict(list(task.workspace.files.items())[:1]))  # the buggy module, unchanged
+    fixed, unfixed = await asyncio.gather(
+        grade_repo_task(task, task.reference, sandbox, MINING_LIMITS),
+        grade_repo_task(task, given, sandbox, MINING_LIMITS),
+    )
+    ok_fixed = fixed.hack is None and fixed.infrastructure_error is None and fixed.passed == fixed.total > 0
+    ok_unfixed = unfixed.hack is None and unfixed.infrastructure_error is None and unfixed.passed == 0
+    return ok_fixed and ok_unfixed

@@ -49,7 +49,14 @@ from dojo.rewards.harness import (
 )
 from dojo.rewards.mapping import correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
-from dojo.rewards.repo import case_outcomes, parse_edits, path_allowed, run_repo_tests
+from dojo.rewards.repo import (
+    canary_verdict,
+    case_outcomes,
+    parse_edits,
+    path_allowed,
+    plan_canaries,
+    run_repo_tests,
+)
 from dojo.rewards.shell import run_shell_script, shell_outcomes
 from dojo.rewards.simulated_api import (
     assertion_outcomes,
@@ -63,6 +70,7 @@ from dojo.rewards.simulated_api import (
 )
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.compare import stdout_matches
+from dojo.tasks.canaries import redact
 from dojo.tasks.gold_calls import gold_calls
 from dojo.tasks.model import Task
 from dojo.tasks.values import decode_value, values_equal
@@ -335,12 +343,22 @@ async def grade_repo_task(
         else:
             out.flags.append("suspicious:edited_protected_path")
             out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"edit ignored: {why}"))
-    scored = [t.code or "" for t in task.tests if not t.guard]  # run first: if all fail, the guards need not run
+    plan = plan_canaries(task, random.SystemRandom())  # drawn anew for each grading: nothing to learn
+    # the scored tests (each canaried one as its copies, the twin not told apart) run first: if all
+    # fail, the guards need not run
+    scored = [node for t in task.tests if not t.guard for node in plan.node_ids(t.code or "")]
     tests = [*scored, *(t.code or "" for t in task.tests if t.guard)]
-    run = await run_repo_tests(task, allowed, tests, sandbox, limits, scored=scored)
+    run = await run_repo_tests(plan.graded_task(task), allowed, tests, sandbox, limits, scored=scored)
     if run.infrastructure_error is not None:
         out.infrastructure_error = run.infrastructure_error
         return out
+    if (found := canary_verdict(plan, run.outcomes)) is not None:
+        out.hack, flag = found
+        out.flags.append(flag)
+        return out
+    for node, group in plan.groups.items():  # the twin's outcome is the test's, its expected value unsaid
+        passed, why = run.outcomes.pop(group.twin, (False, "not run: the report does not name it"))
+        run.outcomes[node] = (passed, redact(why, group.values))
     out.cases += [CaseOutcome(index=-1, passed=False, detail=f"edit not applied: {p}") for p in run.problems]
     cases = case_outcomes(task, run)
     unrun: frozenset[int] = frozenset()

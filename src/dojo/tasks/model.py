@@ -75,6 +75,19 @@ class Message(BaseModel):
     content: str
 
 
+class Canary(BaseModel):
+    """How a scored repo test's canary copies are drawn (``dojo.tasks.canaries``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    site: int = Field(0, ge=0, description="The expected value the copies change: an index into literal_sites.")
+    avoid: list[int | float | str] = Field(
+        default_factory=list,
+        description="Values no copy expects at the site: what the tree as given computes there (a canary "
+        "expecting it would pass on the bug).",
+    )
+
+
 class TestCase(BaseModel):
     """One check. Which fields matter depends on the task's form:
 
@@ -102,6 +115,11 @@ class TestCase(BaseModel):
     expected: Any = None
     code: str | None = None
     visible: bool = False
+    canary: Canary | None = Field(
+        None,
+        description="repo: this scored test is graded with canary copies (dojo.tasks.canaries); its file must "
+        "be among the workspace's files. None: no canaries.",
+    )
 
     @property
     def guard(self) -> bool:
@@ -264,6 +282,14 @@ class Task(BaseModel):
                 raise ValueError("every test of a repo task needs code: the pytest node id it runs")
             if self.workspace.packages and not self.environment:
                 raise ValueError("a repo task whose workspace takes packages needs the environment holding them")
+            for t in self.tests:
+                if t.canary is not None and (t.guard or (t.code or "").partition("::")[0] not in self.workspace.files):
+                    raise ValueError(
+                        f"test {t.code!r} has canaries: it must be scored (not a guard) and its file must be "
+                        "among the workspace's files (the grader writes the canaries into it)"
+                    )
+        elif any(t.canary is not None for t in self.tests):
+            raise ValueError("only a repo task's tests have canary sites")
         if self.form == "tools":
             if not self.tools and any(
                 not (isinstance(t.expected, dict) and t.expected.get("no_call")) for t in self.tests

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from dojo.sandbox.environment import Environment, EnvironmentStore
-from dojo.tasks.model import TEST_RUNNER, Task, TaskMetadata, TestCase, Workspace
+from dojo.tasks.canaries import TestNode, canary_group, redact
+from dojo.tasks.model import TEST_RUNNER, Canary, Task, TaskMetadata, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant
 
 DATA = Path(__file__).parent / "data" / "swe"
@@ -129,10 +130,27 @@ def bug_task(package: str, data: dict[str, Any], bug: dict[str, Any], original: 
     search = "".join(lines[lo:hi])
     fixed = "".join(lines[lo : m.line - 1]) + m.original + "".join(lines[m.line : hi])
     reference = f"{m.file}\n<<<<<<< SEARCH\n{search}=======\n{fixed}>>>>>>> REPLACE\n"
-    failing = [TestCase(code=t, visible=True) for t in bug["failing"]]
+    files = {m.file: buggy}
+    messages: dict[str, str] = dict(bug["messages"])
+    canary = bug.get("canary")
+    if canary is None:
+        failing = [TestCase(code=t, visible=True) for t in bug["failing"]]
+    else:  # one scored test, with canaries; the other tests the bug breaks must pass too, unscored
+        scored, spec = canary["test"], Canary(site=canary["site"], avoid=canary.get("avoid", []))
+        path = scored.partition("::")[0]
+        files[path] = (env.site_packages / path).read_text()
+        group = canary_group(files[path], TestNode.parse(scored), spec.site, random.Random(0), spec.avoid)
+        if group is None:
+            raise ValueError(f"swe:{package}/{bug['id']}: no canaries at site {spec.site} of {scored}; "
+                             f"choose them again (dojo tasks swe-canaries {package})")  # fmt: skip
+        messages[scored] = redact(messages.get(scored, "fails"), group.values)
+        failing = [
+            TestCase(code=t, visible=True, canary=spec) if t == scored else
+            TestCase(code=t, visible=True, expected="guard") for t in bug["failing"]
+        ]  # fmt: skip
     guards = [TestCase(code=t, expected="guard") for t in bug["guards"]]
     version = data["distributions"][0]
-    failures = "\n".join(f"- `{t}`: {bug['messages'].get(t, 'fails')[:300]}" for t in bug["failing"][:5])
+    failures = "\n".join(f"- `{t}`: {messages.get(t, 'fails')[:300]}" for t in bug["failing"][:5])
     more = f"\n(and {len(bug['failing']) - 5} more)" if len(bug["failing"]) > 5 else ""
     shown = ""
     if context == "function" and (span := enclosing_function(buggy, m.line)):
@@ -154,7 +172,7 @@ def bug_task(package: str, data: dict[str, Any], bug: dict[str, Any], original: 
         prompt=prompt,
         tests=[*failing, *guards],
         reference=reference,
-        workspace=Workspace(packages=[package], files={m.file: buggy}),
+        workspace=Workspace(packages=[package], files=files),
         environment=env.ref,
         metadata=TaskMetadata(source=f"swe:{package}", difficulty=difficulty, tags=[m.kind, f"context:{context}"]),
     )

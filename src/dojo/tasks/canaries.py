@@ -1,0 +1,460 @@
+"""Canary twins of a repo task's scored test: what makes a forged test report detectable.
+
+A repository's tests call its code in their own process, so the candidate's code can make pytest's
+report say anything (docs/threat-model.md). What it cannot do is tell which tests are real. For a
+scored test that compares with a literal (``assert f(x) == 5``, ``self.assertEqual(f(x), "ab")``),
+each grading writes ``COPIES`` copies of the test function into its file in place of the test:
+identical but for that one literal, each with a different value, under names in one style
+(``test_f_1`` ... ``test_f_20``). One copy keeps the package's value: it is the scored test (the
+*twin*); the others are *canaries*. The values, the order and which copy is the twin are drawn anew
+for every grading (``canary_group``), so that nothing a policy can learn across episodes names the
+twin.
+
+The rule (``dojo.rewards.repo.canary_verdict``): for any code, a copy that expects ``5`` and one
+that expects ``6`` of the same expression cannot both pass, so a report in which the twin and a
+canary both pass is forged; a canary that passes alone is a wrong answer. A forger that makes one
+copy pass, picked at random, is right with probability ``1 / COPIES``.
+
+The values are drawn so that the package's value is not the odd one out: integers and decimals
+form a window of consecutive values (in the literal's own precision) in which the original's rank
+is uniform; strings are other string literals of the same file. Which literal a test's canaries
+change (its *site*, an index into ``literal_sites``) is chosen when the task is made and checked by
+running (``dojo.rewards.canary_check``): every canary fails on the reference fix and on the tree as
+given, the twin passes on the reference.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+COPIES = 20  # the twin and 19 canaries: a forger that picks one copy at random gets 1/20 = 0.05 of the reward
+ASSERT_EQUAL_CALLS = frozenset({"assertEqual", "assertEquals", "assert_equal", "assertListEqual", "assertDictEqual"})
+
+
+@dataclass(frozen=True)
+class TestNode:
+    """A pytest node id taken apart: ``path::Class::name[params]``."""
+
+    __test__ = False  # not a pytest class
+    path: str
+    cls: str | None
+    name: str
+    params: str = ""
+
+    @classmethod
+    def parse(cls, node: str) -> TestNode:
+        path, _, rest = node.partition("::")
+        parts = rest.split("::") if rest else []
+        if not path.endswith(".py") or not parts or len(parts) > 2:
+            raise ValueError(f"{node!r} is not a test node id of the form path.py::[Class::]test")
+        last = parts[-1]
+        name, bracket, params = last.partition("[")
+        if not name.isidentifier() or (len(parts) == 2 and not parts[0].isidentifier()):
+            raise ValueError(f"{node!r} is not a test node id of the form path.py::[Class::]test")
+        return cls(path, parts[0] if len(parts) == 2 else None, name, bracket + params)
+
+    def renamed(self, name: str) -> str:
+        return "::".join([self.path, *([self.cls] if self.cls else []), name + self.params])
+
+    def __str__(self) -> str:
+        return self.renamed(self.name)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A value a test expects, written out in an equality assertion: what its canaries change."""
+
+    line: int  # 1-based
+    start: int  # byte offsets in that line
+    end: int
+    value: int | float | str
+    kind: SiteKind = "literal"  # "name": a dotted name (``m.UndefinedName``), its text in ``value``
+
+
+SiteKind = Literal["literal", "name"]
+# Names that build a value from values (an expected object, written out): ``D({1: 11})``,
+# ``DocstringInfo(summary="x")``; a lower-case call is the code under test.
+VALUE_BUILDERS = frozenset({"set", "frozenset", "dict", "list", "tuple"})
+# Test helpers that compare their arguments from this index on with what the code did, by equality
+# of the whole list: pyflakes's ``self.flakes(source, *expected_message_types)``.
+EXPECTING_HELPERS = {"flakes": 1}
+
+
+@functools.lru_cache(maxsize=32)
+def _parse(source: str) -> ast.Module | None:
+    """``source``'s tree, once per text (a grading parses its test file several times; the tree is
+    only read). None when it is not Python."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+@functools.lru_cache(maxsize=32)
+def _defined_names(source: str) -> frozenset[str]:
+    tree = _parse(source)
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return frozenset(n.name for n in ast.walk(tree) if isinstance(n, kinds)) if tree is not None else frozenset()
+
+
+def _function(tree: ast.Module, node: TestNode) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    body: list[ast.stmt] = tree.body
+    if node.cls is not None:
+        owner = next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == node.cls), None)
+        if owner is None:
+            return None
+        body = owner.body
+    found = [s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == node.name]
+    return found[-1] if found else None  # (a later definition replaces an earlier one, as in Python)
+
+
+def _dotted(node: ast.expr) -> bool:
+    """``m.Name``: a name looked up in a module (a message type, an enum member)."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+
+
+def _value(node: ast.expr, top: bool = True) -> bool:
+    """A value written out: a constant (a negative number), a list, tuple, set or dict of values,
+    an object built from values (``Point(1, 2)``), and inside those a dotted name."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_value(e, False) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _value(k, False) for k in node.keys) and all(_value(v, False) for v in node.values)
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        builder = name in VALUE_BUILDERS or name[:1].isupper()
+        return builder and all(_value(a, False) for a in [*node.args, *(k.value for k in node.keywords)])
+    return not top and _dotted(node)
+
+
+def _changeable(node: ast.expr) -> list[tuple[ast.expr, int | float | str, SiteKind]]:
+    """The parts of a written-out value that a canary may change: numbers and strings (not
+    booleans), dotted names; dict values, not keys."""
+    if isinstance(node, ast.Constant):
+        v = node.value
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            return []
+        return [(node, v, "literal")]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        v = node.operand.value
+        return [(node, -v, "literal")] if isinstance(v, (int, float)) and not isinstance(v, bool) else []
+    if _dotted(node):
+        return [(node, ast.unparse(node), "name")]
+    parts: list[ast.expr] = []
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        parts = node.elts
+    elif isinstance(node, ast.Dict):
+        parts = [v for v in node.values if v is not None]
+    elif isinstance(node, ast.Call):
+        parts = [*node.args, *(k.value for k in node.keywords)]
+    return [c for p in parts for c in _changeable(p)]
+
+
+def _call_name(node: ast.Call) -> str:
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _expectations(node: ast.AST) -> list[ast.expr]:
+    """What an assertion statement or call expects, when written out: the value side of
+    ``assert x == VALUE`` or of a helper named ``*equal*`` (``assertEqual``, ``nodes_equal``), or a
+    ``EXPECTING_HELPERS`` call's expected arguments."""
+    sides: list[ast.expr] = []
+    if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
+        if len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Eq):
+            sides = [node.test.left, node.test.comparators[0]]
+    elif isinstance(node, ast.Call):
+        name = _call_name(node)
+        if name in EXPECTING_HELPERS:
+            return [a for a in node.args[EXPECTING_HELPERS[name] :] if _dotted(a) or _value(a)]
+        lowered = name.lower()
+        if "equal" in lowered and "not" not in lowered and len(node.args) >= 2:
+            sides = list(node.args[:2])
+    written = [s for s in sides if _value(s)]
+    return written if len(written) == 1 else []
+
+
+def _bound_values(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    """Names the test binds once to a written-out value and reads only as an expectation
+    (``expected = {...}`` ... ``assert f() == expected``): the value stands for the name."""
+    bound: dict[str, list[ast.expr]] = {}
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+            bound.setdefault(sub.targets[0].id, []).append(sub.value)
+    expecting: set[int] = set()
+    for sub in ast.walk(fn):
+        for side in _expectation_names(sub):
+            expecting.add(id(side))
+    out = {}
+    for name, values in bound.items():
+        if len(values) != 1 or not _value(values[0]):
+            continue
+        reads = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+        if reads and all(id(r) in expecting for r in reads):
+            out[name] = values[0]
+    return out
+
+
+def _expectation_names(node: ast.AST) -> list[ast.Name]:
+    """The bare names compared by equality in an assertion: one side of ``assert x == name`` or of an
+    ``*equal*`` helper, the other side not a bare name."""
+    sides: list[ast.expr] = []
+    if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
+        if len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Eq):
+            sides = [node.test.left, node.test.comparators[0]]
+    elif isinstance(node, ast.Call):
+        lowered = _call_name(node).lower()
+        if "equal" in lowered and "not" not in lowered and len(node.args) >= 2:
+            sides = list(node.args[:2])
+    names = [s for s in sides if isinstance(s, ast.Name)]
+    return names if len(names) == 1 else []
+
+
+@functools.lru_cache(maxsize=256)
+def literal_sites(source: str, node: TestNode) -> list[Site]:
+    """The expected values of ``node``'s function that its canaries may change, in source order.
+    Empty when the test has none (or is not in ``source``)."""
+    tree = _parse(source)
+    fn = None if tree is None else _function(tree, node)
+    if fn is None:
+        return []
+    expected: list[ast.expr] = [*_bound_values(fn).values()]
+    for stmt in fn.body:  # (not the decorators: a parametrized test's ids come from them)
+        for sub in ast.walk(stmt):
+            expected += _expectations(sub)
+    sites = set()
+    for side in expected:
+        for part, value, kind in _changeable(side):
+            if part.end_lineno != part.lineno or part.end_col_offset is None:
+                continue  # a string over several lines
+            sites.add(Site(part.lineno, part.col_offset, part.end_col_offset, value, kind))
+    return sorted(sites, key=lambda s: (s.line, s.start))
+
+
+def statements_before(source: str, node: TestNode, site: int) -> int:
+    """How many of the test's top-level statements run before the one that holds ``site``: a canary
+    fails there, so the fewer, the cheaper its copies (a site after a process pool is made costs a
+    pool per copy)."""
+    tree = _parse(source)
+    fn = None if tree is None else _function(tree, node)
+    sites = literal_sites(source, node)
+    if fn is None or not 0 <= site < len(sites):
+        return 1 << 30
+    line = sites[site].line
+    return sum(1 for stmt in fn.body if (stmt.end_lineno or stmt.lineno) < line)
+
+
+@functools.lru_cache(maxsize=256)
+def value_pool(source: str, site: Site) -> list[str]:
+    """What a string or dotted-name site's canaries may expect instead: the file's other strings
+    of one line, or its other dotted names on the same module."""
+    tree = _parse(source)
+    if tree is None:
+        return []
+    if site.kind == "name":
+        base = str(site.value).partition(".")[0]
+        names = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.expr) and _dotted(n)}
+        return sorted(n for n in names if n.partition(".")[0] == base)
+    found = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return sorted(s for s in found if "\n" not in s and len(s) <= 80)
+
+
+Value = int | float | str
+
+
+def site_values(site: Site, pool: list[str], rng: random.Random, avoid: Sequence[Value] = ()) -> list[Value]:
+    """Up to ``COPIES`` distinct values for ``site``, its own first, none of ``avoid``. Numbers: a
+    window of consecutive values in the literal's own precision, in which the original's rank is
+    uniform; strings and dotted names: others from ``pool`` (``value_pool``), drawn at random."""
+    value = site.value
+    banned = {v for v in avoid if v != value}
+    if isinstance(value, (int, float)):
+        if isinstance(value, float):
+            text = repr(value)
+            if "e" in text or "inf" in text or "nan" in text:
+                return [value]
+            digits = len(text.partition(".")[2])
+        width = COPIES + len(banned)  # a wider window: what is banned is taken out of it
+        r = rng.randrange(width)  # the original's rank in the window
+        window = [value + j - r if isinstance(value, int) else round(value + (j - r) * 10.0**-digits, digits)
+                  for j in range(width)]  # fmt: skip
+        others = [v for v in dict.fromkeys(window) if v != value and v not in banned]
+        while len(others) > COPIES - 1:  # trimmed at either end, at random
+            others.pop(0 if rng.random() < 0.5 else -1)
+        return [value, *others]
+    others_s = [v for v in pool if v != value and v not in banned]
+    return [value, *rng.sample(others_s, min(len(others_s), COPIES - 1))]
+
+
+def _combinations(choices: list[list[Value]], rng: random.Random) -> list[tuple[int, ...]] | None:
+    """``COPIES`` distinct index tuples into ``choices`` (each site's values, its own first), the
+    original's (all zeros) among them, the rest drawn at random from the grid. A tuple whose values
+    are the original's in another order is never drawn: at sites of one unordered comparison
+    (pyflakes sorts the message types it expects) it would expect the same. None when the grid
+    has too few others."""
+    grid = math.prod(len(c) for c in choices)
+    if grid < COPIES:
+        return None
+    original = tuple(0 for _ in choices)
+    same = sorted(repr(c[0]) for c in choices)
+    chosen = {original}
+    for _ in range(100 * COPIES):  # (a bound: a grid of permutations alone would never fill)
+        if len(chosen) == COPIES:
+            break
+        combo = tuple(rng.randrange(len(c)) for c in choices)
+        if sorted(repr(c[k]) for c, k in zip(choices, combo, strict=True)) != same:
+            chosen.add(combo)
+    if len(chosen) < COPIES:
+        return None
+    out = sorted(chosen)
+    rng.shuffle(out)
+    return out
+
+
+@dataclass(frozen=True)
+class CanaryGroup:
+    """A test's copies in its file: the file's new text, the twin's node id (the test, renamed),
+    the canaries' node ids, and the values at the changed sites the twin expects."""
+
+    path: str
+    text: str
+    twin: str
+    canaries: list[str]
+    values: tuple[Value, ...]  # the twin's: what a message shown to the policy must not say
+
+    @property
+    def members(self) -> list[str]:
+        """Every copy, in file order (how the run lists them: the twin is not told apart)."""
+        return sorted([self.twin, *self.canaries], key=_copy_number)
+
+
+def _copy_number(node: str) -> int:
+    name = TestNode.parse(node).name
+    return int(name.rsplit("_", 1)[1])
+
+
+def canary_group(
+    source: str, node: TestNode, site: int, rng: random.Random, avoid: Sequence[Value] = ()
+) -> CanaryGroup | None:
+    """``source`` with ``node``'s function replaced by ``COPIES`` copies, named ``<name>_1`` ... in
+    file order, that differ in the values they expect at site ``site`` (``literal_sites``) and, when
+    that one has fewer than ``COPIES`` values, at the sites after it, as many as it takes; each
+    copy differs from the test at one site at least. None when the sites have too few values, or
+    the names are taken. No copy expects a value of ``avoid`` (what the bug computes there)."""
+    tree = _parse(source)
+    fn = None if tree is None else _function(tree, node)
+    sites = literal_sites(source, node)
+    if fn is None or not 0 <= site < len(sites):
+        return None
+    used: list[Site] = []
+    choices: list[list[Value]] = []
+    combos = None
+    for chosen in sites[site:]:
+        pool = value_pool(source, chosen) if isinstance(chosen.value, str) else []
+        values = site_values(chosen, pool, rng, avoid)
+        if len(values) < 2:
+            continue
+        used.append(chosen)
+        choices.append(values)
+        combos = _combinations(choices, rng)
+        if combos is not None:
+            break
+    if combos is None:
+        return None
+    names = [f"{node.name}_{i + 1}" for i in range(COPIES)]
+    if _defined_names(source) & set(names):
+        return None
+    lines = source.splitlines(keepends=True)
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
+    last = fn.end_lineno or fn.lineno
+    block = lines[first:last]
+    def_at = fn.lineno - 1 - first
+    head = re.compile(rf"^(\s*(?:async\s+)?def\s+){re.escape(node.name)}\b").match(block[def_at])
+    if head is None:
+        return None  # a def split oddly over lines: leave the test alone
+    copies = []
+    for name, combo in zip(names, combos, strict=True):
+        copy = list(block)
+        copy[def_at] = head.group(1) + name + copy[def_at][head.end() :]
+        for chosen, values, k in sorted(zip(used, choices, combo, strict=True), key=lambda u: -u[0].start):
+            at = chosen.line - 1 - first  # (right to left within a line: the offsets stay true)
+            raw = copy[at].encode()
+            text = str(values[k]) if chosen.kind == "name" else _literal_text(values[k])
+            copy[at] = (raw[: chosen.start] + text.encode() + raw[chosen.end :]).decode()
+        copies.append("".join(copy))
+    gap = "\n" if block[0][:1].isspace() else "\n\n"
+    text = "".join(lines[:first]) + gap.join(copies) + "".join(lines[last:])
+    twin = names[combos.index(tuple(0 for _ in used))]
+    return CanaryGroup(
+        path=node.path,
+        text=text,
+        twin=node.renamed(twin),
+        canaries=[node.renamed(n) for n in names if n != twin],
+        values=tuple(c.value for c in used),
+    )
+
+
+def redact(text: str, values: tuple[Value, ...]) -> str:
+    """``text`` without ``values`` written in it (a failure message that would name a canaried
+    test's expected values, and so tell its twin from the canaries)."""
+    spellings = {spelling for value in values for spelling in (repr(value), str(value))} - {""}
+    for spelling in sorted(spellings, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.]){re.escape(spelling)}(?![\w.])", "…", text)
+    return text
+
+
+CAPTURE_MODULE = "dojo_capture"  # dojo.tasks.canary_capture, as the tree's module of this name
+CAPTURE_SITES = 3  # a site and the ones after it that a group may change with it
+
+
+def capture_text(source: str, node: TestNode, site: int) -> str | None:
+    """``source`` with the expected values at ``site`` and the sites after it (``CAPTURE_SITES`` in
+    all) wrapped in ``capture(index, value)`` (``dojo.tasks.canary_capture``): run on the tree as
+    given, it tells what the bug computes there. None when the test has no such site."""
+    sites = literal_sites(source, node)[site : site + CAPTURE_SITES]
+    if not sites:
+        return None
+    lines = source.splitlines(keepends=True)
+    literal = [(i, s) for i, s in enumerate(sites, start=site) if s.kind == "literal"]  # (a name: its type is read)
+    if not literal:
+        return None
+    for offset, s in sorted(literal, key=lambda e: (e[1].line, e[1].start), reverse=True):
+        raw = lines[s.line - 1].encode()
+        inner = raw[s.start : s.end].decode()
+        wrapped = f"_dojo_capture({offset}, {inner})"
+        lines[s.line - 1] = (raw[: s.start] + wrapped.encode() + raw[s.end :]).decode()
+    text = "".join(lines)
+    return text + ("" if text.endswith("\n") else "\n") + f"from {CAPTURE_MODULE} import capture as _dojo_capture\n"
+
+
+def captured_values(text: str) -> dict[int, list[Value]]:
+    """What a capture run wrote (``dojo.tasks.canary_capture.CAPTURED``): site index -> the values
+    compared with it that are numbers or strings."""
+    out: dict[int, list[Value]] = {}
+    for line in text.splitlines():
+        index, _, shown = line.partition("\t")
+        try:
+            value = ast.literal_eval(shown)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool) and index.isdigit():
+            out.setdefault(int(index), []).append(value)
+    return out
+
+
+def _literal_text(value: Value) -> str:
+    """The value as source: a negative number in parentheses (``x == -3`` stays one comparison)."""
+    text = repr(value)
+    return f"({text})" if isinstance(value, (int, float)) and value < 0 else text

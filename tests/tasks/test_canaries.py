@@ -1,0 +1,184 @@
+"""Canary twins: copies of a test that differ only in the value they expect, one of them the test."""
+
+from __future__ import annotations
+
+import ast
+import collections
+import random
+import re
+from typing import Any
+
+import pytest
+
+from dojo.tasks.canaries import COPIES, CanaryGroup, TestNode, canary_group, literal_sites
+
+TESTS = """\
+import unittest
+
+import pytest
+from pkg import double, name_of, point
+
+X = 4
+
+
+def helper():
+    return 1
+
+
+def test_double():
+    assert double(2) == 4
+    assert double(-3) == -6
+
+
+@pytest.mark.parametrize("x", [1, 2])
+def test_param(x):
+    assert double(x) * 0 == 0.0
+
+
+def test_no_values():
+    assert double(2) == double(1) * 2
+    assert double(0) is not None
+
+
+def test_bound():
+    expected = {"a": [1, 2]}
+    assert point("a") == expected
+
+
+def test_bound_but_also_an_input():
+    expected = [1, 2]
+    assert double(expected) == expected
+
+
+class TestNames(unittest.TestCase):
+    def test_name(self):
+        self.assertEqual(name_of(1), "one")
+"""
+
+
+def run_copies(group: CanaryGroup, namespace: dict[str, Any], cls: str | None = None) -> dict[str, bool]:
+    """Our own generated test file, executed here (no candidate code): which copies pass."""
+    code = compile(group.text.replace("from pkg import double, name_of, point\n", ""), group.path, "exec")
+    exec(code, namespace)
+    passed = {}
+    for node in group.members:
+        name = TestNode.parse(node).name
+        fn = namespace[name] if cls is None else getattr(namespace[cls](), name)
+        try:
+            fn()
+            passed[node] = True
+        except AssertionError:
+            passed[node] = False
+    return passed
+
+
+def test_node_ids_are_taken_apart_and_renamed() -> None:
+    node = TestNode.parse("a/tests/test_x.py::TestY::test_z[1-2]")
+    assert (node.path, node.cls, node.name, node.params) == ("a/tests/test_x.py", "TestY", "test_z", "[1-2]")
+    assert node.renamed("test_z_3") == "a/tests/test_x.py::TestY::test_z_3[1-2]"
+    assert str(TestNode.parse("t.py::test_a")) == "t.py::test_a"
+    for bad in ("t.py", "t.txt::test_a", "t.py::a::b::c", "t.py::not a name"):
+        with pytest.raises(ValueError, match="node id"):
+            TestNode.parse(bad)
+
+
+def test_the_values_a_test_expects_are_found_and_nothing_else() -> None:
+    assert [s.value for s in literal_sites(TESTS, TestNode.parse("t.py::test_double"))] == [4, -6]
+    assert [s.value for s in literal_sites(TESTS, TestNode.parse("t.py::test_param[1]"))] == [0.0]
+    assert literal_sites(TESTS, TestNode.parse("t.py::test_no_values")) == []  # no value written out
+    assert [s.value for s in literal_sites(TESTS, TestNode.parse("t.py::test_bound"))] == [1, 2]  # via the name
+    assert (
+        literal_sites(TESTS, TestNode.parse("t.py::test_bound_but_also_an_input")) == []
+    )  # changing it changes the input
+    assert [s.value for s in literal_sites(TESTS, TestNode.parse("t.py::TestNames::test_name"))] == ["one"]
+    assert literal_sites(TESTS, TestNode.parse("t.py::test_missing")) == []
+
+
+def test_exactly_the_twin_passes_on_right_code_and_no_two_copies_ever_pass_together() -> None:
+    rng = random.Random(1)
+    group = canary_group(TESTS, TestNode.parse("t.py::test_double"), 0, rng)
+    assert group is not None and len(group.members) == COPIES and len(group.canaries) == COPIES - 1
+    ast.parse(group.text)  # the file is still Python
+    passed = run_copies(group, {"double": lambda x: 2 * x})
+    assert [n for n, ok in passed.items() if ok] == [group.twin]
+    for wrong in (lambda x: 2 * x + 1, lambda x: x * x, lambda x: 5):  # any code: at most one copy passes
+        assert sum(run_copies(group, {"double": wrong}).values()) <= 1
+    # an object equal to everything passes every copy: what the grader calls forged
+    always = type("Always", (), {"__eq__": lambda self, other: True, "__hash__": lambda self: 0})()
+    assert all(run_copies(group, {"double": lambda x: always}).values())
+    assert group.values == (4,)
+    assert "def test_double(" not in group.text and group.text.count("def test_double_") == COPIES
+    assert "def helper():" in group.text and "def test_param(x):" in group.text  # the rest is untouched
+
+
+def test_neither_the_position_nor_the_value_tells_the_twin() -> None:
+    """Over many gradings the twin sits at every position, and the value it expects at every rank
+    among the copies' values, about equally often."""
+    positions: collections.Counter[int] = collections.Counter()
+    ranks: collections.Counter[int] = collections.Counter()
+    rng = random.Random(7)
+    runs = 30 * COPIES
+    for _ in range(runs):
+        group = canary_group(TESTS, TestNode.parse("t.py::test_double"), 0, rng)
+        assert group is not None
+        positions[group.members.index(group.twin)] += 1
+        values = [int(v.strip("()")) for v in re.findall(r"assert double\(2\) == (\S+)\n", group.text)]
+        assert len(values) == COPIES
+        ranks[sorted(values).index(4)] += 1
+    assert set(positions) == set(range(COPIES)) and set(ranks) == set(range(COPIES))
+    for counts in (positions, ranks):  # 30 expected in each: beyond these is more than 5 standard deviations
+        assert max(counts.values()) < 60 and min(counts.values()) > 6
+
+
+def test_strings_take_other_strings_of_the_file_and_small_pools_combine_sites() -> None:
+    strings = "\n".join(f"S{i} = {f'word{i}'!r}" for i in range(25))
+    group = canary_group(TESTS + strings + "\n", TestNode.parse("t.py::TestNames::test_name"), 0, random.Random(2))
+    assert group is not None and group.twin.startswith("t.py::TestNames::test_name_")
+    passed = run_copies(group, {"name_of": lambda n: "one", "self": None}, cls="TestNames")
+    assert [n for n, ok in passed.items() if ok] == [group.twin]
+    # too few strings for twenty copies of one site: none
+    assert canary_group(TESTS, TestNode.parse("t.py::TestNames::test_name"), 0, random.Random(2)) is None
+    # dotted names (pyflakes's message types), four in the file: 4 x 4 < 20, so three sites change
+    flakes = (
+        "from pyflakes import messages as m\n\n\nclass Test:\n    def test_it(self):\n"
+        "        self.flakes('a', m.UndefinedName)\n        self.flakes('b', m.UnusedImport, m.UnusedVariable)\n"
+        "        self.flakes('c', m.ImportShadowedByLoopVar)\n"
+    )
+    group = canary_group(flakes, TestNode.parse("t.py::Test::test_it"), 0, random.Random(3))
+    assert group is not None and group.values == ("m.UndefinedName", "m.UnusedImport", "m.UnusedVariable")
+    ast.parse(group.text)
+    bodies = {group.text.split(f"def {TestNode.parse(n).name}(self):")[1].split("def ")[0] for n in group.members}
+    assert len(bodies) == COPIES  # twenty different expectations
+
+
+def test_a_negative_value_stays_one_comparison_and_names_in_use_are_left_alone() -> None:
+    group = canary_group(TESTS, TestNode.parse("t.py::test_double"), 1, random.Random(4))
+    assert group is not None
+    passed = run_copies(group, {"double": lambda x: 2 * x})
+    assert [n for n, ok in passed.items() if ok] == [group.twin]
+    taken = TESTS + "\n\ndef test_double_7():\n    pass\n"
+    assert canary_group(taken, TestNode.parse("t.py::test_double"), 0, random.Random(4)) is None
+
+
+def test_a_parametrized_test_keeps_its_parameters() -> None:
+    group = canary_group(TESTS, TestNode.parse("t.py::test_param[1]"), 0, random.Random(5))
+    assert group is not None and group.twin.endswith("[1]") and all(c.endswith("[1]") for c in group.canaries)
+    assert group.text.count('@pytest.mark.parametrize("x", [1, 2])') == COPIES
+
+
+def test_no_copy_expects_the_same_values_in_another_order() -> None:
+    """pyflakes sorts the message types it expects: ``flakes(src, m.A, m.B)`` and ``flakes(src, m.B,
+    m.A)`` are the same test, so a canary that swaps them would pass with its twin (found by the
+    audit of swe:pyflakes: the reference was called forged)."""
+    flakes = (
+        "from pyflakes import messages as m\n\n\nclass Test:\n    def test_it(self):\n"
+        "        self.flakes('a', m.UndefinedName, m.UnusedIndirectAssignment)\n"
+        "        self.flakes('b', m.UnusedImport, m.UnusedVariable, m.ImportStarUsed)\n"
+    )
+    node = TestNode.parse("t.py::Test::test_it")
+    for seed in range(200):
+        group = canary_group(flakes, node, 0, random.Random(seed))
+        assert group is not None
+        calls = re.findall(r"self\.flakes\('a', (m\.\w+), (m\.\w+)\)", group.text)
+        twin = sorted(group.values[:2])
+        assert sum(sorted(c) == twin for c in calls) == 1, seed  # only the twin
