@@ -227,14 +227,17 @@ async def choose_canaries(
     *,
     sites_per_test: int = 3,
     max_tries: int = 10,
+    keep_best_of: int = 3,
     width: int = 8,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Give each bug of ``data`` (``mine_bugs``' result) its canaried test: of its failing tests'
-    first ``sites_per_test`` literal sites, the one nearest the top of its test (``statements_before``)
-    whose canaries hold when run (``canaries_hold``), ``max_tries`` tried at most. ``bug["canary"]``
-    is ``{"test": node id, "site": index, "avoid": [what the bug computes there]}``, or
-    absent when none holds (the task is then graded without canaries). Returns ``data``, changed."""
+    first ``sites_per_test`` literal sites, tried nearest the top of their test first
+    (``statements_before``), the one whose canaries hold when run (``canaries_hold``) and whose
+    reference grading is quickest of the first ``keep_best_of`` that hold (``max_tries`` tried at
+    most): twenty copies of it run in every grading. ``bug["canary"]`` is ``{"test": node id,
+    "site": index, "avoid": [what the bug computes there]}``, or absent when none holds (the task
+    is then graded without canaries). Returns ``data``, changed."""
     say = progress or (lambda _: None)
     env = swe_environment(package)
     texts: dict[str, str] = {}
@@ -254,6 +257,7 @@ async def choose_canaries(
             for site in range(min(sites_per_test, len(literal_sites(text(node.path), node)))):
                 if canary_group(text(node.path), node, site, random.Random(0)) is not None:
                     candidates.append((statements_before(text(node.path), node, site), order, site, test))
+        held: list[tuple[float, dict[str, Any]]] = []  # (seconds the reference takes, the canary)
         for _, _, site, test in sorted(candidates)[:max_tries]:
             node = TestNode.parse(test)
             avoid = await computed_by_the_bug(package, env.ref, {bug["file"]: buggy}, test, text(node.path), site,
@@ -261,12 +265,18 @@ async def choose_canaries(
             if avoid is None:
                 continue
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
-            task = bug_task(package, data, bug, text(bug["file"]), env, "none")
-            if await canaries_hold(task, sandbox):
-                say(f"{package}/{bug['id']}: canaries on {test} (site {site})")
-                return
+            seconds = await canaries_hold(bug_task(package, data, bug, text(bug["file"]), env, "none"), sandbox)
+            if seconds is not None:
+                held.append((seconds, bug["canary"]))
             del bug["canary"]
-        say(f"{package}/{bug['id']}: no canary")
+            if len(held) == keep_best_of:
+                break
+        if not held:
+            say(f"{package}/{bug['id']}: no canary")
+            return
+        seconds, bug["canary"] = min(held, key=lambda h: h[0])  # 20 copies of the test run: the quickest
+        test, site = bug["canary"]["test"], bug["canary"]["site"]
+        say(f"{package}/{bug['id']}: canaries on {test} (site {site}, reference {seconds:.2f} s)")
 
     gate = asyncio.Semaphore(width)
 
@@ -304,15 +314,16 @@ async def computed_by_the_bug(
 CAPTURED = canary_capture.CAPTURED.removeprefix("/box/")
 
 
-async def canaries_hold(task: Task, sandbox: SandboxAPI) -> bool:
+async def canaries_hold(task: Task, sandbox: SandboxAPI) -> float | None:
     """The task's canaries, run: on the reference fix the scored test passes and no canary does
-    (the score is full), on the tree as given every copy fails and no canary passes."""
+    (the score is full), on the tree as given every copy fails and no canary passes. The seconds
+    the reference's grading took when they hold, else None."""
     assert task.workspace is not None and task.reference is not None
     given = format_edits(dict(list(task.workspace.files.items())[:1]))  # the buggy module, unchanged
-    fixed, unfixed = await asyncio.gather(
-        grade_repo_task(task, task.reference, sandbox, MINING_LIMITS),
-        grade_repo_task(task, given, sandbox, MINING_LIMITS),
-    )
+    started = time.perf_counter()
+    fixed = await grade_repo_task(task, task.reference, sandbox, MINING_LIMITS)
+    seconds = time.perf_counter() - started
+    unfixed = await grade_repo_task(task, given, sandbox, MINING_LIMITS)
     ok_fixed = fixed.hack is None and fixed.infrastructure_error is None and fixed.passed == fixed.total > 0
     ok_unfixed = unfixed.hack is None and unfixed.infrastructure_error is None and unfixed.passed == 0
-    return ok_fixed and ok_unfixed
+    return seconds if ok_fixed and ok_unfixed else None
