@@ -67,7 +67,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
-        if LEAK_MODE == "fail":  # (by default: named and killed; the leaking tests were listed above)
+        if LEAK_MODE != "report":
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -83,27 +83,19 @@ async def session_loop_executor() -> AsyncIterator[None]:
     yield
 
 
-# What a leak does to its test. By default it fails tests under LEAK_FREE (the suites that leak nothing:
-# a regression there fails the test that brought it) and is listed at the end of the run elsewhere
-# (threads of other event loops' executors, of TRL, tqdm, Ray and fsspec: issue #32's notes);
-# DOJO_LEAKS=fail fails it everywhere, DOJO_LEAKS=report lists it everywhere. A failing leak's
-# processes are killed, so that the next test is not blamed for them.
-LEAK_MODE = os.environ.get("DOJO_LEAKS", "auto")
-LEAK_FREE = ("tests/sandbox/", "tests/service/")
+# What a leak does to its test: by default (DOJO_LEAKS=fail) it fails the test that leaked, naming
+# what it left, and kills its processes so that the next test is not blamed for them;
+# DOJO_LEAKS=report lists the leaks at the end of the run instead (the whole suite leaked nothing on
+# 2026-12-03: issue #32).
+LEAK_MODE = os.environ.get("DOJO_LEAKS", "fail")
 LEAKS: list[str] = []
-
-
-def _fails_on_leaks(item: pytest.Item) -> bool:
-    if LEAK_MODE in ("fail", "report"):
-        return LEAK_MODE == "fail"
-    return item.nodeid.startswith(LEAK_FREE)
 
 
 @pytest.fixture(autouse=True)
 def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     """Names what a test leaves behind (thread, process, slot pool, listening socket, temporary
     entry) after its own fixtures were torn down, and fails the test for it (see LEAK_MODE)."""
-    fail = _fails_on_leaks(request.node)
+    fail = LEAK_MODE != "report"
     before = Snapshot.take(POOLS)
     yield
     leaked, _ = leaks_since(before, POOLS, kill=fail)
@@ -116,7 +108,7 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if LEAKS:
-        terminalreporter.section(f"left behind by {len(LEAKS)} test(s) outside {', '.join(LEAK_FREE)}")
+        terminalreporter.section(f"left behind by {len(LEAKS)} test(s)")
         for line in LEAKS:
             terminalreporter.line(line[:400])
 

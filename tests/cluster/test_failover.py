@@ -5,10 +5,12 @@ Runs after test_fleet.py (it changes the cluster: one worker dies, a new one joi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from dojo.cluster import SandboxFleet
 from dojo.rollout.run import rollout_to_store
@@ -19,6 +21,21 @@ from tests.agent.scripted import RIGHT, WRONG, ScriptedPolicy, double_task
 from tests.cluster.conftest import LocalCluster
 
 pytestmark = pytest.mark.timeout(600)
+
+
+@pytest_asyncio.fixture(scope="module", autouse=True)
+async def cluster_as_found(fleet: SandboxFleet, ray_cluster: LocalCluster) -> AsyncIterator[None]:
+    """This module kills a node and takes out the one that joined: at its end the package's cluster
+    gets back to as many ready nodes as it had, for the modules after it (each test leaves no
+    process of its own behind; these belong to the package's cluster)."""
+    nodes = len(fleet.ready_nodes())
+    yield
+    while len(ray_cluster.workers) + 1 < nodes:
+        ray_cluster.add_node()
+    for _ in range(300):
+        if len(fleet.ready_nodes()) >= nodes:
+            break
+        await asyncio.sleep(0.1)
 
 
 SLOW = "```python\nimport time\ntime.sleep(0.4)\n"  # every grading holds a slot for a while
