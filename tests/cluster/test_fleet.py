@@ -52,7 +52,8 @@ async def test_a_session_keeps_its_state_and_a_second_fleet_reaches_it_by_id(
     try:
         assert (await session.exec("x = 20")).verdict is Verdict.ACCEPTED
         await session.write_file("notes.txt", b"kept")
-        other = SandboxFleet(ray_cluster.address, pool_size=2)  # another gateway on the same cluster
+        # another gateway on the same cluster, which knows every node before it is asked
+        other = SandboxFleet(ray_cluster.address, pool_size=2, min_nodes=len(fleet.ready_nodes()))
         await other.start()
         try:
             attached = await other.attach_session(session.id)
