@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 COPIES = 20  # the twin and 19 canaries: a forger that picks one copy at random gets 1/20 = 0.05 of the reward
-ASSERT_EQUAL_CALLS = frozenset({"assertEqual", "assertEquals", "assert_equal", "assertListEqual", "assertDictEqual"})
 
 
 @dataclass(frozen=True)
@@ -132,8 +131,7 @@ def _value(node: ast.expr, top: bool = True) -> bool:
     if isinstance(node, ast.Dict):
         return all(k is not None and _value(k, False) for k in node.keys) and all(_value(v, False) for v in node.values)
     if isinstance(node, ast.Call):
-        f = node.func
-        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        name = _call_name(node)
         builder = name in VALUE_BUILDERS or name[:1].isupper()
         return builder and all(_value(a, False) for a in [*node.args, *(k.value for k in node.keywords)])
     return not top and _dotted(node)
@@ -167,22 +165,25 @@ def _call_name(node: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
-def _expectations(node: ast.AST) -> list[ast.expr]:
-    """What an assertion statement or call expects, when written out: the value side of
-    ``assert x == VALUE`` or of a helper named ``*equal*`` (``assertEqual``, ``nodes_equal``), or a
-    ``EXPECTING_HELPERS`` call's expected arguments."""
-    sides: list[ast.expr] = []
+def _compared(node: ast.AST) -> list[ast.expr]:
+    """The two sides an assertion compares by equality: ``assert a == b``, or a helper named
+    ``*equal*`` (``assertEqual``, ``nodes_equal``; not ``assertNotEqual``); else none."""
     if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
         if len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Eq):
-            sides = [node.test.left, node.test.comparators[0]]
+            return [node.test.left, node.test.comparators[0]]
     elif isinstance(node, ast.Call):
-        name = _call_name(node)
-        if name in EXPECTING_HELPERS:
-            return [a for a in node.args[EXPECTING_HELPERS[name] :] if _dotted(a) or _value(a)]
-        lowered = name.lower()
+        lowered = _call_name(node).lower()
         if "equal" in lowered and "not" not in lowered and len(node.args) >= 2:
-            sides = list(node.args[:2])
-    written = [s for s in sides if _value(s)]
+            return list(node.args[:2])
+    return []
+
+
+def _expectations(node: ast.AST) -> list[ast.expr]:
+    """What an assertion statement or call expects, when written out: the value side of what it
+    compares (``_compared``), or an ``EXPECTING_HELPERS`` call's expected arguments."""
+    if isinstance(node, ast.Call) and (start := EXPECTING_HELPERS.get(_call_name(node))) is not None:
+        return [a for a in node.args[start:] if _dotted(a) or _value(a)]
+    written = [s for s in _compared(node) if _value(s)]
     return written if len(written) == 1 else []
 
 
@@ -208,17 +209,8 @@ def _bound_values(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.e
 
 
 def _expectation_names(node: ast.AST) -> list[ast.Name]:
-    """The bare names compared by equality in an assertion: one side of ``assert x == name`` or of an
-    ``*equal*`` helper, the other side not a bare name."""
-    sides: list[ast.expr] = []
-    if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
-        if len(node.test.ops) == 1 and isinstance(node.test.ops[0], ast.Eq):
-            sides = [node.test.left, node.test.comparators[0]]
-    elif isinstance(node, ast.Call):
-        lowered = _call_name(node).lower()
-        if "equal" in lowered and "not" not in lowered and len(node.args) >= 2:
-            sides = list(node.args[:2])
-    names = [s for s in sides if isinstance(s, ast.Name)]
+    """The bare name an assertion compares by equality (``_compared``), the other side not one."""
+    names = [s for s in _compared(node) if isinstance(s, ast.Name)]
     return names if len(names) == 1 else []
 
 
