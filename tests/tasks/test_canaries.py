@@ -182,3 +182,17 @@ def test_no_copy_expects_the_same_values_in_another_order() -> None:
         calls = re.findall(r"self\.flakes\('a', (m\.\w+), (m\.\w+)\)", group.text)
         twin = sorted(group.values[:2])
         assert sum(sorted(c) == twin for c in calls) == 1, seed  # only the twin
+
+
+def test_a_canaried_test_must_be_a_node_id_in_the_tree() -> None:
+    from dojo.tasks.model import Canary, Task, TestCase, Workspace
+
+    def task(code: str, files: dict[str, str]) -> Task:
+        return Task(id="t", form="repo", prompt="p", tests=[TestCase(code=code, canary=Canary())],
+                    workspace=Workspace(files=files))  # fmt: skip
+
+    with pytest.raises(ValueError, match="node id of the form"):
+        task("t.py::not a test", {"t.py": TESTS})
+    with pytest.raises(ValueError, match="among the workspace's files"):
+        task("t.py::test_double", {})
+    assert task("t.py::test_double", {"t.py": TESTS}).tests[0].canary == Canary()

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dojo.sandbox import Limits
+from dojo.tasks.canaries import TestNode
 
 TaskForm = Literal["function", "stdio", "assert", "answer", "repo", "shell", "tools"]
 FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo", "shell", "tools")
@@ -288,6 +289,8 @@ class Task(BaseModel):
                         f"test {t.code!r} has canaries: it must be scored (not a guard) and its file must be "
                         "among the workspace's files (the grader writes the canaries into it)"
                     )
+                if t.canary is not None:
+                    TestNode.parse(t.code or "")  # (a ValueError that says the form a node id takes)
         elif any(t.canary is not None for t in self.tests):
             raise ValueError("only a repo task's tests have canary sites")
         if self.form == "tools":
