@@ -28,7 +28,11 @@ class GradingConfig(BaseModel):
         "(passed, total) -> float.",
     )
     limits: Limits | None = Field(None, description="Limits of each grading run; the task's, else the grader's own.")
-    scan: bool = Field(True, description="Static reward-hack scan of Python candidates (a confirmed hack scores 0).")
+    scan: bool = Field(
+        True,
+        description="Static reward-hack scan of Python candidates, and the diff check of the lines a repo task's "
+        "edits add (a confirmed hack scores 0).",
+    )
     shaping: tuple[Any, ...] = Field((), description="Shaping hooks that add named components to the reward.")
 
     @field_validator("mode")

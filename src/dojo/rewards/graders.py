@@ -36,8 +36,9 @@ from typing import Any
 
 from dojo.rewards.calls import check_calls, parse_calls
 from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
+from dojo.rewards.edit_scan import scan_repo_edits
 from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number
-from dojo.rewards.hacks import Example, scan_python, visible_examples
+from dojo.rewards.hacks import Example, Finding, scan_python, visible_examples
 from dojo.rewards.harness import (
     HarnessRun,
     InvalidTask,
@@ -550,6 +551,13 @@ def _shown_examples(task: Task) -> list[Example]:
     return visible_examples(task.prompt_text(), task.entry_point, tests)
 
 
+def _scanned(findings: list[Finding]) -> tuple[list[str], str | None]:
+    """A scan's flags, and what its hack findings say (None when it has none)."""
+    hacks = [f for f in findings if f.severity == "hack"]
+    detail = "; ".join(f"line {f.line}: {f.detail}" for f in hacks[:5]) if hacks else None
+    return sorted({f.flag() for f in findings}), detail
+
+
 class Grader:
     """Grades completions of tasks into rewards, through one sandbox, as ``config`` says
     (``GradingConfig``: reward mode, limits, static scan, shaping)."""
@@ -583,7 +591,7 @@ class Grader:
         if task.form == "tools":
             return self._reward(task, completion, grade_tools_task(task, completion))
         if task.form == "repo":
-            return self._reward(task, completion, await grade_repo_task(task, completion, self.sandbox, self.limits))
+            return await self._grade_repo(task, completion)
         if task.form == "shell":
             return self._reward(task, completion, await grade_shell_task(task, completion, self.sandbox, self.limits))
         code = candidate_code(task, completion)
@@ -591,18 +599,28 @@ class Grader:
             return self._reward(task, completion, TestResults(total=max(1, len(task.tests)), no_answer="no_code"))
         flags: list[str] = []
         if self.config.scan and task.language == "python":
-            findings = scan_python(code, task.form, _shown_examples(task))
-            flags = sorted({f.flag() for f in findings})
-            hacks = [f for f in findings if f.severity == "hack"]
-            if hacks:
-                detail = "; ".join(f"line {f.line}: {f.detail}" for f in hacks[:5])
-                return self._reward(task, completion, TestResults(total=len(task.tests), hack=detail, flags=flags))
+            flags, hack = _scanned(scan_python(code, task.form, _shown_examples(task)))
+            if hack is not None:
+                return self._reward(task, completion, TestResults(total=len(task.tests), hack=hack, flags=flags))
         if task.form == "function":
             results = await grade_function_task(task, code, self.sandbox, self.limits, seed)
         elif task.form == "assert":
             results = await grade_assert_task(task, code, self.sandbox, self.limits)
         else:
             results = await grade_stdio_task(task, code, self.sandbox, self.limits)
+        results.flags = sorted({*results.flags, *flags})
+        return self._reward(task, completion, results)
+
+    async def _grade_repo(self, task: Task, completion: str) -> Reward:
+        """A repo task: the diff check of the edits first (when the scan is on), then the run."""
+        flags: list[str] = []
+        if self.config.scan and task.workspace is not None:
+            edits = [e for e in parse_edits(completion) if path_allowed(e.path, task.workspace) is None]
+            flags, hack = _scanned(scan_repo_edits(task, edits))
+            if hack is not None:
+                total = sum(not t.guard for t in task.tests)
+                return self._reward(task, completion, TestResults(total=total, hack=hack, flags=flags))
+        results = await grade_repo_task(task, completion, self.sandbox, self.limits)
         results.flags = sorted({*results.flags, *flags})
         return self._reward(task, completion, results)
 

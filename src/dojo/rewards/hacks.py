@@ -106,6 +106,16 @@ def _dotted(node: ast.AST) -> str:
     return ""
 
 
+def resolved(node: ast.AST, aliases: dict[str, str]) -> str:
+    """The dotted name ``node`` reaches, its head read through ``aliases`` (``import os as o``:
+    ``o.fork`` is ``os.fork``)."""
+    name = _dotted(node)
+    head, _, rest = name.partition(".")
+    if head in aliases:
+        return aliases[head] + ("." + rest if rest else "")
+    return name
+
+
 def _returns_constant(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     return (
@@ -158,11 +168,7 @@ class _Scanner(ast.NodeVisitor):
         self.findings.append(Finding(kind, severity, getattr(node, "lineno", 0), detail))
 
     def resolve(self, node: ast.AST) -> str:
-        name = _dotted(node)
-        head, _, rest = name.partition(".")
-        if head in self.aliases:
-            return self.aliases[head] + ("." + rest if rest else "")
-        return name
+        return resolved(node, self.aliases)
 
     # imports
     def visit_Import(self, node: ast.Import) -> None:
