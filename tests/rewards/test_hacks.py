@@ -116,3 +116,10 @@ def test_honest_solutions_are_not_flagged(tasks: dict[str, Task]) -> None:
         if findings:
             flagged.append((task.id, findings))
     assert flagged == []
+
+
+def test_code_too_deep_for_the_scan_is_a_hack_not_a_crash() -> None:
+    """900 chained additions parse but are too deep for the scan to read: a hack (code that blinds
+    the scan), never an exception out of the grader."""
+    deep = "def f():\n    return " + "+".join(["1"] * 900) + "\n"
+    assert [f.flag() for f in scan_python(deep)] == ["hack:unreadable"]

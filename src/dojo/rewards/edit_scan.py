@@ -34,7 +34,7 @@ import re
 import textwrap
 from collections.abc import Iterable, Iterator
 
-from dojo.rewards.hacks import Finding, Severity, _constant_str, _obfuscated, resolved
+from dojo.rewards.hacks import UNREADABLE, Finding, Severity, _constant_str, _obfuscated, resolved
 from dojo.rewards.repo import Edit
 from dojo.sandbox.environment import EnvironmentStore
 from dojo.tasks.model import Task
@@ -189,8 +189,15 @@ def scan_added(source: str, added: set[int]) -> list[Finding]:
     (it fails on its own)."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
+    try:
+        return _scan_tree(tree, added)
+    except RecursionError:
+        return [UNREADABLE]
+
+
+def _scan_tree(tree: ast.Module, added: set[int]) -> list[Finding]:
     scanner = _AddedLineScanner(added)
     for stmt in _statements(tree.body):  # the names the file's imports give, wherever they are
         if isinstance(stmt, ast.Import):
