@@ -3,12 +3,13 @@
 A repository's tests call its code in their own process, so the candidate's code can make pytest's
 report say anything (docs/threat-model.md). What it cannot do is tell which tests are real. For a
 scored test that compares with a literal (``assert f(x) == 5``, ``self.assertEqual(f(x), "ab")``),
-each grading writes ``COPIES`` copies of the test function into its file in place of the test:
-identical but for that one literal, each with a different value, under names in one style
-(``test_f_1`` ... ``test_f_20``). One copy keeps the package's value: it is the scored test (the
-*twin*); the others are *canaries*. The values, the order and which copy is the twin are drawn anew
-for every grading (``canary_group``), so that nothing a policy can learn across episodes names the
-twin.
+each grading writes ``COPIES`` copies of the test into its file in place of the test, under names
+in one style (``test_f_1`` ... ``test_f_20``): each has the test's decorators and signature and one
+statement, a call of the test's body (``_test_f``, the test with that literal read from a parameter)
+with its own value. One copy passes the package's value: it is the scored test (the *twin*); the
+others are *canaries*. (One body, not twenty: pytest rewrites a test's assertions once.) The
+values, the order and which copy is the twin are drawn anew for every grading (``canary_group``),
+so that nothing a policy can learn across episodes names the twin.
 
 The rule (``dojo.rewards.repo.canary_verdict``): for any code, a copy that expects ``5`` and one
 that expects ``6`` of the same expression cannot both pass, so a report in which the twin and a
@@ -26,6 +27,7 @@ given, the twin passes on the reference.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import math
 import random
@@ -366,28 +368,25 @@ def canary_group(
     if combos is None:
         return None
     names = [f"{node.name}_{i + 1}" for i in range(COPIES)]
-    if _defined_names(source) & set(names):
+    body_name = "_" + node.name
+    if _defined_names(source) & set(names) or re.search(rf"\b{re.escape(body_name)}\b", source):
         return None
     lines = source.splitlines(keepends=True)
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
     last = fn.end_lineno or fn.lineno
-    block = lines[first:last]
-    def_at = fn.lineno - 1 - first
-    head = re.compile(rf"^(\s*(?:async\s+)?def\s+){re.escape(node.name)}\b").match(block[def_at])
-    if head is None:
-        return None  # a def split oddly over lines: leave the test alone
+    made = _shared_body(fn, node, body_name, used, lines[first : fn.body[0].lineno - 1])
+    if made is None:
+        return None
+    body, header, call = made
     copies = []
     for name, combo in zip(names, combos, strict=True):
-        copy = list(block)
-        copy[def_at] = head.group(1) + name + copy[def_at][head.end() :]
-        for chosen, values, k in sorted(zip(used, choices, combo, strict=True), key=lambda u: -u[0].start):
-            at = chosen.line - 1 - first  # (right to left within a line: the offsets stay true)
-            raw = copy[at].encode()
-            text = str(values[k]) if chosen.kind == "name" else _literal_text(values[k])
-            copy[at] = (raw[: chosen.start] + text.encode() + raw[chosen.end :]).decode()
-        copies.append("".join(copy))
-    gap = "\n" if block[0][:1].isspace() else "\n\n"
-    text = "".join(lines[:first]) + gap.join(copies) + "".join(lines[last:])
+        given = ", ".join(
+            f"_v{i}={str(vals[k]) if chosen.kind == 'name' else _literal_text(vals[k])}"
+            for i, (chosen, vals, k) in enumerate(zip(used, choices, combo, strict=True))
+        )
+        copies.append(header.replace("\0", name, 1) + call.replace("\0", given, 1))
+    gap = "\n" if lines[first][:1].isspace() else "\n\n"
+    text = "".join(lines[:first]) + gap.join([body, *copies]) + "".join(lines[last:])
     twin = names[combos.index(tuple(0 for _ in used))]
     return CanaryGroup(
         path=node.path,
@@ -396,6 +395,66 @@ def canary_group(
         canaries=[node.renamed(n) for n in names if n != twin],
         values=tuple(c.value for c in used),
     )
+
+
+def _shared_body(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, node: TestNode, body_name: str, used: list[Site], header: list[str]
+) -> tuple[str, str, str] | None:
+    """The test as one function that every copy calls, and the text of a copy: (the body: the test
+    renamed ``body_name``, undecorated, its sites read from keyword-only parameters ``_v0``...; a
+    copy's decorators and ``def`` line with ``\\0`` for its name; its one statement, a call of the
+    body with ``\\0`` for the values). Each copy is two lines, so pytest rewrites the test's
+    assertions once, not once a copy (rewriting them was most of a canaried run: 0.44 of 0.88 s
+    for one toolz test). None when the test cannot be split so (a body on its ``def`` line, a
+    method that takes no ``self``)."""
+    if fn.body[0].lineno == fn.lineno or not header:
+        return None
+    args = fn.args
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+    owner = ""
+    if node.cls is not None:
+        if not positional or positional[0] not in ("self", "cls"):
+            return None
+        owner, positional = positional[0] + ".", positional[1:]
+    passed = [*positional, *([f"*{args.vararg.arg}"] if args.vararg else [])]
+    passed += [f"{a.arg}={a.arg}" for a in args.kwonlyargs]
+    passed += [f"**{args.kwarg.arg}"] if args.kwarg else []
+    tree = copy.deepcopy(fn)
+    tree.name = body_name
+    tree.decorator_list = []
+    replaced = 0
+    for parent in ast.walk(tree):
+        for field, value in ast.iter_fields(parent):
+            items = value if isinstance(value, list) else [value]
+            for i, child in enumerate(items):
+                for k, site in enumerate(used):
+                    if isinstance(child, ast.expr) and (
+                        child.lineno,
+                        child.end_lineno,
+                        child.col_offset,
+                        child.end_col_offset,
+                    ) == (site.line, site.line, site.start, site.end):
+                        name = ast.Name(f"_v{k}", ast.Load())
+                        if isinstance(value, list):
+                            value[i] = name
+                        else:
+                            setattr(parent, field, name)
+                        replaced += 1
+    if replaced != len(used):
+        return None
+    tree.args.kwonlyargs += [ast.arg(f"_v{k}") for k in range(len(used))]
+    tree.args.kw_defaults += [None] * len(used)
+    indent = " " * fn.col_offset
+    body = "".join(f"{indent}{line}\n" if line else "\n" for line in ast.unparse(tree).splitlines())
+    head = "".join(header)
+    match = re.search(rf"((?:async\s+)?def\s+){re.escape(node.name)}\b", head)
+    if match is None:
+        return None  # a def split oddly over lines: leave the test alone
+    header_text = head[: match.start()] + match.group(1) + "\0" + head[match.end() :]
+    inner = " " * fn.body[0].col_offset
+    waits = "await " if isinstance(fn, ast.AsyncFunctionDef) else ""
+    call = f"{inner}{waits}{owner}{body_name}({', '.join([*passed, chr(0)])})\n"
+    return body, header_text, call
 
 
 def redact(text: str, values: tuple[Value, ...]) -> str:
