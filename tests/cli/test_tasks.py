@@ -68,3 +68,32 @@ def test_bad_sources_exit_2_with_a_message(tmp_path: Path) -> None:
     assert result.exit_code == 2 and ".jsonl or .parquet" in result.output
     result = runner.invoke(app, ["tasks", "audit", "humaneval", "--repeats", "0"])
     assert result.exit_code == 2
+
+
+def _bug(line: int, canary: bool) -> dict[str, object]:
+    bug: dict[str, object] = {"file": "toolz/itertoolz.py", "line": line, "mutated": f"x = {line}\n", "id": "?"}
+    if canary:
+        bug["canary"] = {"test": "toolz/tests/test_itertoolz.py::test_x", "site": 0, "avoid": []}
+    return bug
+
+
+def test_swe_refill_trades_bugs_without_canaries_for_mined_ones_with(tmp_path: Path) -> None:
+    """Bugs without canaries give way to canaried bugs of another mining that the data does not
+    hold (as many as it has); ids are given anew in file order; files of another version are refused."""
+    head = {"package": "toolz", "distributions": ["toolz==1.2.0"], "mined": {"seed": 0}}
+    data = {**head, "bugs": [_bug(10, True), _bug(20, False), _bug(30, False), _bug(40, False)]}
+    extra = {**head, "mined": {"seed": 1}, "bugs": [_bug(10, True), _bug(25, True), _bug(35, False), _bug(45, True)]}
+    path, more = tmp_path / "toolz.json", tmp_path / "extra.json"
+    path.write_text(json.dumps(data))
+    more.write_text(json.dumps(extra))
+    result = runner.invoke(app, ["tasks", "swe-refill", "toolz", str(more), "--data", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "replaced 2: 3 of 4 bugs of toolz have canaries" in result.output
+    refilled = json.loads(path.read_text())
+    assert [(b["line"], "canary" in b) for b in refilled["bugs"]] == [(10, True), (25, True), (40, False), (45, True)]
+    assert [b["id"] for b in refilled["bugs"]] == ["0000", "0001", "0002", "0003"]
+    assert refilled["mined"]["refilled"] == {"seed": 1, "replaced": 2}
+    more.write_text(json.dumps({**extra, "distributions": ["toolz==1.1.0"]}))
+    result = runner.invoke(app, ["tasks", "swe-refill", "toolz", str(more), "--data", str(path)])
+    assert result.exit_code != 0 and "not of one package and version" in result.output
+    assert json.loads(path.read_text()) == refilled  # nothing lost

@@ -13,7 +13,7 @@ from rich.table import Table
 from dojo.cli.output import console, fail
 from dojo.cli.running import run_async
 from dojo.rewards.audit import AuditReport, audit_tasks
-from dojo.rewards.bug_mining import choose_canaries, mine_bugs
+from dojo.rewards.bug_mining import choose_canaries, mine_bugs, refill_canaried
 from dojo.sandbox import AsyncSandbox, SandboxError
 from dojo.tasks.files import TaskFileError, save_tasks
 from dojo.tasks.model import Task
@@ -155,6 +155,28 @@ def swe_mine(
     save(data)
     console.print(f"{len(data['bugs'])} bugs of {package} written to {path}")  # type: ignore[arg-type]
     swe_canaries(package, data=path)
+
+
+@tasks_app.command("swe-refill")
+def swe_refill(
+    package: Annotated[str, typer.Argument(help=f"The package: {', '.join(sorted(PACKAGES))}.")],
+    extra: Annotated[Path, typer.Argument(help="Another mining of the package (swe-mine --seed N --out FILE).")],
+    data: Annotated[Path | None, typer.Option(help="Data file (default: the one swe:PACKAGE loads).")] = None,
+) -> None:
+    """Replace the recorded bugs of PACKAGE that have no canary by bugs of EXTRA that have one (and
+    that are not recorded already). Rewrites the data file; task ids are given anew."""
+    if package not in PACKAGES:
+        fail(f"no recipe for {package!r}; known packages: {', '.join(sorted(PACKAGES))}")
+    path = data or DATA / f"{package}.json"
+    try:
+        recorded, more = json.loads(path.read_text()), json.loads(extra.read_text())
+        refilled, replaced = refill_canaried(recorded, more)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        fail(f"cannot refill the bugs of {package} from {extra}: {e}")
+    path.write_text(json.dumps(refilled, indent=1) + "\n")
+    have = sum("canary" in b for b in refilled["bugs"])
+    console.print(f"replaced {replaced}: {have} of {len(refilled['bugs'])} bugs of {package} have canaries; "
+                  f"written to {path}")  # fmt: skip
 
 
 @tasks_app.command("swe-canaries")

@@ -165,12 +165,11 @@ async def mine_bugs(
     started = time.monotonic()
 
     def data() -> dict[str, Any]:
-        ordered = sorted(bugs, key=lambda b: (b["file"], b["line"], b["mutated"]))
         return {
             "package": package,
             "distributions": pins,
-            "mined": {"seed": seed, "tried": tried, "kept": len(ordered), "test_files": timings},
-            "bugs": [{**b, "id": f"{i:04d}"} for i, b in enumerate(ordered)],
+            "mined": {"seed": seed, "tried": tried, "kept": len(bugs), "test_files": timings},
+            "bugs": numbered(bugs),
         }
 
     lock = asyncio.Lock()
@@ -218,6 +217,32 @@ async def mine_bugs(
         queue.put_nowait(item)
     await asyncio.gather(*(worker(queue) for _ in range(width)))
     return data()
+
+
+def numbered(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``bugs`` in file and line order, each with its id (``0000``...): a task's id."""
+    ordered = sorted(bugs, key=lambda b: (b["file"], b["line"], b["mutated"]))
+    return [{**b, "id": f"{i:04d}"} for i, b in enumerate(ordered)]
+
+
+def refill_canaried(data: dict[str, Any], extra: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """``data`` with its bugs that have no canary replaced, as far as ``extra`` allows, by bugs of
+    ``extra`` (another mining of the same package and versions, its canaries chosen) that have one
+    and that ``data`` does not hold: a task without canaries is graded without them, so the set
+    trades them for ones that have them. Ids are given anew. Returns the data and how many were
+    replaced."""
+    for key in ("package", "distributions"):
+        if data.get(key) != extra.get(key):
+            raise ValueError(f"the two files are not of one package and version: {key} is {data.get(key)!r} "
+                             f"in one and {extra.get(key)!r} in the other")  # fmt: skip
+    have = {(b["file"], b["line"], b["mutated"]) for b in data["bugs"]}
+    spare = [b for b in extra["bugs"] if "canary" in b and (b["file"], b["line"], b["mutated"]) not in have]
+    kept = [b for b in data["bugs"] if "canary" in b]
+    uncanaried = [b for b in data["bugs"] if "canary" not in b]
+    replaced = min(len(spare), len(uncanaried))
+    bugs = kept + spare[:replaced] + uncanaried[replaced:]
+    mined = {**data.get("mined", {}), "refilled": {"seed": extra.get("mined", {}).get("seed"), "replaced": replaced}}
+    return {**data, "mined": mined, "bugs": numbered(bugs)}, replaced
 
 
 async def choose_canaries(
