@@ -20,6 +20,7 @@ from dojo.rewards.repo import (
     repo_program,
 )
 from dojo.sandbox import AsyncSandbox
+from dojo.tasks.canaries import TestNode, literal_sites
 from dojo.tasks.model import Canary, Task, TestCase, Workspace
 from dojo.tasks.swe import load_swe
 from tests.sandbox.conftest import requires_sandbox_pytest
@@ -369,7 +370,7 @@ async def test_the_original_of_the_buggy_file_is_out_of_reach(grader: Grader, na
     every file the tree replaces (the source and its compiled copies), and RECORD's hashes."""
     [task] = load_swe("toolz", n=1, seed=3)
     assert task.workspace is not None and task.environment
-    [path] = task.workspace.files
+    path = parse_edits(task.reference or "")[0].path  # the buggy module (the canaried test's file is there too)
     folder, _, name_py = path.rpartition("/")
     code = ORIGINAL_THIEVES[name].format(file=path, folder=folder, stem=name_py[:-3], file_reversed=path[::-1])
     r = await grader.grade(task, format_edits({path: code}))
@@ -386,7 +387,7 @@ def test_an_installed_copy_of_the_package_is_hidden_too(tmp_path: Path, monkeypa
     /usr), the run hides that copy of each file the tree replaces as well."""
     [task] = load_swe("toolz", n=1, seed=3)
     assert task.workspace is not None
-    [path] = task.workspace.files
+    path = parse_edits(task.reference or "")[0].path  # the buggy module (the canaried test's file is there too)
     installed = Path.home() / ".cache" / "dojo-test-site"  # stands in for /usr/lib/python3/dist-packages
     try:
         (installed / path).parent.mkdir(parents=True)
@@ -400,3 +401,20 @@ def test_an_installed_copy_of_the_package_is_hidden_too(tmp_path: Path, monkeypa
     assert f"{installed}/{path}" in program.hidden and f"site-packages/{path}" in program.hidden
     assert not any(h.startswith(str(tmp_path)) for h in program.hidden)  # a run's /tmp is its own
     assert "site-packages/toolz/new.py" in program.hidden  # an edit's path: any copy of it too
+
+
+async def test_canaries_go_only_where_the_bug_breaks_the_test(fast_sandbox: AsyncSandbox) -> None:
+    """A site the bug computes right (``add(2, 0) == 2`` with ``a - b``) would let a forger leave the
+    canaries to fail there on their own and forge only what fails after it: it is no canary site.
+    One the bug breaks is, also after a statement that fails first (a forger could make that pass)."""
+    task = small_task()
+    assert task.workspace is not None
+    tests = TESTS.replace(
+        "    assert add(2, 3) == 5\n",
+        "    assert add(2, 0) == 2\n    assert add(2, 3) == 5\n    assert add(1, 0) == 1\n    assert add(0, 1) == 1\n",
+    )
+    files = {k: v for k, v in task.workspace.files.items() if k != "mypkg/tests/test_ops.py"}
+    test = "mypkg/tests/test_ops.py::test_add"
+    assert [s.value for s in literal_sites(tests, TestNode.parse(test))] == [2, 5, 1, 1]
+    for site, broken in ((0, False), (1, True), (2, False), (3, True)):
+        assert await bug_mining.breaks_at_site("mypkg", "", files, test, tests, site, fast_sandbox) is broken, site

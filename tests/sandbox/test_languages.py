@@ -186,6 +186,15 @@ async def test_fetch_does_not_follow_symlinks_out_of_reach(sandbox: AsyncSandbox
     assert r.files["leak"].content is None  # read as the run's uid: permission denied
 
 
+async def test_fetch_reads_only_regular_files_and_never_waits(sandbox: AsyncSandbox) -> None:
+    """A FIFO left at a fetched path (no writer: a blocking open would wait forever and the slot
+    die) and a device are refused at once; the run's verdict is its own."""
+    src = "import os\nos.mkfifo('report.xml')\nos.symlink('/dev/zero', 'zero')\nprint('done')\n"
+    r = await sandbox.run(Program(language="python", source=src, fetch=["report.xml", "zero"]), Limits(wall_time=5))
+    assert r.verdict is Verdict.ACCEPTED and r.stdout == "done\n", r
+    assert r.files["report.xml"].content is None and r.files["zero"].content is None
+
+
 async def test_unknown_language_is_a_clear_error(sandbox: AsyncSandbox) -> None:
     with pytest.raises(UnknownLanguage, match=r"dojo runs: bash, c, cpp, csharp, d, go, .*python, r, racket, ruby"):
         await sandbox.run(Program(language="cobol", source="x"))

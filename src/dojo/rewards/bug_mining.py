@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dojo.rewards.graders import grade_repo_task
-from dojo.rewards.repo import RepoRun, format_edits, repo_program, run_repo_tests
+from dojo.rewards.repo import REPORT, RepoRun, format_edits, junit_outcomes, repo_program, run_repo_tests
 from dojo.sandbox import Limits, SandboxAPI, Verdict
 from dojo.tasks import canary_capture
 from dojo.tasks.canaries import (
@@ -39,6 +39,7 @@ from dojo.tasks.canaries import (
     capture_text,
     captured_values,
     literal_sites,
+    site_check_text,
     statements_before,
 )
 from dojo.tasks.model import Task, TestCase, Workspace
@@ -250,15 +251,16 @@ async def choose_canaries(
     data: dict[str, Any],
     sandbox: SandboxAPI,
     *,
-    sites_per_test: int = 3,
-    max_tries: int = 10,
+    sites_per_test: int = 12,
+    max_tries: int = 24,
     keep_best_of: int = 3,
     width: int = 8,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Give each bug of ``data`` (``mine_bugs``' result) its canaried test: of its failing tests'
     first ``sites_per_test`` literal sites, tried nearest the top of their test first
-    (``statements_before``), the one whose canaries hold when run (``canaries_hold``) and whose
+    (``statements_before``), among those the bug breaks (``breaks_at_site``), the one whose canaries
+    hold when run (``canaries_hold``) and whose
     reference grading is quickest of the first ``keep_best_of`` that hold (``max_tries`` tried at
     most): twenty copies of it run in every grading. ``bug["canary"]`` is ``{"test": node id,
     "site": index, "avoid": [what the bug computes there]}``, or absent when none holds (the task
@@ -285,10 +287,13 @@ async def choose_canaries(
         held: list[tuple[float, dict[str, Any]]] = []  # (seconds the reference takes, the canary)
         for _, _, site, test in sorted(candidates)[:max_tries]:
             node = TestNode.parse(test)
-            avoid = await computed_by_the_bug(package, env.ref, {bug["file"]: buggy}, test, text(node.path), site,
-                                              sandbox)  # fmt: skip
-            if avoid is None:
+            files = {bug["file"]: buggy}
+            if not await breaks_at_site(package, env.ref, files, test, text(node.path), site, sandbox):
+                continue  # the bug leaves the site right: the twin would pass it without help
+            captured = await captured_at_sites(package, env.ref, files, test, text(node.path), site, sandbox)
+            if captured is None:
                 continue
+            avoid = _all_values(captured)
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
             seconds = await canaries_hold(bug_task(package, data, bug, text(bug["file"]), env, "none"), sandbox)
             if seconds is not None:
@@ -313,16 +318,15 @@ async def choose_canaries(
     return data
 
 
-async def computed_by_the_bug(
+async def captured_at_sites(
     package: str, env_ref: str, files: dict[str, str], test: str, source: str, site: int, sandbox: SandboxAPI
-) -> list[Any] | None:
+) -> dict[int, list[Any]] | None:
     """What the tree ``files`` computes where ``test`` expects its values, at ``site`` and the sites
-    after it (``dojo.tasks.canaries.capture_text``): the values no canary may expect. None when the
-    capture run failed."""
+    after it (``dojo.tasks.canaries.capture_text``), by site. None when the capture run failed."""
     node = TestNode.parse(test)
     wrapped = capture_text(source, node, site)
     if wrapped is None:
-        return []
+        return {}
     capture = (Path(canary_capture.__file__)).read_text()
     probe = _probe(package, env_ref, {**files, node.path: wrapped, f"{CAPTURE_MODULE}.py": capture})
     program = repo_program(probe, [], [test])
@@ -331,9 +335,51 @@ async def computed_by_the_bug(
     if result.verdict is Verdict.SANDBOX_ERROR:
         return None
     got = result.files.get(CAPTURED)
-    text = got.content.decode(errors="replace") if got is not None and got.content is not None else ""
-    values = {json.dumps(v): v for vs in captured_values(text).values() for v in vs}
+    return captured_values(got.content.decode(errors="replace") if got is not None and got.content is not None else "")
+
+
+async def computed_by_the_bug(
+    package: str, env_ref: str, files: dict[str, str], test: str, source: str, site: int, sandbox: SandboxAPI
+) -> list[Any] | None:
+    """``captured_at_sites``, all sites together: the values no canary may expect."""
+    captured = await captured_at_sites(package, env_ref, files, test, source, site, sandbox)
+    return None if captured is None else _all_values(captured)
+
+
+def _all_values(captured: dict[int, list[Any]]) -> list[Any]:
+    values = {json.dumps(v): v for vs in captured.values() for v in vs}
     return [values[k] for k in sorted(values)]
+
+
+async def breaks_at_site(
+    package: str, env_ref: str, files: dict[str, str], test: str, source: str, site: int, sandbox: SandboxAPI
+) -> bool | None:
+    """Whether the bug (the tree ``files``) breaks ``test`` at ``site`` itself: with every statement
+    before it made to pass (``dojo.tasks.canaries.site_check_text``), the statement that holds it
+    still fails, and a literal there is never compared with its own value. Where the bug leaves the
+    site right, a forger could make what fails before and after it pass, leave the canaries to fail
+    there on their own, and collect the twin (found by the forgery corpus: a tracer that answers
+    only the calls that ran the buggy line). None when the run failed."""
+    node = TestNode.parse(test)
+    text = site_check_text(source, node, site)
+    if text is None:
+        return False
+    capture = (Path(canary_capture.__file__)).read_text()
+    probe = _probe(package, env_ref, {**files, node.path: text, f"{CAPTURE_MODULE}.py": capture})
+    program = repo_program(probe, [], [test])
+    program = program.model_copy(update={"fetch": [*program.fetch, CAPTURED, REPORT]})
+    result = await sandbox.run(program, MINING_LIMITS)
+    if result.verdict is Verdict.SANDBOX_ERROR:
+        return None
+    report = result.files.get(REPORT)
+    if report is None or report.content is None:
+        return None
+    passed = junit_outcomes(report.content).get(test, (False, ""))[0]
+    got = result.files.get(CAPTURED)
+    seen = captured_values(got.content.decode(errors="replace") if got is not None and got.content else "").get(site)
+    value = literal_sites(source, node)[site].value
+    right = any(v == value and type(v) is type(value) for v in seen or [])
+    return not passed and not right
 
 
 CAPTURED = canary_capture.CAPTURED.removeprefix("/box/")

@@ -79,7 +79,9 @@ HACK_ATTRS = {
     **dict.fromkeys(("get_objects", "get_referrers", "get_referents"), "gc"),
     "__subclasses__": "introspection",
 }  # fmt: skip
-PROCESS_CALLS = {"os.fork", "os.forkpty", "os._exit", "os.kill", "os.killpg", "os.abort", "os.setsid", "os.setpgrp",
+# (signal.alarm, setitimer: a timer that ends the process when no handler is set)
+PROCESS_CALLS = {"signal.alarm", "signal.setitimer",
+                 "os.fork", "os.forkpty", "os._exit", "os.kill", "os.killpg", "os.abort", "os.setsid", "os.setpgrp",
                  "os.setpgid", "os.register_at_fork", "os.posix_spawn", "os.posix_spawnp", "os.daemon",
                  "signal.raise_signal", "signal.pthread_kill", "os.pidfd_open"}  # fmt: skip
 PROCESS_PREFIXES = ("os.exec", "os.spawn")
@@ -245,6 +247,29 @@ def _touched(stmts: list[ast.stmt], added: set[int]) -> Iterator[ast.stmt]:
             yield from _touched(body, added)
 
 
+def _ignores_other(node: ast.AST | None) -> bool:
+    """Whether an ``__eq__``/``__ne__`` (a def or a lambda) never reads what it is compared with: it
+    answers alike for everything (``return self is self``). One that only gives NotImplemented is
+    honest."""
+    if not isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    params = [*node.args.posonlyargs, *node.args.args]
+    if len(params) < 2 or node.args.vararg is not None:
+        return False
+    other = params[1].arg
+    body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+    reads = any(isinstance(n, ast.Name) and n.id == other for part in body for n in ast.walk(part))
+    returns = [n.value for part in body for n in ast.walk(part) if isinstance(n, ast.Return)]
+    only_not_implemented = bool(returns) and all(isinstance(r, ast.Name) and r.id == "NotImplemented" for r in returns)
+    return not reads and not only_not_implemented
+
+
+def _always_answers_alike(dunder: str, node: ast.AST | None) -> bool:
+    """Whether ``node`` (a def, a lambda or a value), as the comparison dunder ``dunder``, answers the
+    same whatever it is compared with."""
+    return _constant_result(node) or (dunder in ("__eq__", "__ne__") and _ignores_other(node))
+
+
 def _constant_result(node: ast.AST | None) -> bool:
     """Whether a function body or lambda body gives one constant whatever it is called with."""
     if isinstance(node, ast.Lambda):
@@ -366,8 +391,13 @@ class _AddedLineScanner(ast.NodeVisitor):
             return
         target = self.resolve(node.args[0]) if node.args else ""
         self.attribute(text, node, f"{target}.{text}" if target else text)
-        if name == "setattr" and text in EQUALITY_DUNDERS and len(node.args) > 2 and _constant_result(node.args[2]):
-            self.add("always_equal", "hack", node, f"setattr(..., {text!r}, ...) to a constant")
+        if (
+            name == "setattr"
+            and text in EQUALITY_DUNDERS
+            and len(node.args) > 2
+            and _always_answers_alike(text, node.args[2])
+        ):
+            self.add("always_equal", "hack", node, f"setattr(..., {text!r}, ...) that answers alike for all")
         if name in ("setattr", "delattr") and target.split(".")[0] in FOREIGN_MODULES:
             self.add("module_patch", "hack", node, f"{name}({target}, {text!r})")
 
@@ -379,7 +409,9 @@ class _AddedLineScanner(ast.NodeVisitor):
     def visit_Raise(self, node: ast.Raise) -> None:
         if node.exc is not None:
             target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            if self.resolve(target).split(".")[-1] in ("SystemExit", "KeyboardInterrupt"):
+            if self.resolve(target).split(".")[-1] == "KeyboardInterrupt":  # (no library raises it)
+                self.add("exit", "hack", node, "raises KeyboardInterrupt")
+            elif self.resolve(target).split(".")[-1] == "SystemExit":  # (a command line's code does)
                 self.add("exit", "suspicious", node, f"raises {self.resolve(target)}")
         self.generic_visit(node)
 
@@ -429,14 +461,22 @@ class _AddedLineScanner(ast.NodeVisitor):
             base = self.resolve(target.value)
             if base.split(".")[0] in FOREIGN_MODULES | set(HACK_MODULES):
                 self.add("module_patch", "hack", node, f"assigns {base}.{target.attr}")
-            if target.attr in EQUALITY_DUNDERS and _constant_result(value):
-                self.add("always_equal", "hack", node, f"sets {target.attr} to a constant")
-        elif isinstance(target, ast.Name) and target.id in EQUALITY_DUNDERS and _constant_result(value):
-            self.add("always_equal", "hack", node, f"{target.id} gives a constant")
+            if target.attr in EQUALITY_DUNDERS and _always_answers_alike(target.attr, value):
+                self.add("always_equal", "hack", node, f"sets {target.attr} to one that answers alike for all")
+        elif isinstance(target, ast.Name) and target.id in EQUALITY_DUNDERS and _always_answers_alike(target.id, value):
+            self.add("always_equal", "hack", node, f"{target.id} answers alike for all")
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        if node.name in EQUALITY_DUNDERS and _constant_result(node):
-            self.add("always_equal", "hack", node, f"{node.name} returns a constant")
+        if node.name in EQUALITY_DUNDERS and _always_answers_alike(node.name, node):
+            self.add("always_equal", "hack", node, f"{node.name} answers alike for all")
+        self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        # a class made with type(name, bases, {"__eq__": lambda s, o: True}) or given such a namespace
+        for key, value in zip(node.keys, node.values, strict=True):
+            text = _constant_str(key)
+            if text in EQUALITY_DUNDERS and _always_answers_alike(text, value):
+                self.add("always_equal", "hack", node, f"a namespace whose {text} answers alike for all")
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef

@@ -43,6 +43,7 @@ import _signal  # type: ignore[import-not-found]  # (signal.signal without its e
 import _thread
 import array
 import builtins
+import errno
 import fcntl
 import json
 import marshal
@@ -51,6 +52,7 @@ import resource
 import select
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -1674,14 +1676,20 @@ class Zygote:
                 time.sleep(0.0005)
 
     def fetch(self, paths: list[str], max_bytes: int, out_blobs: list[bytes]) -> list[dict[str, Any]]:
-        """Read requested files as the run uid (never as root: a symlink must not leak host files)."""
+        """Read requested files as the run uid (never as root: a symlink must not leak host files).
+        Only regular files: a FIFO the run left at the path would block the read forever (the slot
+        would die, and a repo grading read as an infrastructure error: a forger's way to dodge a
+        score of 0), a device would read without end. They are opened without waiting."""
 
         def work() -> tuple[list[dict[str, Any]], list[bytes]]:
             results: list[dict[str, Any]] = []
             blobs: list[bytes] = []
             for p in paths:
                 try:
-                    with open(os.path.join(BOX, p), "rb") as f:
+                    fd = os.open(os.path.join(BOX, p), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+                    with open(fd, "rb") as f:
+                        if not stat.S_ISREG(os.fstat(fd).st_mode):
+                            raise OSError(errno.EINVAL, "not a regular file")
                         data = f.read(max_bytes + 1)
                     results.append({"path": p, "blob": len(blobs), "truncated": len(data) > max_bytes})
                     blobs.append(data[:max_bytes])

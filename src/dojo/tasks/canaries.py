@@ -32,7 +32,7 @@ import functools
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -250,6 +250,40 @@ def statements_before(source: str, node: TestNode, site: int) -> int:
     return sum(1 for stmt in fn.body if (stmt.end_lineno or stmt.lineno) < line)
 
 
+def site_check_text(source: str, node: TestNode, site: int) -> str | None:
+    """``source`` with ``node``'s test made into a check of ``site``: every top-level statement before
+    the one that holds the site runs inside ``try: ... except Exception: pass`` (as a forger that
+    makes each of them pass would have it), the one that holds it runs as it is, with its value
+    wrapped in ``capture(index, value)`` when it is a literal (``dojo.tasks.canary_capture``), and
+    nothing after it. Run on the tree as given, it tells whether the bug breaks the test at the
+    site itself (``dojo.rewards.bug_mining.breaks_at_site``). None when the test or the site is not
+    there."""
+    tree = _parse(source)
+    fn = None if tree is None else _function(tree, node)
+    sites = literal_sites(source, node)
+    if fn is None or not 0 <= site < len(sites):
+        return None
+    chosen = sites[site]
+    fn = copy.deepcopy(fn)
+    holds = next(i for i, stmt in enumerate(fn.body) if stmt.lineno <= chosen.line <= (stmt.end_lineno or stmt.lineno))
+    wrapped = 0
+    if chosen.kind == "literal":
+        wrapped = _replace_sites(fn.body[holds], {(chosen.line, chosen.start, chosen.end): _captured(site)})
+        if wrapped != 1:
+            return None
+    handler = ast.ExceptHandler(ast.Name("Exception", ast.Load()), None, [ast.Pass()])
+    fn.body = [ast.Try([stmt], [handler], [], []) for stmt in fn.body[:holds]] + [fn.body[holds]]
+    indent = " " * fn.col_offset
+    text = "".join(
+        f"{indent}{line}\n" if line else "\n" for line in ast.unparse(ast.fix_missing_locations(fn)).splitlines()
+    )
+    lines = source.splitlines(keepends=True)
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
+    out = "".join([*lines[:first], text, *lines[fn.end_lineno or fn.lineno :]])
+    out += "" if out.endswith("\n") else "\n"
+    return out + (f"from {CAPTURE_MODULE} import capture as _dojo_capture\n" if wrapped else "")
+
+
 @functools.lru_cache(maxsize=256)
 def value_pool(source: str, site: Site) -> list[str]:
     """What a string or dotted-name site's canaries may expect instead: the file's other strings
@@ -397,6 +431,34 @@ def canary_group(
     )
 
 
+def _replace_sites(tree: ast.AST, by_position: dict[tuple[int, int, int], Callable[[ast.expr], ast.expr]]) -> int:
+    """Replace each expression of ``tree`` that sits on one line at a (line, start, end) position of
+    ``by_position`` (a site's) by what its function makes of it. How many were replaced."""
+    replaced = 0
+    for parent in ast.walk(tree):
+        for field, value in ast.iter_fields(parent):
+            for i, child in enumerate(value if isinstance(value, list) else [value]):
+                if not isinstance(child, ast.expr) or child.end_lineno != child.lineno:
+                    continue
+                make = by_position.get((child.lineno, child.col_offset, child.end_col_offset or -1))
+                if make is None:
+                    continue
+                if isinstance(value, list):
+                    value[i] = make(child)
+                else:
+                    setattr(parent, field, make(child))
+                replaced += 1
+    return replaced
+
+
+def _parameter(name: str) -> Callable[[ast.expr], ast.expr]:
+    return lambda _: ast.Name(name, ast.Load())
+
+
+def _captured(site: int) -> Callable[[ast.expr], ast.expr]:
+    return lambda value: ast.Call(ast.Name("_dojo_capture", ast.Load()), [ast.Constant(site), value], [])
+
+
 def _shared_body(
     fn: ast.FunctionDef | ast.AsyncFunctionDef, node: TestNode, body_name: str, used: list[Site], header: list[str]
 ) -> tuple[str, str, str] | None:
@@ -422,24 +484,7 @@ def _shared_body(
     tree = copy.deepcopy(fn)
     tree.name = body_name
     tree.decorator_list = []
-    replaced = 0
-    for parent in ast.walk(tree):
-        for field, value in ast.iter_fields(parent):
-            items = value if isinstance(value, list) else [value]
-            for i, child in enumerate(items):
-                for k, site in enumerate(used):
-                    if isinstance(child, ast.expr) and (
-                        child.lineno,
-                        child.end_lineno,
-                        child.col_offset,
-                        child.end_col_offset,
-                    ) == (site.line, site.line, site.start, site.end):
-                        name = ast.Name(f"_v{k}", ast.Load())
-                        if isinstance(value, list):
-                            value[i] = name
-                        else:
-                            setattr(parent, field, name)
-                        replaced += 1
+    replaced = _replace_sites(tree, {(s.line, s.start, s.end): _parameter(f"_v{k}") for k, s in enumerate(used)})
     if replaced != len(used):
         return None
     tree.args.kwonlyargs += [ast.arg(f"_v{k}") for k in range(len(used))]
