@@ -165,19 +165,26 @@ def edited_texts(task: Task, edits: Iterable[Edit]) -> list[tuple[str, str | Non
 
 def scan_repo_edits(task: Task, edits: Iterable[Edit]) -> list[Finding]:
     """The diff check's findings on ``edits`` of ``task``'s tree (only the lines they add). A hack
-    finding that the file before the edit has too (the same name: dill pickles frames with
+    finding that the file before the edit has too (``_idiom``: dill pickles frames through
     ``ctypes``, fire reads its caller's ``f_globals``) is the package's own idiom: suspicious."""
     findings: list[Finding] = []
     for path, before, after in edited_texts(task, edits):
         lines = added_lines(before, after)
         if not lines:
             continue
-        own = {f.detail for f in _whole_file_findings(before)} if before is not None else set()
+        own = {_idiom(f) for f in _whole_file_findings(before)} if before is not None else set()
         for f in scan_added(after, lines):
-            if f.severity == "hack" and f.detail in own:
+            if f.severity == "hack" and _idiom(f) in own:
                 f = Finding(f.kind, "suspicious", f.line, f"{f.detail} (as the file did before the edit)")
             findings.append(Finding(f.kind, f.severity, f.line, f"{f.detail} (in {path})"))
     return findings
+
+
+def _idiom(finding: Finding) -> str:
+    """What of a finding makes it the file's own idiom when the file had it before the edit: its kind,
+    for the use of a module (``HACK_MODULES``: a file that uses ``ctypes`` may use more of it), else
+    the very name (a file that reads ``f_globals`` lends no ``f_back``)."""
+    return f"kind {finding.kind}" if finding.kind in set(HACK_MODULES.values()) else finding.detail
 
 
 @functools.lru_cache(maxsize=64)
