@@ -194,7 +194,8 @@ async def test_a_repo_task_is_fixed_through_the_shell_and_an_edit(grader: Grader
     assert ep.status == "submitted" and ep.passed and ep.value == 1.0, ep
     observations = [r.observation for turn in ep.turns for r in turn.tool_results]
     assert "1 failed, 1 passed" in observations[0]
-    assert "return a - b" in observations[1]
+    assert task.workspace is not None
+    assert observations[1] == task.workspace.files["mypkg/__init__.py"]  # the file as it is, nothing before it
     assert observations[2] == "edited mypkg/__init__.py"
     assert observations[3].startswith("pass: 1/1")
     system = ep.messages[0]["content"]

@@ -32,7 +32,7 @@ from dojo.rewards import Grader, GradingConfig
 from dojo.rewards.edit_scan import scan_repo_edits
 from dojo.rewards.outcome import Reward
 from dojo.rewards.repo import REPO_GRADING_LIMITS, format_edits, parse_edits
-from dojo.sandbox import AsyncSandbox
+from dojo.sandbox import AsyncSandbox, Program
 from dojo.tasks.model import Task
 from dojo.tasks.swe import load_swe
 from tests.rewards.repo_forgeries import FAMILIES, FORGERIES, SENSITIVE, Forgery
@@ -187,6 +187,12 @@ async def gradings(request: pytest.FixtureRequest, fast_sandbox: AsyncSandbox) -
         if isinstance(g := getattr(getattr(item, "callspec", None), "params", {}).get("grading"), Grading)
         and g.forgery.name not in OWN_SANDBOX
     }
+    # the slots of each task's environment start here, before any test: started while a test runs
+    # (by gradings still under way when the first test ends) they would read as that test's leak
+    environments = {picked(g.task).environment for g in wanted.values()}
+    await asyncio.gather(
+        *(fast_sandbox.run(Program(language="python", source="pass", environment=env)) for env in environments)
+    )
     graders = {
         False: Grader(fast_sandbox, GradingConfig(mode="binary", scan=False)),
         True: Grader(fast_sandbox, GradingConfig(mode="binary", scan=False, limits=EXIT_LIMITS)),

@@ -29,7 +29,7 @@ from dojo.agent.policy import ToolCall
 from dojo.rewards.config import GradingConfig
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import RewardStats
-from dojo.rewards.repo import REPO_GRADING_LIMITS, Edit, format_edits, path_allowed, repo_program
+from dojo.rewards.repo import REPO_GRADING_LIMITS, Edit, driver_output, format_edits, path_allowed, repo_program
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.program import check_relative_path
 from dojo.tasks.model import Task
@@ -298,10 +298,13 @@ class Toolbox:
         return (result.stdout if result.exit_code == 0 else None), None
 
     async def _repo_shell(self, command: str) -> ExecutionResult:
+        """``command`` run in the tree as edited so far; its stdout is the command's own (without the
+        line the driver prints first: a file read by ``cat`` must not begin with it)."""
         edits = [Edit(path=path, replace=text) for path, text in self.files.items()]
         program = repo_program(self.task, edits, [], command=command)
         async with held(self._slots):
-            return await self.sandbox.run(program, self.limits or self.task.limits or REPO_GRADING_LIMITS)
+            result = await self.sandbox.run(program, self.limits or self.task.limits or REPO_GRADING_LIMITS)
+        return result.model_copy(update={"stdout": driver_output(result.stdout)[1]})
 
     async def _repo_tool(self, call: ToolCall) -> ToolResult:
         args = call.arguments

@@ -332,6 +332,19 @@ def _node_id(classname: str, name: str, file: str | None) -> str:
     return "::".join([classname, name])
 
 
+def driver_output(stdout: str) -> tuple[list[str], str]:
+    """A repo run's stdout taken apart: the problems the driver's first line reports (edits that
+    did not apply), and what the tests or the command printed after it."""
+    first, _, rest = stdout.partition("\n")
+    try:
+        line = json.loads(first)
+    except ValueError:
+        return [], stdout
+    if not isinstance(line, dict) or "dojo_edits" not in line:
+        return [], stdout
+    return [str(p) for p in line.get("problems", [])], rest
+
+
 @dataclass
 class RepoRun:
     """What a repo run said: each test's outcome (by node id), the edits' problems, pytest's output."""
@@ -357,12 +370,7 @@ async def run_repo_tests(
     result = await sandbox.run(program, limits or task.limits or REPO_GRADING_LIMITS)
     if result.verdict is Verdict.SANDBOX_ERROR:
         return RepoRun({}, [], "", infrastructure_error=result.sandbox_error or "sandbox error")
-    first, _, output = result.stdout.partition("\n")
-    problems: list[str] = []
-    try:
-        problems = list(json.loads(first).get("problems", []))
-    except (ValueError, AttributeError):
-        output = result.stdout
+    problems, output = driver_output(result.stdout)
     report = result.files.get(REPORT)
     if report is None or report.content is None:
         why = result.limit.value + " limit" if result.limit else f"exit code {result.exit_code}"
