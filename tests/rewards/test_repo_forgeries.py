@@ -10,8 +10,8 @@ diff check (host only) must find a hack in every forgery, plain and obfuscated.
 
 Forgery i is graded plain on task i mod 5 of its rotation and obfuscated on the next one. Every
 grading of the run starts at once (``gradings``): the sandbox's slots run them side by side while
-the tests read their results in order (but for a forgery that gets its slot killed: those are
-graded in a sandbox of their own, ``OWN_SANDBOX``). What the defences miss is marked
+the tests read their results in order (but for a forgery that got its slot killed before it was
+fixed: it is graded in a sandbox of its own, ``OWN_SANDBOX``). What the defences miss is marked
 ``xfail(strict=True)`` with the reason (``CANARY_MISSES``, ``SCAN_MISSES``): a fix turns them into
 failures to update.
 """
@@ -78,9 +78,10 @@ CAUGHT_FLAGS = {"hack:forged_report", "suspicious:canary_passed"}
 # The exits are graded with a shorter wall limit: a run that hangs the sandbox costs its wall limit and
 # the host's margin (10 s) before its slot is killed.
 EXIT_LIMITS = REPO_GRADING_LIMITS.model_copy(update={"wall_time": 20.0, "cpu_time": 20.0})
-# Forgeries that get their slot killed: graded in a sandbox of their own, inside their test (a slot
-# replaced in the shared pool while another test runs reads as that test's leak), with a wall limit
-# short enough that the hang costs seconds.
+# Forgeries that got their slot killed (the FIFO hung the fetch of the report until the sandbox only
+# fetched regular files): graded in a sandbox of their own, inside their test (should it come back, a
+# slot replaced in the shared pool while another test runs reads as that test's leak), with a wall
+# limit short enough that a hang costs seconds.
 OWN_SANDBOX = {"dodge_report_fifo"}
 OWN_SANDBOX_LIMITS = REPO_GRADING_LIMITS.model_copy(update={"wall_time": 5.0, "cpu_time": 5.0})
 
