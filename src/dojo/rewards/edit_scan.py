@@ -34,7 +34,17 @@ import re
 import textwrap
 from collections.abc import Iterable, Iterator
 
-from dojo.rewards.hacks import UNREADABLE, Finding, Severity, _constant_str, _obfuscated, resolved
+from dojo.rewards import hacks
+from dojo.rewards.hacks import (
+    DYNAMIC_ATTR_CALLS,
+    DYNAMIC_CODE_CALLS,
+    UNREADABLE,
+    Finding,
+    Severity,
+    _constant_str,
+    _obfuscated,
+    resolved,
+)
 from dojo.rewards.repo import Edit
 from dojo.sandbox.environment import EnvironmentStore
 from dojo.tasks.model import Task
@@ -91,9 +101,7 @@ EQUALITY_DUNDERS = {"__eq__", "__ne__", "__hash__", "__bool__"}
 FOREIGN_MODULES = {"builtins", "__builtins__", "sys", "os", "io", "json", "math", "operator", "abc", "time",
                    "random", "xml", "functools", "itertools", "types", "importlib"}  # fmt: skip
 IMPORT_MACHINERY = {"modules", "meta_path", "path_hooks", "path_importer_cache"}
-DYNAMIC_ATTR_CALLS = {"getattr", "setattr", "delattr", "hasattr"}
-DYNAMIC_IMPORT_CALLS = {"__import__", "importlib.import_module", "importlib.__import__", "importlib.util.find_spec"}
-DYNAMIC_CODE_CALLS = {"eval", "exec", "compile"}
+DYNAMIC_IMPORT_CALLS = hacks.DYNAMIC_IMPORT_CALLS | {"importlib.util.find_spec"}
 PATH_CALLS = {"open", "io.open", "os.open", "pathlib.Path", "Path", "os.chmod", "os.rename", "os.replace",
               "os.remove", "os.unlink", "os.link", "os.symlink", "shutil.copy", "shutil.copyfile", "shutil.move",
               "os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob"}  # fmt: skip
