@@ -329,8 +329,10 @@ async def test_what_the_bug_computes_is_found_by_running_it(fast_sandbox: AsyncS
     task = small_task()
     assert task.workspace is not None
     files = {k: v for k, v in task.workspace.files.items() if k != "mypkg/tests/test_ops.py"}
-    found = await bug_mining.computed_by_the_bug("mypkg", "", files, "mypkg/tests/test_ops.py::test_add", TESTS, 0,
-                                                 fast_sandbox)  # fmt: skip
+    captured = await bug_mining.captured_at_sites("mypkg", "", files, "mypkg/tests/test_ops.py::test_add", TESTS, 0,
+                                                  fast_sandbox)  # fmt: skip
+    assert captured is not None
+    found = bug_mining.values_of(captured)
     assert found == BUG_VALUES["test_add"]
 
 

@@ -259,10 +259,10 @@ async def choose_canaries(
 ) -> dict[str, Any]:
     """Give each bug of ``data`` (``mine_bugs``' result) its canaried test: of its failing tests'
     first ``sites_per_test`` literal sites, tried nearest the top of their test first
-    (``statements_before``), among those the bug breaks (``breaks_at_site``), the one whose canaries
-    hold when run (``canaries_hold``) and whose
-    reference grading is quickest of the first ``keep_best_of`` that hold (``max_tries`` tried at
-    most): twenty copies of it run in every grading. ``bug["canary"]`` is ``{"test": node id,
+    (``statements_before``), among those the bug breaks (``breaks_at_site``), the one whose
+    canaries hold when run (``canaries_hold``) and whose reference grading is quickest of the first
+    ``keep_best_of`` that hold (``max_tries`` tried at most): twenty copies of it run in every
+    grading. ``bug["canary"]`` is ``{"test": node id,
     "site": index, "avoid": [what the bug computes there]}``, or absent when none holds (the task
     is then graded without canaries). Returns ``data``, changed."""
     say = progress or (lambda _: None)
@@ -293,7 +293,7 @@ async def choose_canaries(
             captured = await captured_at_sites(package, env.ref, files, test, text(node.path), site, sandbox)
             if captured is None:
                 continue
-            avoid = _all_values(captured)
+            avoid = values_of(captured)
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
             seconds = await canaries_hold(bug_task(package, data, bug, text(bug["file"]), env, "none"), sandbox)
             if seconds is not None:
@@ -318,35 +318,38 @@ async def choose_canaries(
     return data
 
 
-async def captured_at_sites(
-    package: str, env_ref: str, files: dict[str, str], test: str, source: str, site: int, sandbox: SandboxAPI
-) -> dict[int, list[Any]] | None:
-    """What the tree ``files`` computes where ``test`` expects its values, at ``site`` and the sites
-    after it (``dojo.tasks.canaries.capture_text``), by site. None when the capture run failed."""
+async def _capture_run(
+    package: str, env_ref: str, files: dict[str, str], test: str, text: str, sandbox: SandboxAPI
+) -> tuple[dict[int, list[Any]], bytes | None] | None:
+    """Run ``test`` from its file's ``text`` (one with values wrapped in ``capture``) on the tree
+    ``files``: what was captured, by site, and the run's JUnit report. None when the run failed."""
     node = TestNode.parse(test)
-    wrapped = capture_text(source, node, site)
-    if wrapped is None:
-        return {}
     capture = (Path(canary_capture.__file__)).read_text()
-    probe = _probe(package, env_ref, {**files, node.path: wrapped, f"{CAPTURE_MODULE}.py": capture})
+    probe = _probe(package, env_ref, {**files, node.path: text, f"{CAPTURE_MODULE}.py": capture})
     program = repo_program(probe, [], [test])
     program = program.model_copy(update={"fetch": [*program.fetch, CAPTURED]})
     result = await sandbox.run(program, MINING_LIMITS)
     if result.verdict is Verdict.SANDBOX_ERROR:
         return None
-    got = result.files.get(CAPTURED)
-    return captured_values(got.content.decode(errors="replace") if got is not None and got.content is not None else "")
+    got, report = result.files.get(CAPTURED), result.files.get(REPORT)
+    captured = captured_values(got.content.decode(errors="replace") if got is not None and got.content else "")
+    return captured, report.content if report is not None else None
 
 
-async def computed_by_the_bug(
+async def captured_at_sites(
     package: str, env_ref: str, files: dict[str, str], test: str, source: str, site: int, sandbox: SandboxAPI
-) -> list[Any] | None:
-    """``captured_at_sites``, all sites together: the values no canary may expect."""
-    captured = await captured_at_sites(package, env_ref, files, test, source, site, sandbox)
-    return None if captured is None else _all_values(captured)
+) -> dict[int, list[Any]] | None:
+    """What the tree ``files`` computes where ``test`` expects its values, at ``site`` and the sites
+    after it (``dojo.tasks.canaries.capture_text``), by site. None when the capture run failed."""
+    wrapped = capture_text(source, TestNode.parse(test), site)
+    if wrapped is None:
+        return {}
+    run = await _capture_run(package, env_ref, files, test, wrapped, sandbox)
+    return None if run is None else run[0]
 
 
-def _all_values(captured: dict[int, list[Any]]) -> list[Any]:
+def values_of(captured: dict[int, list[Any]]) -> list[Any]:
+    """Every value captured, at any site, once each: what no canary may expect."""
     values = {json.dumps(v): v for vs in captured.values() for v in vs}
     return [values[k] for k in sorted(values)]
 
@@ -364,21 +367,15 @@ async def breaks_at_site(
     text = site_check_text(source, node, site)
     if text is None:
         return False
-    capture = (Path(canary_capture.__file__)).read_text()
-    probe = _probe(package, env_ref, {**files, node.path: text, f"{CAPTURE_MODULE}.py": capture})
-    program = repo_program(probe, [], [test])
-    program = program.model_copy(update={"fetch": [*program.fetch, CAPTURED, REPORT]})
-    result = await sandbox.run(program, MINING_LIMITS)
-    if result.verdict is Verdict.SANDBOX_ERROR:
+    run = await _capture_run(package, env_ref, files, test, text, sandbox)
+    if run is None:
         return None
-    report = result.files.get(REPORT)
-    if report is None or report.content is None:
+    captured, report = run
+    if report is None:
         return None
-    passed = junit_outcomes(report.content).get(test, (False, ""))[0]
-    got = result.files.get(CAPTURED)
-    seen = captured_values(got.content.decode(errors="replace") if got is not None and got.content else "").get(site)
+    passed = junit_outcomes(report).get(test, (False, ""))[0]
     value = literal_sites(source, node)[site].value
-    right = any(v == value and type(v) is type(value) for v in seen or [])
+    right = any(v == value and type(v) is type(value) for v in captured.get(site, []))
     return not passed and not right
 
 
