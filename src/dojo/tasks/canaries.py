@@ -273,10 +273,7 @@ def site_check_text(source: str, node: TestNode, site: int) -> str | None:
             return None
     handler = ast.ExceptHandler(ast.Name("Exception", ast.Load()), None, [ast.Pass()])
     fn.body = [ast.Try([stmt], [handler], [], []) for stmt in fn.body[:holds]] + [fn.body[holds]]
-    indent = " " * fn.col_offset
-    text = "".join(
-        f"{indent}{line}\n" if line else "\n" for line in ast.unparse(ast.fix_missing_locations(fn)).splitlines()
-    )
+    text = _as_source(ast.fix_missing_locations(fn))
     lines = source.splitlines(keepends=True)
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
     out = "".join([*lines[:first], text, *lines[fn.end_lineno or fn.lineno :]])
@@ -431,6 +428,12 @@ def canary_group(
     )
 
 
+def _as_source(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """A (changed) test function as source, at its own indentation in its file."""
+    indent = " " * fn.col_offset
+    return "".join(f"{indent}{line}\n" if line else "\n" for line in ast.unparse(fn).splitlines())
+
+
 def _replace_sites(tree: ast.AST, by_position: dict[tuple[int, int, int], Callable[[ast.expr], ast.expr]]) -> int:
     """Replace each expression of ``tree`` that sits on one line at a (line, start, end) position of
     ``by_position`` (a site's) by what its function makes of it. How many were replaced."""
@@ -489,8 +492,7 @@ def _shared_body(
         return None
     tree.args.kwonlyargs += [ast.arg(f"_v{k}") for k in range(len(used))]
     tree.args.kw_defaults += [None] * len(used)
-    indent = " " * fn.col_offset
-    body = "".join(f"{indent}{line}\n" if line else "\n" for line in ast.unparse(tree).splitlines())
+    body = _as_source(tree)
     head = "".join(header)
     match = re.search(rf"((?:async\s+)?def\s+){re.escape(node.name)}\b", head)
     if match is None:
