@@ -168,6 +168,14 @@ async def test_the_guards_run_only_when_a_scored_test_passes(fast_sandbox: Async
     assert "1 test(s) that passed before fail now" in half_broken.feedback()
 
 
+async def test_a_failing_shown_test_says_what_its_assert_saw(grader: Grader) -> None:
+    """A failure's first line is all that is read of it (the plugin makes no traceback): pytest's
+    explanation of the assert, with the canaried test's expected values left out."""
+    r = await grader.grade(small_task(), FIX.replace("a + b", "a + b + 0.5"))  # (no canary expects 5.5)
+    [case] = [c for c in r.cases if c.index == 0]
+    assert r.value == 0.0 and case.detail == "failure: assert 5.5 == …", r.cases
+
+
 async def test_an_edit_that_does_not_apply_is_said_and_changes_nothing(grader: Grader) -> None:
     r = await grader.grade(small_task(), FIX.replace("return a - b", "return a - c", 1))
     assert r.value == 0.0 and "occurs 0 times" in r.feedback()

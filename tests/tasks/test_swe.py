@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _pytest.assertion.rewrite import PYC_TAIL
 
 from dojo.rewards.repo import parse_edits
 from dojo.sandbox.environment import EnvironmentStore
@@ -95,6 +96,14 @@ def test_swe_tasks_load_as_repo_tasks_whose_reference_restores_the_line(tmp_path
             assert set(task.workspace.files) == {path, (scored.code or "").split("::")[0]}
     assert any(t.canary for task in tasks for t in task.tests)  # 35 of the 50 toolz bugs have canaries
     assert {t.id for t in load_swe("toolz", n=5, seed=1, store=store)} == {t.id for t in tasks}  # seeded
+    # the environment holds pytest's rewrite of each test module: runs read it instead of rewriting
+    site = store.get(tasks[0].environment).site_packages
+    tests = list((site / "toolz").rglob("test_*.py"))
+    assert len(tests) > 10 and all(_rewritten(p).exists() for p in tests)
+
+
+def _rewritten(test_file: Path) -> Path:
+    return test_file.parent / "__pycache__" / (test_file.name[:-3] + PYC_TAIL)
 
 
 def test_swe_sources_say_what_is_wrong() -> None:

@@ -22,6 +22,7 @@ in their zygote (inside the sandbox), so every run forks with them already impor
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -44,9 +45,11 @@ VERSION = re.compile(r"^[0-9a-f]{16}$")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==([^\s;#]+)$")
 MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 PIP_TIMEOUT_S = 1800
+REWRITE_TIMEOUT_S = 600  # writing pytest's rewritten test modules into an environment (swe:networkx: ~2 s)
 # How ``adopt`` lays out an environment, part of its version: a change of layout (compiled files
-# added, RECORD dropped: layout 2) gives a new environment instead of reusing one made before it.
-ADOPTED_LAYOUT = "layout:2"
+# added, RECORD dropped: layout 2; pytest's rewritten tests added: layout 3) gives a new environment
+# instead of reusing one made before it.
+ADOPTED_LAYOUT = "layout:3"
 
 
 class EnvironmentSpecError(InputError):
@@ -436,6 +439,7 @@ class EnvironmentStore:
                 # that does not compile, such as a test's sample of bad syntax, is left as it is)
                 subprocess.run([self.python, "-m", "compileall", "-q", "-q", "-j", "0", str(site)], check=False,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                self._cache_rewritten_tests(site)
                 meta = {"lock": list(pins), "python": tag, "preload": list(preload or ()),
                         "requirements": list(distributions), "created": time.time(), "adopted": True}  # fmt: skip
                 _write_atomic(staging / "environment.json", meta)
@@ -445,6 +449,15 @@ class EnvironmentStore:
                     shutil.rmtree(staging, ignore_errors=True)
         self._add_version(name, version, {"warmup": "", "preload": list(preload or ())})
         return self.get(f"{name}@{version}")
+
+    def _cache_rewritten_tests(self, site: Path) -> None:
+        """Put pytest's rewritten code of the test modules under ``site`` beside them, made by the
+        sandbox's interpreter and the environment's own pytest (``dojo.sandbox.rewritten_tests``:
+        runs skip rewriting them). Not having them costs time, never a result: a failure is ignored."""
+        script = Path(__file__).with_name("rewritten_tests.py")
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run([self.python, "-I", "-S", str(script), str(site)], check=False, timeout=REWRITE_TIMEOUT_S,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
     @staticmethod
     def _publish(staging: Path, target: Path) -> None:
@@ -474,6 +487,7 @@ class EnvironmentStore:
                 self.python, "install the environment's packages",
             )  # fmt: skip
             site = staging / "site-packages"
+            self._cache_rewritten_tests(site)
             if preload is None:
                 names = [re.split(r"[\s\[<>=!~;]", a, maxsplit=1)[0] for a in asked]
                 preload = list(top_level_modules(site, names))
