@@ -169,8 +169,8 @@ async def test_the_guards_run_only_when_a_scored_test_passes(fast_sandbox: Async
 
 
 async def test_a_failing_shown_test_says_what_its_assert_saw(grader: Grader) -> None:
-    """A failure's first line is all that is read of it (the plugin makes no traceback): pytest's
-    explanation of the assert, with the canaried test's expected values left out."""
+    """A failure's first line is what is read of it: pytest's explanation of the assert, with the
+    canaried test's expected values left out."""
     r = await grader.grade(small_task(), FIX.replace("a + b", "a + b + 0.5"))  # (no canary expects 5.5)
     [case] = [c for c in r.cases if c.index == 0]
     assert r.value == 0.0 and case.detail == "failure: assert 5.5 == …", r.cases

@@ -132,17 +132,9 @@ def pytest_assertrepr_compare(config, op, left, right):
     return [saferepr(left) + " " + op + " " + saferepr(right)]
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items):
-    # Only a failure's first line is read (junit_outcomes): pytest's traceback of a failed test (its
-    # entries filtered and cut, ~1 ms a failure, 20 copies of a canaried test) is not made.
-    for item in items:
-        if type(item).repr_failure is pytest.Function.repr_failure:  # (other kinds keep their own)
-            item.repr_failure = _first_line
-
-
-def _first_line(excinfo):
-    return excinfo.exconly(tryshort=True)
+# pytest's traceback of each failure is still made, though only its first line is read: made
+# without it (a plugin's repr_failure), swe:dill/0000's reference failed. Its test keys a memo by
+# id(), and a canary copy's objects are freed at another time, their ids taken by the twin's.
 
 
 @pytest.hookimpl(tryfirst=True)
