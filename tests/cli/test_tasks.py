@@ -71,7 +71,12 @@ def test_bad_sources_exit_2_with_a_message(tmp_path: Path) -> None:
 
 
 def _bug(line: int, canary: bool) -> dict[str, object]:
-    bug: dict[str, object] = {"file": "toolz/itertoolz.py", "line": line, "mutated": f"x = {line}\n", "id": "?"}
+    bug: dict[str, object] = {
+        "file": "toolz/itertoolz.py",
+        "line": line,
+        "mutated": f"x = {line}\n",
+        "id": f"{line:04d}",
+    }
     if canary:
         bug["canary"] = {"test": "toolz/tests/test_itertoolz.py::test_x", "site": 0, "avoid": []}
     return bug
@@ -79,7 +84,7 @@ def _bug(line: int, canary: bool) -> dict[str, object]:
 
 def test_swe_refill_trades_bugs_without_canaries_for_mined_ones_with(tmp_path: Path) -> None:
     """Bugs without canaries give way to canaried bugs of another mining that the data does not
-    hold (as many as it has); ids are given anew in file order; files of another version are refused."""
+    hold (as many as it has), under their ids; files of another version are refused."""
     head = {"package": "toolz", "distributions": ["toolz==1.2.0"], "mined": {"seed": 0}}
     data = {**head, "bugs": [_bug(10, True), _bug(20, False), _bug(30, False), _bug(40, False)]}
     extra = {**head, "mined": {"seed": 1}, "bugs": [_bug(10, True), _bug(25, True), _bug(35, False), _bug(45, True)]}
@@ -90,9 +95,9 @@ def test_swe_refill_trades_bugs_without_canaries_for_mined_ones_with(tmp_path: P
     assert result.exit_code == 0, result.output
     assert "replaced 2: 3 of 4 bugs of toolz have canaries" in result.output
     refilled = json.loads(path.read_text())
-    assert [(b["line"], "canary" in b) for b in refilled["bugs"]] == [(10, True), (25, True), (40, False), (45, True)]
-    assert [b["id"] for b in refilled["bugs"]] == ["0000", "0001", "0002", "0003"]
-    assert refilled["mined"]["refilled"] == {"seed": 1, "replaced": 2}
+    assert [(b["line"], "canary" in b) for b in refilled["bugs"]] == [(10, True), (25, True), (45, True), (40, False)]
+    assert [b["id"] for b in refilled["bugs"]] == ["0010", "0020", "0030", "0040"]  # 25 and 45 under replaced ids
+    assert refilled["mined"]["refilled"] == [{"seed": 1, "replaced": ["0020", "0030"]}]
     more.write_text(json.dumps({**extra, "distributions": ["toolz==1.1.0"]}))
     result = runner.invoke(app, ["tasks", "swe-refill", "toolz", str(more), "--data", str(path)])
     assert result.exit_code != 0 and "not of one package and version" in result.output

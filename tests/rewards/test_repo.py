@@ -428,3 +428,18 @@ async def test_canaries_go_only_where_the_bug_breaks_the_test(fast_sandbox: Asyn
     assert [s.value for s in literal_sites(tests, TestNode.parse(test))] == [2, 5, 1, 1]
     for site, broken in ((0, False), (1, True), (2, False), (3, True)):
         assert await bug_mining.breaks_at_site("mypkg", "", files, test, tests, site, fast_sandbox) is broken, site
+
+
+async def test_a_site_holds_only_when_the_reference_passes_every_grading(fast_sandbox: AsyncSandbox) -> None:
+    """A test that passes only when it runs before its copies (it keeps state between them, as
+    dill's test_diff, a memo keyed by id(), did) gets no canaries: the twin's place among its copies is
+    drawn anew in each of the reference's gradings. An ordinary test's canaries hold."""
+    assert await bug_mining.canaries_hold(small_task(), fast_sandbox) is not None
+    stateful = TESTS.replace(
+        "def test_add():\n", "RUNS = []\n\n\ndef test_add():\n    RUNS.append(1)\n    assert len(RUNS) == 1\n"
+    )
+    task = mypkg_task("repo/stateful", "fix add", BUGGY, stateful, ["test_add"], FIX)
+    assert [s.value for s in literal_sites(stateful, TestNode.parse("mypkg/tests/test_ops.py::test_add"))] == [1, 5]
+    canaried = TestCase(code=task.tests[0].code, visible=True, canary=Canary(site=1, avoid=[-1]))
+    task = task.model_copy(update={"tests": [canaried, *task.tests[1:]]})
+    assert await bug_mining.canaries_hold(task, fast_sandbox) is None

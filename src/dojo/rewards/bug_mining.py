@@ -23,6 +23,7 @@ import asyncio
 import importlib.metadata as metadata
 import json
 import random
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +48,10 @@ from dojo.tasks.mutation import Mutant, apply_mutant, mutants
 from dojo.tasks.swe import PACKAGES, bug_task, swe_environment
 
 MINING_LIMITS = Limits(wall_time=60.0, cpu_time=60.0, memory=1 << 30, processes=64, disk=256 << 20)
+# Gradings of the reference that a canary site must pass: dill's test_diff keys a memo by id(), and
+# the reference of a bug it caught passed 2 of 6 gradings with canaries (the twin's place among its
+# copies is drawn anew each time); chosen on one lucky grading, the audit then found it failing.
+HOLD_GRADINGS = 3
 
 
 def _probe(package: str, env_ref: str, files: dict[str, str] | None = None) -> Task:
@@ -230,20 +235,24 @@ def refill_canaried(data: dict[str, Any], extra: dict[str, Any]) -> tuple[dict[s
     """``data`` with its bugs that have no canary replaced, as far as ``extra`` allows, by bugs of
     ``extra`` (another mining of the same package and versions, its canaries chosen) that have one
     and that ``data`` does not hold: a task without canaries is graded without them, so the set
-    trades them for ones that have them. Ids are given anew. Returns the data and how many were
-    replaced."""
+    trades them for ones that have them. A bug kept keeps its id (a task's name in stores and
+    curricula); one put in takes the id of the bug it replaces. Returns the data and how many
+    were replaced."""
     for key in ("package", "distributions"):
         if data.get(key) != extra.get(key):
             raise ValueError(f"the two files are not of one package and version: {key} is {data.get(key)!r} "
                              f"in one and {extra.get(key)!r} in the other")  # fmt: skip
     have = {(b["file"], b["line"], b["mutated"]) for b in data["bugs"]}
-    spare = [b for b in extra["bugs"] if "canary" in b and (b["file"], b["line"], b["mutated"]) not in have]
-    kept = [b for b in data["bugs"] if "canary" in b]
-    uncanaried = [b for b in data["bugs"] if "canary" not in b]
-    replaced = min(len(spare), len(uncanaried))
-    bugs = kept + spare[:replaced] + uncanaried[replaced:]
-    mined = {**data.get("mined", {}), "refilled": {"seed": extra.get("mined", {}).get("seed"), "replaced": replaced}}
-    return {**data, "mined": mined, "bugs": numbered(bugs)}, replaced
+    spare = iter([b for b in extra["bugs"] if "canary" in b and (b["file"], b["line"], b["mutated"]) not in have])
+    bugs, replaced = [], []
+    for bug in data["bugs"]:
+        if "canary" not in bug and (new := next(spare, None)) is not None:
+            replaced.append(bug["id"])
+            bug = {**new, "id": bug["id"]}
+        bugs.append(bug)
+    mined = data.get("mined", {})  # each refill is listed: the seed mined and the ids it gave new bugs
+    refills = [*mined.get("refilled", []), {"seed": extra.get("mined", {}).get("seed"), "replaced": replaced}]
+    return {**data, "mined": {**mined, "refilled": refills}, "bugs": bugs}, len(replaced)
 
 
 async def choose_canaries(
@@ -382,16 +391,20 @@ async def breaks_at_site(
 CAPTURED = canary_capture.CAPTURED.removeprefix("/box/")
 
 
-async def canaries_hold(task: Task, sandbox: SandboxAPI) -> float | None:
+async def canaries_hold(task: Task, sandbox: SandboxAPI, gradings: int = HOLD_GRADINGS) -> float | None:
     """The task's canaries, run: on the reference fix the scored test passes and no canary does
-    (the score is full), on the tree as given every copy fails and no canary passes. The seconds
-    the reference's grading took when they hold, else None."""
+    (the score is full), in each of ``gradings`` gradings (each draws the canaries and the twin's
+    place among them anew); on the tree as given every copy fails and no canary passes. The
+    median seconds of the reference's gradings when they hold, else None."""
     assert task.workspace is not None and task.reference is not None
     given = format_edits(dict(list(task.workspace.files.items())[:1]))  # the buggy module, unchanged
-    started = time.perf_counter()
-    fixed = await grade_repo_task(task, task.reference, sandbox, MINING_LIMITS)
-    seconds = time.perf_counter() - started
+    times = []
+    for _ in range(gradings):
+        started = time.perf_counter()
+        fixed = await grade_repo_task(task, task.reference, sandbox, MINING_LIMITS)
+        times.append(time.perf_counter() - started)
+        if not (fixed.hack is None and fixed.infrastructure_error is None and fixed.passed == fixed.total > 0):
+            return None
     unfixed = await grade_repo_task(task, given, sandbox, MINING_LIMITS)
-    ok_fixed = fixed.hack is None and fixed.infrastructure_error is None and fixed.passed == fixed.total > 0
     ok_unfixed = unfixed.hack is None and unfixed.infrastructure_error is None and unfixed.passed == 0
-    return seconds if ok_fixed and ok_unfixed else None
+    return statistics.median(times) if ok_unfixed else None

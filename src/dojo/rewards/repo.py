@@ -133,8 +133,9 @@ def pytest_assertrepr_compare(config, op, left, right):
 
 
 # pytest's traceback of each failure is still made, though only its first line is read: made
-# without it (a plugin's repr_failure), swe:dill/0000's reference failed. Its test keys a memo by
-# id(), and a canary copy's objects are freed at another time, their ids taken by the twin's.
+# without it (a plugin's repr_failure), the reference of a bug that dill's test_diff catches failed.
+# That test keys a memo by id(), and a canary copy's objects are freed at another time, their ids
+# taken by the twin's.
 
 
 @pytest.hookimpl(tryfirst=True)
