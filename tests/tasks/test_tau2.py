@@ -161,6 +161,32 @@ async def test_telecom_solo_tasks_are_checked_by_their_assertions(fast_sandbox: 
     assert "there is no function" in run.observations()[0]
 
 
+def test_a_required_action_matches_a_call_exactly_when_tau2_says_so() -> None:
+    """dojo's action check (``action_matches``) against tau2's own (``Action.compare_with_tool_call``)
+    on calls made from every required action of the 32 telecom ACTION tasks: the gold call, no
+    arguments, each argument changed, left out or joined by another, and another tool's name."""
+    from tau2.data_model.message import ToolCall as Tau2Call
+    from tau2.data_model.tasks import Action
+
+    from dojo.rewards.simulated_api import action_matches
+
+    actions = [a for t in load_source("tau2:telecom") for a in t.tests[0].expected["actions"]]
+    assert len(actions) >= 32 and any(a["compare_args"] == [] for a in actions)
+    checked = 0
+    for a in actions:
+        gold = dict(a["arguments"])
+        made = [gold, {}, {**gold, "extra": 1}]
+        made += [{**gold, k: "changed"} for k in gold] + [{j: v for j, v in gold.items() if j != k} for k in gold]
+        theirs = Action(action_id="a", name=a["name"], arguments=gold, compare_args=a["compare_args"])
+        for name in (a["name"], "another_tool"):
+            for arguments in made:
+                call = {"name": name, "arguments": arguments}
+                tau2 = theirs.compare_with_tool_call(Tau2Call(id="c", name=name, arguments=arguments))
+                assert action_matches(a, call) is tau2, (a, call)
+                checked += 1
+    assert checked >= 200
+
+
 async def test_telecom_required_actions_count() -> None:
     """Where tau2's reward includes ACTION, the actions it names must be among the agent's calls."""
     tasks = [t for t in load_source("tau2:telecom") if t.tests[0].expected["actions"]]

@@ -303,7 +303,7 @@ def assertion_outcomes(
 ) -> list[CaseOutcome]:
     """tau2's ENV_ASSERTION (and ACTION) rule: the API's assertion functions, run in the sandbox on
     the final state (``assert_<i>`` of its ``_state()``), give the task's expected values (kept
-    here); each required action is among the calls made (same name; the arguments it names equal)."""
+    here); each required action is among the calls made (``action_matches``: tau2's comparison)."""
     got: dict[str, Any] = next(iter(mine.turns[-1]["state"].values()), {}) if mine.turns else {}
     outcomes = []
     for i, value in enumerate(asserts):
@@ -311,14 +311,26 @@ def assertion_outcomes(
         outcomes.append(CaseOutcome(index=i, passed=ok, detail="" if ok else f"the final state fails check {i}"))
     made = [c for turn in calls for c in turn]
     for j, action in enumerate(actions, start=len(asserts)):
-        wanted = action.get("arguments", {})
-        ok = any(
-            c["name"] == action["name"] and all(c["arguments"].get(k) == v for k, v in wanted.items()) for c in made
-        )
+        ok = any(action_matches(action, c) for c in made)
         outcomes.append(
             CaseOutcome(index=j, passed=ok, detail="" if ok else f"{action['name']} was not called as needed")
         )
     return outcomes
+
+
+def action_matches(action: dict[str, Any], call: dict[str, Any]) -> bool:
+    """tau2's comparison of a required action with a call (``Action.compare_with_tool_call``): the
+    same name, and the arguments of ``compare_args`` equal on both sides; with no ``compare_args``
+    (None), those the call gives, so a call that gives none matches; with ``[]``, the name alone."""
+    if call["name"] != action["name"]:
+        return False
+    given: dict[str, Any] = call["arguments"]
+    names = action.get("compare_args")
+    keys = set(given) if names is None else set(names)
+    if not keys:
+        return True
+    wanted: dict[str, Any] = action.get("arguments", {})
+    return {k: v for k, v in given.items() if k in keys} == {k: v for k, v in wanted.items() if k in keys}
 
 
 def said_outcomes(say: list[str], said: list[str], start: int) -> list[CaseOutcome]:

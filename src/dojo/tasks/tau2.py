@@ -304,12 +304,10 @@ def _telecom_task(row: dict[str, Any], tools: list[dict[str, Any]], policy: str,
         turns=[f"Ticket: {ticket}"],
         check="final_state",
     )  # fmt: skip
-    required = []
+    required = []  # (compare_args: None compares the arguments the call gives, [] none: action_matches)
     if "ACTION" in (criteria.get("reward_basis") or []):
-        for a in actions:
-            names = a.get("compare_args")
-            arguments = a.get("arguments", {})
-            required.append({"name": a["name"], "arguments": {k: arguments[k] for k in names} if names else arguments})
+        required = [{"name": a["name"], "arguments": a.get("arguments", {}), "compare_args": a.get("compare_args")}
+                    for a in actions]  # fmt: skip
     expected = {"turns": [[call_text(a) for a in actions]], "asserts": [a.get("assert_value", True) for a in checks],
                 "actions": required, "say": [str(s) for s in criteria.get("communicate_info") or []]}  # fmt: skip
     task = Task(
