@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from _pytest.assertion import rewrite
 
 from dojo.sandbox import rewritten_tests
+from dojo.sandbox.languages import default_python
 
 TEST_MODULE = "def test_sum():\n    total = 1 + 1\n    assert total == 3\n"
 
@@ -47,7 +47,7 @@ def test_test_modules_get_the_rewrite_pytest_reads_back_and_nothing_else_does(tm
 def test_a_folder_without_pytest_gets_no_cache(tmp_path: Path) -> None:
     _tree(tmp_path)
     run = subprocess.run(
-        [sys.executable, "-I", "-S", rewritten_tests.__file__, str(tmp_path)], capture_output=True, text=True
-    )  # -S: the interpreter's own site-packages (and its pytest) are not there; the folder holds none
+        [default_python(), "-I", "-S", rewritten_tests.__file__, str(tmp_path)], capture_output=True, text=True
+    )  # as the environment's build runs it; -S: no site-packages (nor a pytest in them); the folder holds none
     assert run.returncode == 0 and run.stdout.strip() == "0"
     assert not list(tmp_path.rglob("*.pyc"))
