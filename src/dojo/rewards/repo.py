@@ -127,15 +127,12 @@ def _started_since():
 def pytest_assertrepr_compare(config, op, left, right):
     # Only a failure's first line is read (junit_outcomes): pytest's diff of the two sides (pprint
     # and difflib, ~7 ms a failure for toolz's dicts, 20 copies of a canaried test) is not made.
+    # Its traceback of the failure still is: made without it (a plugin's repr_failure), the
+    # reference of a bug that dill's test_diff catches failed (that test keys a memo by id(), and a
+    # canary copy's objects were freed at another time, their ids taken by the twin's).
     from _pytest._io.saferepr import saferepr
 
     return [saferepr(left) + " " + op + " " + saferepr(right)]
-
-
-# pytest's traceback of each failure is still made, though only its first line is read: made
-# without it (a plugin's repr_failure), the reference of a bug that dill's test_diff catches failed.
-# That test keys a memo by id(), and a canary copy's objects are freed at another time, their ids
-# taken by the twin's.
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -6,14 +6,15 @@ environment's own pytest (``SITE/_pytest``); without one it writes nothing.
 
 Why: a repo task's run imports every test module it names, and pytest rewrites each one's asserts
 on import (parsing it, walking its tree, compiling it), because a run writes no cache (its files are
-read-only and its bytecode is off). That was a third of a swe:toolz reference run (profiled in the
-sandbox). pytest reads a cached rewrite when one lies in the module's ``__pycache__`` and was made
+read-only and its bytecode is off): profiled in the sandbox, a swe:toolz reference run spent
+0.29 s collecting its tests with the rewriting and 0.14 s without, about a tenth of the run's wall
+time. pytest reads a cached rewrite when one lies in the module's ``__pycache__`` and was made
 from the same source bytes (it checks a hash of the source, not a time), so an environment that
 holds them saves the work in every run, and a test file that a run writes with other contents (a
 task's tests with canaries in them) is rewritten as before.
 
 Each cached file is read back through pytest's own reader before it is kept: a pytest whose cache
-format differs from what this writes gets no cache, never a wrong one."""
+format differs from what this writes gets none, never a wrong one."""
 
 from __future__ import annotations
 
