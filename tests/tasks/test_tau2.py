@@ -61,6 +61,24 @@ async def test_the_wrong_change_fails_and_the_right_one_must_be_told(
     assert (await grader.grade(tell, answer(calls(tell), ["You have 4 of them."]))).value == 1.0
 
 
+async def test_only_the_agents_own_words_are_what_it_said(airline: dict[str, Task], fast_sandbox: AsyncSandbox) -> None:
+    """tau2 counts only the assistant's words as said: an answer with no ``said`` told the user
+    nothing, though a call's argument holds the text; in a plain reply, the words around the calls
+    count and the calls do not."""
+    grader = Grader(fast_sandbox)
+    tell = airline["tau2:airline/3"]  # the agent must tell the user a number ("4")
+    made = calls(tell)
+    smuggled = [*made, {"name": "calculate", "arguments": {"expression": "4"}}]
+    r = await grader.grade(tell, json.dumps({"turns": [[smuggled]]}))
+    assert r.cases[0].passed and not r.cases[1].passed, r.cases
+    tagged = "".join(f"<tool_call>{json.dumps(c)}</tool_call>" for c in made)
+    r = await grader.grade(
+        tell, tagged + '<tool_call>{"name": "calculate", "arguments": {"expression": "4"}}</tool_call>'
+    )
+    assert r.cases[0].passed and not r.cases[1].passed, r.cases
+    assert (await grader.grade(tell, tagged + "You have 4 of them.")).value == 1.0
+
+
 async def test_internals_and_claims_are_not_a_changed_database(
     airline: dict[str, Task], fast_sandbox: AsyncSandbox
 ) -> None:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dojo.rewards.calls import check_calls, parse_calls
+from dojo.rewards.calls import TOOL_CALL, check_calls, parse_calls
 from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
 from dojo.rewards.edit_scan import scan_repo_edits
 from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number
@@ -435,7 +435,8 @@ def grade_tools_task(task: Task, completion: str) -> TestResults:
 
 def api_answer(completion: str) -> Any:
     """A multi-turn answer: the completion as JSON (``{"turns": ...}``, what an episode writes), the
-    last JSON code block, else the calls in its text as the first turn's."""
+    last JSON code block, else the calls in its text as the first turn's, and its words around
+    them as what it said (``said``; tau2 counts only the assistant's own words, never a call's)."""
     for text in (completion, *reversed(re.findall(r"```(?:json)?\n(.*?)```", completion, re.DOTALL))):
         try:
             data = json.loads(text)
@@ -444,7 +445,12 @@ def api_answer(completion: str) -> Any:
         if isinstance(data, dict) and "turns" in data:
             return data
     calls = parse_calls(completion) or []
-    return {"turns": [[[{"name": name, "arguments": args} for name, args in calls]]]}
+    words = completion
+    if calls:
+        words = re.sub(r"```(?:\w+)?\n.*?```", "", TOOL_CALL.sub("", completion), flags=re.DOTALL)
+        words = "" if parse_calls(words) else words  # (what is left is itself the calls: bare JSON or Python)
+    said = [words.strip()] if words.strip() else []
+    return {"turns": [[[{"name": name, "arguments": args} for name, args in calls]]], "said": said}
 
 
 async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None) -> TestResults:
@@ -486,7 +492,7 @@ async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limit
         out.cases.append(CaseOutcome(index=-1, passed=False, detail=mine.problem))
         return out
     if final:
-        said = candidate_said(answer) if isinstance(answer, dict) and "said" in answer else [completion]
+        said = candidate_said(answer)  # (an answer that says nothing told the user nothing)
         if asserts is not None:
             out.cases = assertion_outcomes(list(asserts), actions, calls, mine)
             out.cases += said_outcomes(say, said, len(out.cases))
