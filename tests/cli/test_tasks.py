@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dojo.cli import app
-from dojo.tasks import Task, TestCase, load_tasks, save_tasks
+from dojo.tasks import Task, TestCase, load_source, load_tasks, save_tasks
 from tests.sandbox.conftest import SKIP_REASON
 
 runner = CliRunner()
@@ -59,6 +59,19 @@ def test_a_long_list_of_findings_shows_the_problems_first_and_says_how_many_more
     assert result.exit_code == 1, result.output
     assert result.output.index("zz-bad") < result.output.index("dup0")  # the problem before the warnings
     assert "... 11 " in result.output and "dup49" not in result.output  # ("... 11 more", wrapped in its cell)
+
+
+def test_audit_lists_bfcl_tasks_whose_possible_answer_is_malformed(tmp_path: Path) -> None:
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    keep = {"bfcl:simple_java_0", "bfcl:simple_java_36", "bfcl:simple_java_64"}
+    path = tmp_path / "java.jsonl"
+    save_tasks([t for t in load_source("bfcl:simple_java?all=1") if t.id in keep], str(path))
+    result = runner.invoke(app, ["tasks", "audit", str(path)])
+    assert result.exit_code == 1, result.output
+    assert "1 verifiable" in result.output and "2 unverifiable" in result.output
+    listing = result.output[result.output.index("possible answer malformed (2): ") :].replace("\n", "")
+    assert "bfcl:simple_java_36, bfcl:simple_java_64" in listing
 
 
 def test_bad_sources_exit_2_with_a_message(tmp_path: Path) -> None:

@@ -100,6 +100,8 @@ def audit(
         )
     if s["problems"]:
         console.print("problems: " + ", ".join(f"{k} x{v}" for k, v in sorted(s["problems"].items())))
+    if malformed := [t.id for t in report.tasks if any(p.startswith("answer_malformed:") for p in t.problems)]:
+        console.print(f"unverifiable, possible answer malformed ({len(malformed)}): {', '.join(malformed)}")
     if json_path is not None:
         json_path.write_text(json.dumps(report.to_json(), indent=2))
         console.print(f"report written to {json_path}")

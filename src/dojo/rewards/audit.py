@@ -25,6 +25,7 @@ from typing import Any
 from datasketch import MinHash, MinHashLSH
 
 from dojo.errors import InputError
+from dojo.rewards.calls import check_calls, parse_calls
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
@@ -161,6 +162,62 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
         assert task.workspace is not None
         return [("unchanged tree", format_edits(dict(list(task.workspace.files.items())[:1])))]
     return [(f"program {i}", f"```\n{src}\n```") for i, src in enumerate(TRIVIAL_PROGRAMS.get(task.language, ("",)))]
+
+
+def _dict_options(value: Any) -> list[tuple[str, Any]]:
+    """(where, allowed values) of each key of an allowed dict, or of each dict in an allowed list."""
+    if isinstance(value, dict):
+        return [(f"[{key!r}]", options) for key, options in value.items()]
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return [(f"[{i}]{where}", options) for i, v in enumerate(value) for where, options in _dict_options(v)]
+    return []
+
+
+def malformed_answer(task: Task) -> list[str]:
+    """Why a tools task's possible answer (BFCL's form: each parameter's allowed values, ``""`` for
+    "may be left out") is malformed, so that no right call passes it (the audit reports them as one
+    ``answer_malformed`` problem: the task is unverifiable).
+
+    Found in BFCL's own data: a plain value where a list of allowed ones belongs (simple_java_64's
+    ``{"format": "epoch_millis"}``: BFCL's checker reads the text as its characters and rejects the
+    right answer), a required parameter allowed only ``""`` or nothing at all, a parameter the
+    function does not declare, a required one the answer lacks; and, for ``bfcl:`` tasks, the call
+    made of the answer's own first values (the reference) rejected by BFCL's rules (simple_java_36,
+    _65: numbers in a list whose items are declared text, which BFCL's converter reads as text)."""
+    problems: list[str] = []
+    tests = [t.expected for t in task.tests if isinstance(t.expected, dict) and "calls" in t.expected]
+    if task.form != "tools" or task.api is not None or not tests:
+        return problems
+    for expected in tests:
+        schemas = expected.get("schemas", {})
+        for want in expected["calls"]:
+            for name, answer in want.items():
+                schema = schemas.get(name, {})
+                properties, required = schema.get("properties", {}), schema.get("required", [])
+                problems += [
+                    f"{name}: the answer lacks the required parameter {p!r}" for p in required if p not in answer
+                ]
+                for param, allowed in answer.items():
+                    if not isinstance(allowed, list):
+                        problems.append(f"{name}.{param}: its allowed values {allowed!r} are not a list")
+                        continue
+                    if param not in properties and "" not in allowed:
+                        problems.append(f"{name}.{param}: the function declares no such parameter")
+                    if param in required and all(a == "" for a in allowed):
+                        problems.append(f"{name}.{param}: a required parameter allowed {allowed or 'no value'}")
+                    problems += [
+                        f"{name}.{param}{where}: its allowed values {options!r} are not a list (BFCL's checker "
+                        "iterates them: text as its characters)"
+                        for value in allowed
+                        for where, options in _dict_options(value)
+                        if not isinstance(options, list)
+                    ]
+    if not problems and task.metadata.source.startswith("bfcl:") and task.reference is not None:
+        for expected in tests:
+            ok, why = check_calls(parse_calls(task.reference), expected, "bfcl")
+            if not ok:
+                problems.append(f"the call made of its own allowed values fails BFCL's checker: {why}")
+    return problems
 
 
 async def failing_gold_call(task: Task, sandbox: SandboxAPI) -> str | None:
@@ -314,6 +371,8 @@ async def audit_tasks(
                 refs = list(await asyncio.gather(*(grader.grade(task, task.reference) for _ in range(repeats))))
             a.reference_ms = round((time.perf_counter() - t0) * 1000 / max(1, repeats), 2) if refs else None
             others = await asyncio.gather(*(grader.grade(task, c) for _, c in trivial))
+            if malformed := malformed_answer(task):
+                a.problems.append(f"answer_malformed: {'; '.join(malformed)}")
             checks_results = task.api is not None and task.api.check == "each_turn"  # (tau2's gold tries and fails)
             if checks_results and (failed := await failing_gold_call(task, sandbox)) is not None:
                 a.problems.append(f"gold_call_fails: {failed}")

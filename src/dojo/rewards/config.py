@@ -9,7 +9,7 @@ none do), the grader's own limits, the static scan on, no shaping.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -34,6 +34,12 @@ class GradingConfig(BaseModel):
         "edits add (a confirmed hack scores 0).",
     )
     shaping: tuple[Any, ...] = Field((), description="Shaping hooks that add named components to the reward.")
+    call_rules: Literal["task", "bfcl", "strict"] = Field(
+        "task",
+        description="How a tools task's calls are checked (dojo.rewards.calls): bfcl (BFCL's checker, verdict for "
+        "verdict, its quirks included), strict (the same less BFCL's quirks: each refusal names its rule), or task "
+        "(the task's test says; bfcl: sources say bfcl).",
+    )
 
     @field_validator("mode")
     @classmethod

@@ -422,12 +422,13 @@ async def grade_shell_task(
     return out
 
 
-def grade_tools_task(task: Task, completion: str) -> TestResults:
-    """Read the completion's calls and check them against each test (one per expected call set)."""
+def grade_tools_task(task: Task, completion: str, rules: str | None = None) -> TestResults:
+    """Read the completion's calls and check them against each test (one per expected call set), by
+    ``rules`` (``bfcl`` or ``strict``, ``dojo.rewards.calls``) when given, else by each test's own."""
     out = TestResults(total=len(task.tests))
     calls = parse_calls(completion)
     for i, test in enumerate(task.tests):
-        ok, why = check_calls(calls, test.expected)
+        ok, why = check_calls(calls, test.expected, rules)
         out.cases.append(CaseOutcome(index=i, passed=ok, detail=why))
         out.passed += ok
     return out
@@ -595,7 +596,8 @@ class Grader:
         if task.form == "tools" and task.api is not None:
             return self._reward(task, completion, await grade_api_task(task, completion, self.sandbox, self.limits))
         if task.form == "tools":
-            return self._reward(task, completion, grade_tools_task(task, completion))
+            rules = None if self.config.call_rules == "task" else self.config.call_rules
+            return self._reward(task, completion, grade_tools_task(task, completion, rules))
         if task.form == "repo":
             return await self._grade_repo(task, completion)
         if task.form == "shell":

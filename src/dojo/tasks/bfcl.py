@@ -4,7 +4,9 @@ nothing of it is imported or downloaded at run time).
 
 Each task is a ``tools`` task: the user's request, the functions offered (as OpenAI tool schemas:
 BFCL's dotted names become ``math_hypot``, its types JSON Schema's), and the calls that answer it
-with every allowed value (``dojo.rewards.calls`` checks them by BFCL's rules). ``irrelevance`` and
+with every allowed value, checked by ``dojo.rewards.calls``'s ``bfcl`` rules (the test says
+``"rules": "bfcl"``: BFCL's checker verdict for verdict, so that leaderboard numbers carry over;
+``GradingConfig(call_rules="strict")`` grades without BFCL's quirks). ``irrelevance`` and
 ``live_irrelevance`` tasks are answered by making no call; ``live_relevance`` by making one.
 
 Categories: ``simple_python``, ``multiple``, ``parallel``, ``parallel_multiple``, ``live_simple``,
@@ -200,7 +202,7 @@ def load_bfcl(category: str, *, n: int | None = None, seed: int = 0) -> list[Tas
         elif category == "live_relevance":
             expected = {"any_call": True}
         else:
-            expected = {"calls": answers[row["id"]]["ground_truth"], "schemas": schemas}
+            expected = {"calls": answers[row["id"]]["ground_truth"], "schemas": schemas, "rules": "bfcl"}
             if category in LANGUAGES:
                 expected["language"] = LANGUAGES[category]
         turns = row["question"][0]
