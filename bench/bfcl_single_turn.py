@@ -38,6 +38,7 @@ def main() -> None:
     for category in args.categories.split(","):
         tasks = load_bfcl(category, n=args.n)
         count: collections.Counter[str] = collections.Counter()
+        differs: collections.Counter[str] = collections.Counter()
         disagreements = []
         t0 = time.perf_counter()
         for task in tasks:
@@ -57,6 +58,7 @@ def main() -> None:
                 if strict != theirs:
                     rule = strict_rule(strict_why)
                     rules[rule] += 1
+                    differs[rule] += 1
                     examples.setdefault(rule, f"{task.id} {kind}: {calls}")
         seconds = time.perf_counter() - t0
         n = count["candidates"] - count["bfcl_raised"]
@@ -64,6 +66,7 @@ def main() -> None:
               f"bfcl rules agree {count['bfcl_agree']}/{n} ({count['bfcl_agree'] / max(n, 1):.2%}), strict "
               f"{count['strict_agree']}/{n} ({count['strict_agree'] / max(n, 1):.2%}); BFCL raised on "
               f"{count['bfcl_raised']}; {seconds:.1f} s")  # fmt: skip
+        print(f"  strict differs by: {', '.join(f'{r} {k}' for r, k in differs.most_common()) or 'nothing'}")
         if disagreements:
             print("\n".join(disagreements[:10]))
         totals.update(count)
