@@ -332,6 +332,8 @@ def _argument(
 def _check(
     call: Call, name: str, answer: dict[str, Any], schema: dict[str, Any], language: str, strict: bool
 ) -> str | None:
+    """BFCL's ``simple_function_checker``: the name, the required parameters, each argument, and
+    the parameters left out; None, or why not (a strict refusal names its rule)."""
     got_name, args = call
     if got_name not in (name, tool_name(name)):
         return f"called {got_name}, not {name}"
@@ -354,7 +356,7 @@ def _check(
                 else f"{name}: {param!r}: strict rule {match.unmet}: {STRICT_RULES[match.unmet]}"
             )
     for param, allowed in answer.items():
-        if param not in args and "" not in allowed:
+        if param not in args and not (isinstance(allowed, (list, str)) and "" in allowed):  # (str: BFCL's `in`)
             return f"{name}: parameter {param!r} left out"
     return None
 
