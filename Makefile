@@ -6,14 +6,14 @@ STAMP := $(VENV)/.installed
 VERL_DEPS := .verl-deps
 VERL_STAMP := $(VERL_DEPS)/.installed
 
-.PHONY: test demo lint typecheck pytest bench clean toolchains test-sandboxfusion test-cgroup2
+.PHONY: test demo lint typecheck pytest bench clean toolchains fusion-env test-sandboxfusion test-cgroup2
 
 # The language toolchains `dojo languages` reports on, from Debian's packages (root), then the npm
 # packages and the warm Go cache in the toolchain directory. Languages whose toolchain is absent
 # skip their tests; `make test` needs none of these.
 TOOLCHAIN_PACKAGES := golang-go golang-github-stretchr-testify-dev default-jdk-headless junit5 \
-	libjavatuples-java rustc ruby php-cli perl libtest-deep-perl libdata-compare-perl lua5.4 \
-	r-base-core sqlite3 mono-mcs mono-runtime scala racket ldc iverilog python3-pytest bc
+	libjavatuples-java rustc ruby php-cli perl libtest-deep-perl libdata-compare-perl lua5.4 lua-unit \
+	r-base-core sqlite3 mono-mcs mono-runtime scala kotlin racket ldc iverilog python3-pytest bc
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,8 +48,14 @@ test-cgroup2: $(STAMP)
 	$(BIN)/python -m pip install -q --disable-pip-version-check virtme-ng
 	tests/vm/cgroup2.sh
 
+# SandboxFusion's image's Python packages (src/dojo/service/fusion_env), the environment `dojo serve`'s
+# /run_code runs Python in: pip installs the lock from PyPI once (~3.5 GB); an unchanged lock is reused.
+fusion-env: $(STAMP)
+	$(BIN)/dojo env build sandboxfusion --lock src/dojo/service/fusion_env/lock.txt \
+		--preload numpy,pandas,requests,matplotlib.pyplot
+
 # SandboxFusion's own runner tests for every language dojo claims (needs ../shared/peer/sandboxfusion).
-test-sandboxfusion: $(STAMP)
+test-sandboxfusion: $(STAMP) fusion-env
 	DOJO_SANDBOXFUSION=1 $(BIN)/python -m pytest -q tests/service/test_sandboxfusion_runners.py
 
 lint: $(STAMP)

@@ -42,6 +42,7 @@ ECHO_SUM.update({
              'val p = scala.io.StdIn.readLine().trim.split(" ").map(_.toInt); println(p(0) + p(1)) } }\n',
     "racket": "#lang racket\n(define a (read)) (define b (read)) (displayln (+ a b))\n",
     "d": 'import std.stdio;\nvoid main() { int a, b; readf(" %d %d", &a, &b); writeln(a + b); }\n',
+    "kotlin_script": 'val (a, b) = readLine()!!.trim().split(" ").map { it.toInt() }\nprintln(a + b)\n',
 })  # fmt: skip
 # programs that check themselves: (source, what stdout contains when it passes)
 SELF_CHECKING = {
@@ -53,7 +54,12 @@ SELF_CHECKING = {
               "public class SumTest { @Test void sum() { assertEquals(42, 40 + 2); } }\n", "1 tests successful"),
     "jest": ("import { expect, test } from '@jest/globals';\ntest('sum', () => { expect(40 + 2).toBe(42); });\n", ""),
     "verilog": ("module tb; initial begin $display(\"%0d\", 40 + 2); $finish; end endmodule\n", "42"),
+    # a script's uncaught exception ends it with its trace on stderr, as SandboxFusion's tests expect
+    "kotlin_script": ('if (40 + 2 != 42) throw Exception("wrong sum")\nprintln("sum ok")\n', "sum ok"),
+    # luaunit (Debian's lua-unit, as SandboxFusion's image has it from LuaRocks)
+    "lua": ("lu = require('luaunit')\nlu.assertEquals(40 + 2, 42)\nprint('sum ok')\n", "sum ok"),
 }  # fmt: skip
+LUAUNIT = "/usr/share/lua/5.4/luaunit.lua"
 SLOW = Limits(wall_time=60, cpu_time=60, memory=1 << 30)
 
 
@@ -77,6 +83,8 @@ async def test_each_language_reads_stdin(sandbox: AsyncSandbox, language: str) -
 @pytest.mark.parametrize("language", sorted(SELF_CHECKING))
 async def test_test_runners_pass_and_fail(fast_sandbox: AsyncSandbox, language: str) -> None:
     usable(language)
+    if language == "lua" and not os.path.exists(LUAUNIT):
+        pytest.skip(f"luaunit is not installed ({LUAUNIT}); install it with: apt-get install lua-unit")
     source, marker = SELF_CHECKING[language]
     r = await fast_sandbox.run(Program(language=language, source=source), SLOW, compile_limits=SLOW)
     assert r.verdict is Verdict.ACCEPTED, (r.stdout + r.stderr)[-2000:]

@@ -11,6 +11,7 @@ import httpx
 import pytest
 import uvicorn
 
+from dojo.sandbox import AsyncSandbox
 from dojo.service import ServiceSettings, create_app
 from tests.sandbox.conftest import SKIP_REASON
 
@@ -28,10 +29,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(settings: ServiceSettings) -> tuple[LiveServer, uvicorn.Server, threading.Thread]:
+def start_server(
+    settings: ServiceSettings, sandbox: AsyncSandbox | None = None
+) -> tuple[LiveServer, uvicorn.Server, threading.Thread]:
     if SKIP_REASON:
         pytest.skip(SKIP_REASON)
-    app = create_app(settings)
+    app = create_app(settings, sandbox, close_sandbox=True)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -52,9 +55,10 @@ def start_server(settings: ServiceSettings) -> tuple[LiveServer, uvicorn.Server,
 
 
 @contextlib.contextmanager
-def running_server(settings: ServiceSettings) -> Iterator[LiveServer]:
-    """A real uvicorn server on a free loopback port, stopped (and its sandbox closed) on exit."""
-    srv, server, thread = start_server(settings)
+def running_server(settings: ServiceSettings, sandbox: AsyncSandbox | None = None) -> Iterator[LiveServer]:
+    """A real uvicorn server on a free loopback port, stopped (and its sandbox, its own or the one
+    given, closed) on exit."""
+    srv, server, thread = start_server(settings, sandbox)
     try:
         yield srv
     finally:

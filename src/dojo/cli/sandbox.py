@@ -106,10 +106,20 @@ def serve(
             "machine's slots; --pool-size is then slots per node. Several gateways may serve one cluster."
         ),
     ] = None,
+    fusion_environment: Annotated[
+        str | None,
+        typer.Option(
+            help="The Python environment /run_code runs Python and pytest in when a request names none "
+            "(default: 'sandboxfusion', SandboxFusion's image's packages, where it is built: make fusion-env; "
+            "'none': the bare interpreter). With --ray, build it on every node."
+        ),
+    ] = None,
 ) -> None:
     """Serve the sandbox over HTTP: native API (/v1), SandboxFusion's /run_code, sessions, /metrics."""
+    from dojo.sandbox.environment import EnvironmentStore
     from dojo.service.app import ServiceSettings
     from dojo.service.server import UnsafeBind, check_bind
+    from dojo.service.server import fusion_environment as choose_fusion_environment
     from dojo.service.server import serve as run_server
 
     try:
@@ -120,10 +130,19 @@ def serve(
         fail(str(e))
     except ValueError as e:
         fail(f"--network-allow: {e}")
+    if ray is None:  # a fleet's nodes have their own stores: the name is taken as given
+        try:
+            fusion_environment, note = choose_fusion_environment(fusion_environment, EnvironmentStore())
+        except ValueError as e:
+            fail(str(e))
+        if note:
+            err_console.print(f"note: {note}", markup=False, highlight=False)
+    elif fusion_environment == "none":
+        fusion_environment = None
     settings = ServiceSettings(
         pool_size=pool_size, queue=queue, token=token, max_sessions=max_sessions,
         session_ttl=session_ttl, max_body_bytes=max_body_bytes, allow_network=allow_network,
-        network_allow=tuple(network_allow or ()),
+        network_allow=tuple(network_allow or ()), fusion_environment=fusion_environment,
     )  # fmt: skip
     if ray is None:
         run_server(host, port, settings)

@@ -328,6 +328,21 @@ LANGUAGES: dict[str, Language] = {
             fusion=("scala",),
         ),
         Language(
+            "kotlin_script",
+            "main.kts",
+            "kotlinc",
+            "apt-get install kotlin",
+            # Debian's Kotlin (1.3) runs a script with `kotlinc -script` (its `kotlin` runner cannot);
+            # compiled and run in one JVM, as SandboxFusion's `kotlin main.kts` does, so the run's
+            # limits cover the compile. Its launcher passes -noverify, which JDK 13+ warns about on
+            # stderr: that warning is the launcher's, not the program's.
+            ("{exe}", "-script", "main.kts"),
+            aliases=("kts", "kotlin"),
+            address_space_extra=JAVA_RESERVE,
+            env=(("JAVA_OPTS", "-XX:-PrintWarnings"),),
+            fusion=("kotlin_script",),
+        ),
+        Language(
             "d",
             "main.d",
             "ldmd2",

@@ -49,6 +49,9 @@ class ServiceSettings:
     allow_network: bool = False  # requests may set network "host"
     network_allow: tuple[str, ...] = ()  # destinations requests may list under network "allow"
     retry_after: float = 1.0
+    # The Python environment of /run_code's Python and pytest runs whose request names none
+    # (SandboxFusion's packages: `make fusion-env`); None: the sandbox's bare interpreter.
+    fusion_environment: str | None = None
 
 
 class RequestContext:
@@ -152,6 +155,13 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await sb.start()
+        try:
+            if settings.fusion_environment:  # its slots start now (their imports done), not on the first request
+                await fusion.warm(sb, settings.fusion_environment)
+        except BaseException:
+            if owned:
+                await sb.close()
+            raise
         admission.resize(sb.pool_size)  # a fleet knows its slots once it has met its nodes
 
         async def follow_slots() -> None:  # and they change as nodes join, die or drain
@@ -371,7 +381,7 @@ def create_app(
     @app.post("/run_code", response_model=fusion.RunCodeResponse, tags=["sandboxfusion"])
     async def run_code(body: fusion.RunCodeRequest, request: Request) -> Response:
         """SandboxFusion-compatible: the same request and response fields and status strings."""
-        program, limits, compile_limits = fusion.to_program(body)
+        program, limits, compile_limits = fusion.to_program(body, settings.fusion_environment)
         check_limits(limits, compile_limits)
         with admission.admit():
             result = await run_one(program, limits, compile_limits)

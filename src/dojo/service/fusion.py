@@ -9,19 +9,74 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import os
+import subprocess
 from enum import StrEnum
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dojo.errors import InputError
-from dojo.sandbox import ExecutionResult, InputFile, LimitKind, Limits, Program, StepResult, Verdict
-from dojo.sandbox.languages import LANGUAGES
+from dojo.sandbox import (
+    ExecutionResult,
+    InputFile,
+    LimitKind,
+    Limits,
+    Program,
+    SandboxAPI,
+    SandboxError,
+    StepResult,
+    Verdict,
+)  # fmt: skip
+from dojo.sandbox.languages import LANGUAGES, default_python
 from dojo.sandbox.program import check_fetch_path, check_relative_path
 
 # SandboxFusion language names -> dojo's (each Language lists its own). Languages SandboxFusion
 # knows but dojo does not run are rejected with a 400 that names what is supported.
 FUSION_LANGUAGES = {alias: lang.name for lang in LANGUAGES.values() for alias in lang.fusion}
 DEFAULT_MEMORY_MB = 1024
+# The languages SandboxFusion runs in its image's Python (and so in the service's fusion environment).
+PYTHON_LANGUAGES = frozenset({"python", "pytest"})
+
+
+# The Python environment /run_code runs Python in by default: SandboxFusion's image's packages
+# (fusion_env/requirements.txt, resolved for the sandbox's Python into fusion_env/lock.txt), with
+# the modules most programs import already imported in its warm slots. `make fusion-env` builds it.
+FUSION_ENVIRONMENT = "sandboxfusion"
+FUSION_LOCK = Path(__file__).with_name("fusion_env") / "lock.txt"
+FUSION_PRELOAD = ("numpy", "pandas", "requests", "matplotlib.pyplot")
+WARM_LIMITS = Limits(wall_time=120, cpu_time=120, memory=2 << 30)
+
+
+@functools.cache
+def system_site_packages() -> tuple[str, ...]:
+    """The sandbox interpreter's own site-packages folders (Debian's ``dist-packages``). A run in the
+    fusion environment does not see them: SandboxFusion's Python has its image's packages and no
+    others (an old system pyOpenSSL beside the environment's newer cryptography breaks eventlet's
+    import, and with it every pytest run that loads nameko's plugin)."""
+    out = subprocess.run(
+        [default_python(), "-S", "-E", "-s", "-c", "import site; print('\\n'.join(site.getsitepackages()))"],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    return tuple(p for p in out.stdout.split() if os.path.isdir(p))
+
+
+def build_command(name: str = FUSION_ENVIRONMENT) -> str:
+    """The command that builds SandboxFusion's environment under ``name``."""
+    return f"dojo env build {name} --lock {FUSION_LOCK} --preload {','.join(FUSION_PRELOAD)}"
+
+
+async def warm(sandbox: SandboxAPI, environment: str) -> None:
+    """Start the environment's warm slots (their zygotes import its preload modules) with one empty
+    run, so that the first request does not wait for them; a missing environment, or one whose
+    modules do not import, fails here, before the service takes a request."""
+    result = await sandbox.run(Program(language="python", source="", environment=environment), WARM_LIMITS)
+    if result.verdict is not Verdict.ACCEPTED:
+        raise SandboxError(
+            f"the fusion environment {environment!r} cannot run an empty program ({result.verdict}): "
+            f"{(result.sandbox_error or result.stderr)[-2000:]}"
+        )
 
 
 class RunStatus(StrEnum):
@@ -93,8 +148,11 @@ class RunCodeResponse(BaseModel):
     verdict: Verdict | None = None
 
 
-def to_program(req: RunCodeRequest) -> tuple[Program, Limits, Limits]:
-    """A dojo Program and run/compile limits. Raises ValueError for a language dojo cannot run."""
+def to_program(req: RunCodeRequest, environment: str | None = None) -> tuple[Program, Limits, Limits]:
+    """A dojo Program and run/compile limits. Raises InputError for a language dojo cannot run.
+    ``environment``: the Python environment of a Python or pytest run whose request names none
+    (SandboxFusion runs both in its image's Python, with its packages: ``dojo serve
+    --fusion-environment``)."""
     lang = FUSION_LANGUAGES.get(req.language)
     if lang is None:
         raise InputError(
@@ -102,9 +160,10 @@ def to_program(req: RunCodeRequest) -> tuple[Program, Limits, Limits]:
         )
     memory = (req.memory_limit_MB if req.memory_limit_MB > 0 else DEFAULT_MEMORY_MB) << 20
     files = [InputFile(path=p, content=base64.b64decode(c or "")) for p, c in req.files.items()]
+    chosen = req.environment or (environment if lang in PYTHON_LANGUAGES else None)
     program = Program(
         language=lang, source=req.code, stdin=req.stdin or "", files=files, fetch=req.fetch_files,
-        environment=req.environment,
+        environment=chosen, hidden=list(system_site_packages()) if chosen and chosen == environment else [],
     )  # fmt: skip
     limits = Limits(wall_time=req.run_timeout, cpu_time=req.run_timeout, memory=max(memory, 4 << 20))
     compile_limits = Limits(

@@ -14,7 +14,9 @@ import uvicorn
 
 from dojo.errors import InputError
 from dojo.sandbox import SandboxAPI
+from dojo.sandbox.environment import EnvironmentNotFound, EnvironmentStore
 from dojo.service.app import ServiceSettings, create_app
+from dojo.service.fusion import FUSION_ENVIRONMENT, build_command
 from dojo.service.logs import configure_json_logging
 
 
@@ -37,6 +39,32 @@ def check_bind(host: str, token: str | None) -> None:
             f"refusing to bind {host} without a token: anyone who can reach it could run code on this machine. "
             "Pass --token (or set DOJO_TOKEN), or bind 127.0.0.1."
         )
+
+
+def fusion_environment(name: str | None, store: EnvironmentStore) -> tuple[str | None, str | None]:
+    """The environment /run_code's Python runs use (``dojo serve --fusion-environment``), and a note
+    for the operator when there is none. ``None`` means SandboxFusion's (``sandboxfusion``) where it
+    is built here, else the bare interpreter; ``"none"`` the bare interpreter. A name that is not
+    built here is an InputError that says how to build it."""
+    if name == "none":
+        return None, None
+    if name is None:
+        try:
+            store.get(FUSION_ENVIRONMENT)
+        except EnvironmentNotFound:
+            return None, (
+                f"/run_code runs Python on the sandbox's bare interpreter: no {FUSION_ENVIRONMENT!r} environment "
+                "is built here (SandboxFusion's image has ~100 packages, requests, numpy and pandas among them); "
+                f"build it with: make fusion-env, or {build_command()}"
+            )
+        return FUSION_ENVIRONMENT, None
+    try:
+        store.get(name)
+    except EnvironmentNotFound as e:
+        raise InputError(
+            f"--fusion-environment {name}: {e}; for SandboxFusion's packages under that name: {build_command(name)}"
+        ) from None
+    return name, None
 
 
 def dump_stacks_on(signum: int) -> bool:
