@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from dojo.errors import InputError
+from dojo.rewards import Grader
 from dojo.rewards.audit import audit_tasks
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import Task, TestCase, load_humaneval
@@ -36,6 +37,28 @@ async def test_audit_finds_each_kind_of_unverifiable_task(fast_sandbox: AsyncSan
     assert "twin" in by_id["good"].duplicates
     summary = report.summary()
     assert summary["tasks"] == 6 and summary["unverifiable"] == 4
+
+
+async def test_doing_nothing_may_earn_nothing(fast_sandbox: AsyncSandbox) -> None:
+    """A task where a function that does nothing passes one check of several: the audit reports
+    the partial credit it earns, unless the task pays all or nothing (HumanEval's tasks with a check
+    that None passes do); an empty completion is no answer, not the prompt's stub."""
+    tests = [TestCase(args=[[]], expected=None), TestCase(args=[[1, 2]], expected=2)]
+    leaky = fn_task("leaky", "def f(x):\n    return max(x) if x else None", tests)
+    whole = leaky.model_copy(update={"id": "whole", "partial_credit": False, "prompt": "Write f(x), all or nothing."})
+    report = await audit_tasks([leaky, whole], fast_sandbox, repeats=1)
+    by_id = {t.id: t for t in report.tasks}
+    assert by_id["leaky"].status == "unverifiable", by_id["leaky"]
+    assert any(p.startswith("do_nothing_earns: return None earns 0.5") for p in by_id["leaky"].problems)
+    assert by_id["whole"].status == "ok", by_id["whole"].problems
+    humaneval = {t.id: t for t in load_humaneval()}
+    grader = Grader(fast_sandbox)
+    longest = humaneval["HumanEval/12"]  # longest([]) == None
+    assert not longest.partial_credit and humaneval["HumanEval/13"].partial_credit
+    nothing = await grader.grade(longest, "    return None\n")
+    assert (nothing.verdict, nothing.value) == ("partial", 0.0)
+    empty = await grader.grade(longest, "")
+    assert (empty.verdict, empty.value) == ("no_answer", 0.0)
 
 
 async def test_humaneval_sample_is_verifiable_with_difficulty_estimates(fast_sandbox: AsyncSandbox) -> None:

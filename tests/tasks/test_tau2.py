@@ -11,7 +11,7 @@ import pytest
 
 from dojo.agent.episode import EpisodeConfig, EpisodeRunner
 from dojo.agent.policy import Completion, ToolCall
-from dojo.rewards import Grader
+from dojo.rewards import Grader, GradingConfig
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import load_source
@@ -40,9 +40,7 @@ async def test_references_pass_and_changes_left_undone_fail(domain: str, fast_sa
     for task in load_source(f"tau2:{domain}?n=8&seed=5"):
         assert (await grader.grade(task, task.reference or "")).value == 1.0, task.id
         nothing = await grader.grade(task, "Sorry, I cannot help with that.")
-        changes = [c for c in gold_turns(task)[0] if not c["name"].startswith(("get_", "search_", "list_", "calc"))]
-        if changes:  # tau2's DB check: a task whose gold changes the database fails when nothing is done
-            assert nothing.value is not None and nothing.value < 1.0, task.id
+        assert nothing.value == 0.0, (task.id, nothing.cases)  # (the tasks doing nothing passes are left out)
 
 
 async def test_the_wrong_change_fails_and_the_right_one_must_be_told(
@@ -58,6 +56,9 @@ async def test_the_wrong_change_fails_and_the_right_one_must_be_told(
     tell = airline["tau2:airline/3"]  # the agent must tell the user a number ("4")
     r = await grader.grade(tell, answer(calls(tell), ["I looked it up."]))
     assert r.verdict == "partial" and r.cases[0].passed and not r.cases[1].passed
+    assert r.value == 0.0  # tau2 multiplies its reward's parts; partial credit only when asked for
+    by_fraction = await Grader(fast_sandbox, GradingConfig(mode="fraction")).grade(tell, answer(calls(tell), ["Hi."]))
+    assert by_fraction.value == 0.5
     assert (await grader.grade(tell, answer(calls(tell), ["You have 4 of them."]))).value == 1.0
 
 
@@ -157,6 +158,30 @@ async def test_a_served_user_plays_the_customer(airline: dict[str, Task], fast_s
     assert len(seen) == 2 and seen[0][0] == {"role": "system", "content": task.api.user}
     assert seen[1][-1] == {"role": "user", "content": "You have 4 of them."}  # the agent, as the other party
     assert all(m["role"] != "tool" for m in seen[1])
+
+
+async def test_an_episode_ends_where_tau2_cuts_a_conversation_short(
+    airline: dict[str, Task], fast_sandbox: AsyncSandbox
+) -> None:
+    """A policy guessing ids by brute force: tau2 ends the conversation at its 10th failed call with
+    reward 0, so the episode ends there too (not at max_turns), and the same calls graded later
+    score 0, though the right change is made after them."""
+    task = airline["tau2:airline/9"]
+    gold = calls(task)
+    guesses = iter(range(100))
+
+    def script(messages: list[dict[str, Any]], _i: int) -> Reply:
+        guess = {"reservation_id": f"ZZ{next(guesses):04d}"}
+        return Completion(text="", tool_calls=[ToolCall(id="g", name="get_reservation_details", arguments=guess)])
+
+    config = EpisodeConfig(mode="tools", max_turns=40, max_total_tokens=100_000)
+    ep = await EpisodeRunner(ScriptedPolicy(script), Grader(fast_sandbox), config).run(task)
+    assert len(ep.turns) == 10 and ep.value == 0.0, (len(ep.turns), ep.reward)
+    assert "tau2 ends a conversation at 10" in ep.reward.cases[0].detail  # type: ignore[union-attr]
+    grader = Grader(fast_sandbox)
+    failing = [{"name": "get_reservation_details", "arguments": {"reservation_id": f"ZZ{i:04d}"}} for i in range(9)]
+    assert (await grader.grade(task, answer(failing + gold, ["Done."]))).value == 1.0
+    assert (await grader.grade(task, answer([*failing, failing[0], *gold], ["Done."]))).value == 0.0
 
 
 async def test_telecom_solo_tasks_are_checked_by_their_assertions(fast_sandbox: AsyncSandbox) -> None:

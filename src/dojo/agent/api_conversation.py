@@ -20,7 +20,7 @@ from typing import Any
 
 from dojo.agent.policy import ToolCall
 from dojo.agent.tools import ToolResult, held, truncate_middle
-from dojo.rewards.simulated_api import run_api_calls
+from dojo.rewards.simulated_api import conversation_steps, run_api_calls, tau2_cut_short
 from dojo.sandbox import Limits, SandboxAPI
 from dojo.tasks.model import ApiScenario, Task
 
@@ -50,11 +50,22 @@ class ApiConversation:
         self.turn = 0
         self.steps: list[list[list[dict[str, Any]]]] = [[] for _ in self.api.turns]
         self.said: list[str] = []  # the model's replies' text (what it told the user)
+        self.errors = 0  # calls that failed (raised, or named no tool offered)
 
     @property
     def turn_exhausted(self) -> bool:
         """The current turn has used its steps (the model's next call would not run)."""
         return len(self.steps[self.turn]) >= MAX_STEPS_PER_TURN
+
+    @property
+    def cut_short(self) -> str | None:
+        """Why tau2 would end this conversation here (a final-state task: 10 failed calls, or 100
+        steps), or None. The grader scores such a conversation 0, so the episode ends too."""
+        if self.api.check != "final_state":
+            return None
+        solo = self.task.tests[0].expected.get("asserts") is not None
+        steps = conversation_steps(json.loads(self.answer()), len(self.api.turns), solo=solo)
+        return tau2_cut_short(self.errors, steps)
 
     def specs(self) -> list[dict[str, Any]]:
         """The tools offered at the current turn."""
@@ -91,6 +102,7 @@ class ApiConversation:
             return [ToolResult(call=c, observation="", infra_error=run.infrastructure_error, seconds=seconds)
                     for c in calls]  # fmt: skip
         texts = [f"error: {run.problem}"] * len(calls) if run.problem is not None else run.observations()
+        self.errors += len(calls) if run.problem is not None else run.errors(observed_only=True)
         return [
             ToolResult(call=c, observation=truncate_middle(t, self.max_observation_chars), seconds=seconds)
             for c, t in zip(calls, texts, strict=True)

@@ -260,6 +260,8 @@ class EpisodeRunner:
                     return
                 ep.messages += [{"role": "tool", "tool_call_id": r.call.id, "name": r.call.name,
                                  "content": r.observation} for r in results]  # fmt: skip
+                if talk.cut_short is not None:  # (tau2 ends it here; the grader scores it 0)
+                    break
                 continue
             if served:
                 user_turns += 1

@@ -2,8 +2,9 @@
 
 For each task: the reference solution must pass (every time, over ``repeats`` runs), the empty
 candidate and a handful of trivial ones (``return None``, ``return 0``, the identity, an empty
-program, a repo task's tree left as it is, ...) must not, and no infrastructure error may stand in
-the way. Across the set, prompts
+program, a repo task's tree left as it is, ...) must not, those that do nothing at all (the empty
+answer, no call, the tree left as it is, an empty program) must earn nothing (``do_nothing_earns``:
+not even partial credit), and no infrastructure error may stand in the way. Across the set, prompts
 that are near-duplicates (MinHash over word 3-grams) are reported. Each task gets a difficulty
 estimate: the source's own when it has one, else one from the size of its reference solution.
 """
@@ -46,6 +47,9 @@ TRIVIAL_PROGRAMS = {
     "javascript": ("", "process.stdin.pipe(process.stdout)"),
     "sql": ("SELECT 1 WHERE 0;", "SELECT 0;", "SELECT name FROM sqlite_master;"),  # no rows, a constant, the tables
 }
+# The trivial candidates that do nothing at all: none of them may earn any reward (a reward that
+# idling earns is what a policy learns first), where trivial ones may only not pass.
+DO_NOTHING = frozenset({"empty", "no call", "unchanged tree", "empty program", "return None"})
 TRIVIAL_ANSWERS = ("<answer></answer>", "<answer>0</answer>", "<answer>1</answer>", "<answer>yes</answer>")
 
 
@@ -161,7 +165,8 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
     if task.form == "repo":  # the tree as given (an edit that changes nothing): its tests must fail
         assert task.workspace is not None
         return [("unchanged tree", format_edits(dict(list(task.workspace.files.items())[:1])))]
-    return [(f"program {i}", f"```\n{src}\n```") for i, src in enumerate(TRIVIAL_PROGRAMS.get(task.language, ("",)))]
+    programs = TRIVIAL_PROGRAMS.get(task.language, ("",))
+    return [("empty program" if not src else f"program {i}", f"```\n{src}\n```") for i, src in enumerate(programs)]
 
 
 def _dict_options(value: Any) -> list[tuple[str, Any]]:
@@ -402,6 +407,8 @@ async def audit_tasks(
         for (name, _), r in zip(trivial, others, strict=True):
             if r.verdict == "pass":
                 a.trivial_passed.append(name)
+            elif name in DO_NOTHING and r.value and not task.abstains:
+                a.problems.append(f"do_nothing_earns: {name} earns {r.value:g} ({r.passed}/{r.total} checks hold)")
         if a.trivial_passed:
             message = f"trivial_passes: {', '.join(a.trivial_passed)} passes every test"
             if task.form == "answer":

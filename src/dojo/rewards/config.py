@@ -24,8 +24,8 @@ class GradingConfig(BaseModel):
 
     mode: Any = Field(
         "default",
-        description="default (1 / 0.5 / 0), fraction (passed/total), binary (all or nothing), or a function "
-        "(passed, total) -> float.",
+        description="default (1 / 0.5 / 0; all or nothing where the source's own reward multiplies its parts: "
+        "tau2), fraction (passed/total), binary (all or nothing), or a function (passed, total) -> float.",
     )
     limits: Limits | None = Field(None, description="Limits of each grading run; the task's, else the grader's own.")
     scan: bool = Field(

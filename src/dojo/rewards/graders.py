@@ -48,7 +48,7 @@ from dojo.rewards.harness import (
     rewrite_asserts,
     run_harness,
 )
-from dojo.rewards.mapping import correctness
+from dojo.rewards.mapping import RewardFunction, RewardMode, correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.repo import (
     canary_verdict,
@@ -63,10 +63,12 @@ from dojo.rewards.simulated_api import (
     assertion_outcomes,
     candidate_said,
     candidate_turns,
+    conversation_steps,
     final_outcomes,
     gold_run,
     run_api_calls,
     said_outcomes,
+    tau2_cut_short,
     turn_outcomes,
 )
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
@@ -97,9 +99,10 @@ class TestResults:
 def candidate_code(task: Task, completion: str) -> str:
     """The code to grade: the last code block (or the whole text); for function/assert tasks whose
     completion does not define the entry point, the prompt's signature is prepended (HumanEval's
-    completion convention)."""
+    completion convention). An empty completion stays empty: the prompt's stub alone does nothing,
+    and on HumanEval it passed a test of 5 tasks (12, 90, 128, 137, 162: ``None`` is an answer)."""
     code = extract_code(completion, task.language)
-    if task.form in ("function", "assert") and task.entry_point:
+    if task.form in ("function", "assert") and task.entry_point and code.strip():
         defines = re.search(rf"^\s*(async\s+)?def\s+{re.escape(task.entry_point)}\s*\(", code, re.MULTILINE)
         if not defines and isinstance(task.prompt, str) and f"def {task.entry_point}" in task.prompt:
             code = task.prompt + code
@@ -492,7 +495,11 @@ async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limit
     if mine.problem is not None:
         out.cases.append(CaseOutcome(index=-1, passed=False, detail=mine.problem))
         return out
-    if final:
+    if final:  # tau2: 0 for a conversation it cuts short (its parts multiply: ``Task.partial_credit``)
+        steps = conversation_steps(answer, len(task.api.turns), solo=asserts is not None)
+        if (cut := tau2_cut_short(mine.errors(), steps)) is not None:
+            out.cases = [CaseOutcome(index=-1, passed=False, detail=cut)]
+            return out
         said = candidate_said(answer)  # (an answer that says nothing told the user nothing)
         if asserts is not None:
             out.cases = assertion_outcomes(list(asserts), actions, calls, mine)
@@ -648,7 +655,10 @@ class Grader:
         else:
             verdict = "pass" if r.total and r.passed == r.total else ("partial" if r.passed else "fail")
             error = None
-        score = correctness(r.passed, r.total, self.config.mode) if verdict in ("pass", "partial", "fail") else 0.0
+        mode: RewardMode | RewardFunction = self.config.mode
+        if not task.partial_credit and mode == "default":  # (the source's own reward: all or nothing)
+            mode = "binary"
+        score = correctness(r.passed, r.total, mode) if verdict in ("pass", "partial", "fail") else 0.0
         components = {"correctness": score}
         for hook in self.config.shaping:
             components[hook.name] = float(hook(completion, score))

