@@ -24,6 +24,8 @@ def test_yaml_overrides_and_dotted_overrides(tmp_path: Path) -> None:
     cfg = load_config(path, {"grpo.steps": 9, "output.dir": "x"})
     assert (cfg.seed, cfg.grpo.steps, cfg.grpo.learning_rate, str(cfg.output.dir)) == (3, 9, 1e-4, "x")
     assert cfg.grpo.group_size == TrainConfig().grpo.group_size
+    strict = load_config(path, {"reward.call_rules": "strict"})
+    assert strict.grading().call_rules == "strict" and TrainConfig().grading().call_rules == "task"
 
 
 @pytest.mark.parametrize(
@@ -33,6 +35,7 @@ def test_yaml_overrides_and_dotted_overrides(tmp_path: Path) -> None:
         ({"grpo": {"group_size": 1}}, "grpo.group_size: Input should be greater than or equal to 2"),
         ({"tasks": {"difficulty": [0.8, 0.2]}}, "difficulty must be [low, high]"),
         ({"reward": {"mode": "vibes"}}, "reward.mode: Input should be"),
+        ({"reward": {"call_rules": "loose"}}, "reward.call_rules: Input should be 'task', 'bfcl' or 'strict'"),
         ({"episode": {"mode": "chat"}}, "episode.mode: Input should be 'single', 'feedback' or 'tools'"),
         ({"episode": {"max_turns": 0}}, "episode.max_turns: Input should be greater than or equal to 1"),
         ({"policy": {"server": "localhost:8000"}}, "policy.server must be an http(s) URL"),

@@ -174,6 +174,9 @@ class RewardSettings(_Section):
         "binary", description="Tests to reward: fraction passed, 1/0.5/0 (default), or all-or-nothing."
     )
     scan: bool = Field(True, description="Static reward-hack scan of candidates (a confirmed hack scores 0).")
+    call_rules: Literal["task", "bfcl", "strict"] = Field(
+        "task", description="Tool calls checked by BFCL's rules (bfcl), without its quirks (strict), or as tasks say."
+    )
 
 
 class SandboxSettings(_Section):
@@ -229,7 +232,8 @@ class TrainConfig(_Section):
         """The ``reward`` and ``sandbox`` sections as the one ``GradingConfig`` every grader takes."""
         sb = self.sandbox
         limits = Limits(cpu_time=sb.cpu_time, wall_time=sb.wall_time, memory=sb.memory_mb << 20)
-        return GradingConfig(mode=self.reward.mode, scan=self.reward.scan, limits=limits)
+        reward = self.reward
+        return GradingConfig(mode=reward.mode, scan=reward.scan, call_rules=reward.call_rules, limits=limits)
 
 
 class ConfigError(InputError):
