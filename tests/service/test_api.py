@@ -110,7 +110,8 @@ def test_metrics_count_runs_by_verdict(http: httpx.Client) -> None:
 
 def test_openapi_documents_the_endpoints(http: httpx.Client) -> None:
     paths = http.get("/openapi.json").json()["paths"]
-    for p in ["/v1/run", "/v1/batch", "/v1/sessions", "/v1/sessions/{sid}/exec", "/run_code", "/healthz", "/metrics"]:
+    endpoints = ["/v1/run", "/v1/batch", "/v1/sessions", "/v1/sessions/{sid}/exec", "/run_code", "/run_jupyter"]
+    for p in [*endpoints, "/healthz", "/metrics"]:
         assert p in paths
 
 

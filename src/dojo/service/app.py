@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from dojo.errors import DojoError, InputError
 from dojo.rewards.harness import call_function
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, SandboxAPI, SandboxError, Verdict
-from dojo.service import fusion
+from dojo.service import fusion, jupyter
 from dojo.service.admission import AdmissionQueue, Overloaded
 from dojo.service.logs import ACCESS_LOGGER
 from dojo.service.metrics import ServiceMetrics
@@ -387,6 +387,16 @@ def create_app(
             result = await run_one(program, limits, compile_limits)
         request.state.verdict = str(result.verdict)
         return json_response(fusion.to_response(result))
+
+    @app.post("/run_jupyter", response_model=jupyter.RunJupyterResponse, tags=["sandboxfusion"])
+    async def run_jupyter(body: jupyter.RunJupyterRequest, request: Request) -> Response:
+        """SandboxFusion-compatible: cells run in order in a Jupyter kernel of the fusion environment."""
+        program, limits = jupyter.to_program(body, settings.fusion_environment)
+        check_limits(limits)
+        with admission.admit():
+            result = await run_one(program, limits, None)
+        request.state.verdict = str(result.verdict)
+        return json_response(jupyter.to_response(result))
 
     register_session_routes(app, sessions, admission, check_limits)
     app.add_middleware(RequestContext, settings=settings, metrics=metrics)

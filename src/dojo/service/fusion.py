@@ -91,17 +91,13 @@ class CommandRunStatus(StrEnum):
     TIME_LIMIT_EXCEEDED = "TimeLimitExceeded"
 
 
-class RunCodeRequest(BaseModel):
-    """SandboxFusion's request. Unknown extra fields are ignored, as SandboxFusion does."""
+class FusionRequest(BaseModel):
+    """What SandboxFusion's requests share: files in and out, and dojo's ``environment``. Unknown
+    extra fields are ignored, as SandboxFusion does."""
 
     model_config = ConfigDict(extra="ignore")
 
-    code: str = Field(description="The code to run.")
-    language: str = Field("python", max_length=32, description="A SandboxFusion language name (dojo languages).")
-    compile_timeout: float = Field(10, gt=0, le=600)
-    run_timeout: float = Field(10, gt=0, le=600)
     memory_limit_MB: int = Field(-1, ge=-1, le=65536, description="-1: the service default (1024 MB).")
-    stdin: str | None = None
     files: dict[str, str | None] = Field(default_factory=dict, description="Path -> base64 content.")
     fetch_files: list[str] = Field(default_factory=list)
     # dojo's extra: a Python environment built with 'dojo env build' (SandboxFusion has one fixed image)
@@ -123,6 +119,23 @@ class RunCodeRequest(BaseModel):
     @classmethod
     def _fetch(cls, v: list[str]) -> list[str]:
         return [check_fetch_path(p) for p in v]
+
+    def input_files(self) -> list[InputFile]:
+        return [InputFile(path=p, content=base64.b64decode(c or "")) for p, c in self.files.items()]
+
+    def memory(self) -> int:
+        """The memory limit in bytes (``-1``: the service default)."""
+        return (self.memory_limit_MB if self.memory_limit_MB > 0 else DEFAULT_MEMORY_MB) << 20
+
+
+class RunCodeRequest(FusionRequest):
+    """SandboxFusion's ``/run_code`` request."""
+
+    code: str = Field(description="The code to run.")
+    language: str = Field("python", max_length=32, description="A SandboxFusion language name (dojo languages).")
+    compile_timeout: float = Field(10, gt=0, le=600)
+    run_timeout: float = Field(10, gt=0, le=600)
+    stdin: str | None = None
 
 
 class CommandRunResult(BaseModel):
@@ -158,8 +171,8 @@ def to_program(req: RunCodeRequest, environment: str | None = None) -> tuple[Pro
         raise InputError(
             f"language {req.language!r} is not supported by dojo; supported: {', '.join(sorted(FUSION_LANGUAGES))}"
         )
-    memory = (req.memory_limit_MB if req.memory_limit_MB > 0 else DEFAULT_MEMORY_MB) << 20
-    files = [InputFile(path=p, content=base64.b64decode(c or "")) for p, c in req.files.items()]
+    memory = req.memory()
+    files = req.input_files()
     chosen = req.environment or (environment if lang in PYTHON_LANGUAGES else None)
     program = Program(
         language=lang, source=req.code, stdin=req.stdin or "", files=files, fetch=req.fetch_files,
@@ -172,7 +185,13 @@ def to_program(req: RunCodeRequest, environment: str | None = None) -> tuple[Pro
     return program, limits, compile_limits
 
 
-def _command(step: StepResult, verdict: Verdict) -> CommandRunResult:
+def run_step(result: ExecutionResult) -> StepResult:
+    """A result's last step (the run step, or the compile step of a compile error)."""
+    return StepResult(**{name: getattr(result, name) for name in StepResult.model_fields})
+
+
+def command_result(step: StepResult, verdict: Verdict) -> CommandRunResult:
+    """One step as SandboxFusion reports it."""
     if verdict is Verdict.TIME_LIMIT_EXCEEDED:
         status = CommandRunStatus.TIME_LIMIT_EXCEEDED
     else:
@@ -204,11 +223,10 @@ def to_response(result: ExecutionResult) -> RunCodeResponse:
             compile_verdict = Verdict.COMPILE_ERROR
         else:
             compile_verdict = Verdict.ACCEPTED
-        compile_result = _command(result.compile, compile_verdict)
+        compile_result = command_result(result.compile, compile_verdict)
     run_result = None
     if result.verdict is not Verdict.COMPILE_ERROR:
-        run_step = StepResult(**{name: getattr(result, name) for name in StepResult.model_fields})
-        run_result = _command(run_step, result.verdict)
+        run_result = command_result(run_step(result), result.verdict)
     ok = result.verdict is Verdict.ACCEPTED
     files = {p: base64.b64encode(f.content).decode() for p, f in result.files.items() if f.content is not None}
     message = "" if ok else str(result.verdict)
