@@ -267,7 +267,9 @@ async def run_shell_script(
 
 def same_state(got: dict[str, Any], want: dict[str, Any]) -> tuple[bool, str]:
     """Whether two final states agree: the same output (in order, or as the same lines in another
-    order) and the same tree (every entry's type, mode, contents and archive members)."""
+    order, each line's surrounding whitespace ignored: ``wc -l`` pads its counts, and whichever line
+    comes first loses its padding to the output's strip) and the same tree (every entry's type, mode,
+    contents and archive members)."""
 
     def output(report: dict[str, Any]) -> list[str]:  # each slot has its own uid: `ls -l` shows it
         text = str(report.get("stdout", ""))
@@ -275,7 +277,7 @@ def same_state(got: dict[str, Any], want: dict[str, Any]) -> tuple[bool, str]:
         return _lines(re.sub(rf"\b{uid}\b", "user", text) if isinstance(uid, int) else text)
 
     out, ref = output(got), output(want)
-    if out != ref and sorted(out) != sorted(ref):
+    if out != ref and sorted(line.strip() for line in out) != sorted(line.strip() for line in ref):
         return False, "the output differs from the reference's"
 
     def entry(e: dict[str, Any]) -> dict[str, Any]:

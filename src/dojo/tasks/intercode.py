@@ -9,7 +9,10 @@ command's. Here the same tree is a shell task's workspace (``testbed/`` in the w
 candidate's script and the gold command run on fresh copies of the tree in the same grading, and
 pass when both print the same lines and leave the same files (``dojo.rewards.shell.same_state``).
 Gold commands whose output depends on the time they ran, or that need tools the sandbox does not
-have, show up in ``dojo tasks audit`` as findings.
+have, show up in ``dojo tasks audit`` as findings. Against InterCode's own reward (``BashEnv.get_reward``,
+``tests/tasks/test_intercode_parity.py``) dojo's verdict differs only where InterCode cannot see a
+difference (directories, mode bits but the owner's execute bit, a tracked file's contents, outputs
+alike by TF-IDF) or by its stderr: docs/tasks/shell.md.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ output is the gold query's result on that database, as the ``sqlite3`` shell pri
 between columns, empty for NULL, reals to 15 significant digits). A gold query without ``ORDER
 BY`` is compared as a multiset of rows (a checker), one with it in order. Running the trusted gold
 queries here, on the host, is reading the dataset; candidates' queries run only in the sandbox.
+Against InterCode's own reward (``SqlEnv.get_reward``, ``tests/tasks/test_intercode_parity.py``)
+dojo's verdict differs only where the gold has no ORDER BY and the rows come in another order
+(InterCode scores the order its MySQL happened to give): docs/tasks/sql.md.
 """
 
 from __future__ import annotations
