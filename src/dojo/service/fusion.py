@@ -2,7 +2,9 @@
 
 Field names and status strings follow SandboxFusion, so verl's ``sandbox_fusion`` reward code and
 the ``sandbox-fusion`` client work unchanged. dojo's own precision travels in extra fields
-(``verdict``, ``limit``, ``peak_memory``) that those clients ignore.
+(``verdict``, ``limit``, ``peak_memory``) that those clients ignore. Python and pytest run in the
+service's fusion environment (SandboxFusion's image's packages), as SandboxFusion runs them in its
+image's Python.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dojo.sandbox import (
     SandboxError,
     StepResult,
     Verdict,
-)  # fmt: skip
+)
 from dojo.sandbox.languages import LANGUAGES, default_python
 from dojo.sandbox.program import check_fetch_path, check_relative_path
 
