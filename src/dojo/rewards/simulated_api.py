@@ -165,9 +165,7 @@ class ApiRun:
     def errors(self, *, observed_only: bool = False) -> int:
         """How many of the calls failed (raised, or named no tool offered): tau2's tool errors;
         ``observed_only``: of the calls whose results the run was asked to show."""
-        return sum(
-            bool(r.get("error")) for t in self.turns for r in t["results"] if not observed_only or "text" in r
-        )
+        return sum(bool(r.get("error")) for t in self.turns for r in t["results"] if not observed_only or "text" in r)
 
 
 def offered_names(task: Task, turn: int) -> list[str]:
