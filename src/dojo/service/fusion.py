@@ -31,7 +31,8 @@ from dojo.sandbox import (
     StepResult,
     Verdict,
 )
-from dojo.sandbox.languages import LANGUAGES, default_python
+from dojo.sandbox.errors import LanguageUnavailable
+from dojo.sandbox.languages import LANGUAGES, default_python, resolve_toolchain
 from dojo.sandbox.program import check_fetch_path, check_relative_path
 
 # SandboxFusion language names -> dojo's (each Language lists its own). Languages SandboxFusion
@@ -79,6 +80,16 @@ async def warm(sandbox: SandboxAPI, environment: str) -> None:
             f"the fusion environment {environment!r} cannot run an empty program ({result.verdict}): "
             f"{(result.sandbox_error or result.stderr)[-2000:]}"
         )
+    try:
+        resolve_toolchain(LANGUAGES["pytest"])
+    except LanguageUnavailable:
+        return
+    # One pytest run, so that the plugins every pytest run loads (faker, eventlet, nameko, ...: ~1.6 s
+    # of CPU) are read from disk here and not by the first request: a cold first read made
+    # SandboxFusion's test_pytest_pass miss its 5 s limit (wall 5.02 s) right after other work.
+    warm_test = Program(language="pytest", source="def test_warm():\n    pass\n", environment=environment,
+                        hidden=list(system_site_packages()))  # fmt: skip
+    await sandbox.run(warm_test, WARM_LIMITS)
 
 
 class RunStatus(StrEnum):
