@@ -26,6 +26,7 @@ from typing import Any
 from datasketch import MinHash, MinHashLSH
 
 from dojo.errors import InputError
+from dojo.rewards.analysis import trivial_analysis_candidates
 from dojo.rewards.calls import check_calls, parse_calls
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
@@ -162,6 +163,8 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
         if any(isinstance(t.expected, dict) and t.expected.get("any_call") for t in task.tests):
             bare = []  # any call answers a relevance task: only making none must fail
         return bare if task.abstains else [("no call", "I cannot do that with these tools."), *bare]
+    if task.form == "analysis":  # no program, an answer file of zeros, the question printed
+        return trivial_analysis_candidates(task)
     if task.form == "repo":  # the tree as given (an edit that changes nothing): its tests must fail
         assert task.workspace is not None
         return [("unchanged tree", format_edits(dict(list(task.workspace.files.items())[:1])))]

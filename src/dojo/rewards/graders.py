@@ -13,6 +13,8 @@ to a ``Reward``. One function per form does the running and comparing:
   (``dojo.rewards.repo``);
 - ``grade_shell_task``: the candidate's bash script run on the task's tree, the final state read by
   a trusted process and checked here (``dojo.rewards.shell``);
+- ``grade_analysis`` (``dojo.rewards.analysis``): the candidate's program writes an answer file in
+  the sandbox; its fields are compared here with the task's values and tolerances;
 - ``grade_tools_task``: the candidate's calls read from its text and checked here against the
   allowed values (``dojo.rewards.calls``); nothing runs;
 - ``grade_api_task``: a tools task with a simulated API (``Task.api``): the candidate's calls of
@@ -34,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dojo.rewards.analysis import grade_analysis
 from dojo.rewards.calls import TOOL_CALL, check_calls, parse_calls
 from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
 from dojo.rewards.edit_scan import scan_repo_edits
@@ -609,6 +612,11 @@ class Grader:
             return await self._grade_repo(task, completion)
         if task.form == "shell":
             return self._reward(task, completion, await grade_shell_task(task, completion, self.sandbox, self.limits))
+        if task.form == "analysis":
+            g = await grade_analysis(task, completion, self.sandbox, self.limits)
+            found = TestResults(g.passed, g.total, g.cases, infrastructure_error=g.infrastructure_error)
+            found.no_answer = g.no_answer
+            return self._reward(task, completion, found)
         code = candidate_code(task, completion)
         if not code.strip():
             return self._reward(task, completion, TestResults(total=max(1, len(task.tests)), no_answer="no_code"))

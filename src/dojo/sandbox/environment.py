@@ -379,6 +379,7 @@ class EnvironmentStore:
         *,
         preload: list[str] | None = None,
         modules: dict[str, str] | None = None,
+        warmup: str = "",
     ) -> Environment:
         """An environment made of pure-Python distributions that the host's interpreter has installed
         (their files copied as their RECORD lists them), with no index and no network: for task sets
@@ -387,7 +388,8 @@ class EnvironmentStore:
         none: a task that edits the package must import its own copy. ``modules``: top-level
         modules (name -> source) written beside the distributions (an adapter a task set needs);
         their hashes are part of the lock. A distribution with compiled code is adopted only when
-        this interpreter and the sandbox's are the same version (``cp311``: the same ABI)."""
+        this interpreter and the sandbox's are the same version (``cp311``: the same ABI).
+        ``warmup``: as for ``build`` (it may also import modules after setting what they read first)."""
         import importlib.metadata as metadata
         import sys
 
@@ -447,7 +449,7 @@ class EnvironmentStore:
             finally:
                 if staging.exists():
                     shutil.rmtree(staging, ignore_errors=True)
-        self._add_version(name, version, {"warmup": "", "preload": list(preload or ())})
+        self._add_version(name, version, {"warmup": warmup, "preload": list(preload or ())})
         return self.get(f"{name}@{version}")
 
     def _cache_rewritten_tests(self, site: Path) -> None:

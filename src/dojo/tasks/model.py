@@ -15,6 +15,10 @@ A task has one *form*, which says how a candidate is graded:
   With an ``api`` (``ApiScenario``: a simulated, stateful API and the user's turns) the task is
   multi-turn: the calls run on the API in the sandbox, and after each turn the API's state and the
   calls' results are compared outside with those of the gold calls (BFCL's multi-turn rule).
+- ``analysis``: a Python program runs on the task's data files (``workspace``) in its environment
+  and writes ``answer.json``, fetched back and compared here field by field with the tolerances each
+  test declares (``dojo.rewards.analysis``); with an ``entry_point``, dojo's driver runs each test's
+  ``code`` after the candidate's functions and the values of its capture expressions are the fields.
 
 Tests are ``visible`` (may be shown in the prompt) or hidden (never shown, graded on).
 """
@@ -30,8 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from dojo.sandbox import Limits
 from dojo.tasks.canaries import TestNode
 
-TaskForm = Literal["function", "stdio", "assert", "answer", "repo", "shell", "tools"]
-FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo", "shell", "tools")
+TaskForm = Literal["function", "stdio", "assert", "answer", "repo", "shell", "tools", "analysis"]
+FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo", "shell", "tools", "analysis")
 # Paths a repo task's candidate never changes, whatever its edits say: the tests that grade it and
 # the files pytest or Python would run before them.
 PROTECTED_PATHS: tuple[str, ...] = (
@@ -103,6 +107,10 @@ class TestCase(BaseModel):
     - tools: ``expected``, ``{"calls": [{name: {param: [allowed values]}}, ...]}`` (BFCL's answer
       form; ``""`` allowed means the parameter may be left out), ``{"no_call": true}`` or
       ``{"any_call": true}``;
+    - analysis: ``expected``, one field of the answer file and how it is compared, e.g.
+      ``{"field": "revenue.north", "value": 1234.5, "rel": 1e-6, "abs": 1e-6}`` (``"reference": true``
+      instead of a value: the reference's value in the same grading; ``"capture": [expr, ...]``
+      with ``code``, for tasks with an entry point);
     - shell: ``expected``, one check of the final state (``dojo.rewards.shell.CHECKS``), e.g.
       ``{"path": "out/a.txt", "sha256": "..."}``, ``{"path": "x.tmp", "exists": false}``.
     """
@@ -150,6 +158,9 @@ class Workspace(BaseModel):
     files: dict[str, str] = Field(default_factory=dict, description="Path (relative) -> text, over the packages.")
     executable: list[str] = Field(default_factory=list, description="Paths of files written with mode 755.")
     directories: list[str] = Field(default_factory=list, description="Directories made (empty ones too).")
+    binary: list[str] = Field(
+        default_factory=list, description="analysis form: paths whose text is the base64 of the file's bytes (Parquet)."
+    )
     editable: list[str] = Field(
         default_factory=lambda: ["*.py"], description="fnmatch patterns a candidate may change."
     )
@@ -321,6 +332,13 @@ class Task(BaseModel):
                 raise ValueError(
                     "every test of a shell task needs expected: a check, e.g. {'path': ..., 'sha256': ...}"
                 )
+        if self.form == "analysis":
+            if self.language != "python":
+                raise ValueError("an analysis task's program is Python; language must be 'python'")
+            if not all(isinstance(t.expected, dict) and isinstance(t.expected.get("field"), str) for t in self.tests):
+                raise ValueError("every test of an analysis task needs expected: {'field': NAME, 'value': ...}")
+        elif self.workspace is not None and self.workspace.binary:
+            raise ValueError("only an analysis task's workspace has binary files")
         if self.form == "stdio" and self.checker is None and any(not isinstance(t.expected, str) for t in self.tests):
             raise ValueError("every test of a stdio task needs expected stdout (a string), or the task a checker")
         return self

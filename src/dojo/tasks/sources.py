@@ -31,6 +31,7 @@ from urllib.parse import parse_qs
 
 from dojo.tasks.bfcl import CATEGORIES, load_bfcl
 from dojo.tasks.bfcl_multi_turn import KINDS, load_bfcl_multi_turn
+from dojo.tasks.data_analysis import DataAnalysisFamily  # noqa: F401  (registers family:data_analysis)
 from dojo.tasks.families import family_names, generate_tasks
 from dojo.tasks.files import load_tasks
 from dojo.tasks.humaneval import load_humaneval

@@ -1,0 +1,82 @@
+"""What the ``analysis`` task families share: the sandbox environment their programs run in, the
+answer file and how a test names one of its fields.
+
+The environment, ``dojo-analysis``, is adopted from this interpreter's own installs of pandas,
+numpy, scipy and pyarrow (``EnvironmentStore.adopt``: no index, no network; ``pip install -e .``
+from PyPI is all it needs), once, on first use. Its zygotes import them before the first run, so a
+run forks with ``pandas`` already imported. pyarrow's allocator would start a background thread at
+import (a zygote must stay single-threaded to fork): the warm-up turns it off before importing.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from dojo.sandbox.environment import Environment, EnvironmentStore
+from dojo.tasks.model import TestCase
+
+ANALYSIS_ENVIRONMENT = "dojo-analysis"
+ANSWER_FILE = "answer.json"
+DISTRIBUTIONS = ("pandas", "numpy", "scipy", "pyarrow", "python-dateutil", "six")
+PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "scipy.integrate", "scipy.optimize", "scipy.linalg",
+           "scipy.stats", "scipy.special")  # fmt: skip
+WARMUP = "import os\nos.environ.setdefault('JE_ARROW_MALLOC_CONF', 'background_thread:false')\n" + "".join(
+    f"import {m}\n" for m in PRELOAD
+)
+
+
+def analysis_environment(store: EnvironmentStore | None = None) -> Environment:
+    """The environment analysis programs run in (adopted on first use)."""
+    return (store or EnvironmentStore()).adopt(ANALYSIS_ENVIRONMENT, list(DISTRIBUTIONS), warmup=WARMUP)
+
+
+@functools.cache
+def analysis_environment_ref() -> str:
+    """``dojo-analysis@<version>``: what a generated task names (adopted once per process)."""
+    return analysis_environment().ref
+
+
+def field_test(name: str, value: Any, *, rel: float = 1e-6, abs_: float = 1e-6, unordered: bool = False) -> TestCase:
+    """A hidden test: the answer file's field ``name`` must hold ``value`` within the tolerances."""
+    expected: dict[str, Any] = {"field": name, "value": value, "rel": rel, "abs": abs_}
+    if unordered:
+        expected["unordered"] = True
+    return TestCase(expected=expected)
+
+
+def answer_instructions(fields: list[tuple[str, str]]) -> str:
+    """The part of a prompt that says what to write: each field and what it holds."""
+    lines = "\n".join(f'- "{name}": {what}' for name, what in fields)
+    return (
+        f"Write a Python program that computes the answer and writes it to {ANSWER_FILE} in the current "
+        f"directory as one JSON object with these fields:\n{lines}\n"
+        "pandas, numpy and scipy are installed. Answer with the program in a ```python block; it runs in the "
+        "directory that holds the files."
+    )
+
+
+def computed_answer(body: str, scope: dict[str, Any], what: str) -> dict[str, Any]:
+    """The ``answer`` our own question code (``body``, written by a family from its templates and
+    numbers, never a candidate's) computes on our own data, as JSON data."""
+    import json
+
+    namespace = {**scope, "answer": {}}
+    exec(compile(body, f"<{what} questions>", "exec"), namespace)
+    return dict(json.loads(json.dumps(namespace["answer"])))
+
+
+def zero_like(value: Any) -> bool:
+    """Whether ``value`` is what an answer file of guessed zeros would hold (0, "", [], {}), in
+    whole or in part (a number of a list or object): such an answer cannot discriminate."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return abs(value) < 1e-9
+    if isinstance(value, (str, list, dict)) and not value:
+        return True
+    if isinstance(value, list):
+        return any(zero_like(v) for v in value)
+    if isinstance(value, dict):
+        return any(zero_like(v) for v in value.values())
+    return False
