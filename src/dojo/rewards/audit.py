@@ -28,6 +28,7 @@ from datasketch import MinHash, MinHashLSH
 from dojo.errors import InputError
 from dojo.rewards.analysis import trivial_analysis_candidates
 from dojo.rewards.calls import check_calls, parse_calls
+from dojo.rewards.documents import hollow_document
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
@@ -50,7 +51,8 @@ TRIVIAL_PROGRAMS = {
 }
 # The trivial candidates that do nothing at all: none of them may earn any reward (a reward that
 # idling earns is what a policy learns first), where trivial ones may only not pass.
-DO_NOTHING = frozenset({"empty", "no call", "unchanged tree", "empty program", "return None"})
+DO_NOTHING = frozenset({"empty", "no call", "unchanged tree", "empty program", "return None", "headings only"})
+COMPLIANCE_CLAIM = "The document above follows every requirement: all sections, fields and totals are correct."
 TRIVIAL_ANSWERS = ("<answer></answer>", "<answer>0</answer>", "<answer>1</answer>", "<answer>yes</answer>")
 
 
@@ -165,6 +167,12 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
         return bare if task.abstains else [("no call", "I cannot do that with these tools."), *bare]
     if task.form == "analysis":  # no program, an answer file of zeros, the question printed
         return trivial_analysis_candidates(task)
+    if task.form == "document":  # the prompt given back, a claim, the required headings with nothing under them
+        hollow = hollow_document(task)
+        out = [] if hollow is None else [("headings only", hollow)]
+        if task.document is not None and task.document.path is not None:
+            return [("empty program", "```python\n\n```"), *out]
+        return [("prompt echoed", task.prompt_text()), ("claims compliance", COMPLIANCE_CLAIM), *out]
     if task.form == "repo":  # the tree as given (an edit that changes nothing): its tests must fail
         assert task.workspace is not None
         return [("unchanged tree", format_edits(dict(list(task.workspace.files.items())[:1])))]

@@ -19,7 +19,9 @@ to a ``Reward``. One function per form does the running and comparing:
   allowed values (``dojo.rewards.calls``); nothing runs;
 - ``grade_api_task``: a tools task with a simulated API (``Task.api``): the candidate's calls of
   each turn run on the API in the sandbox, and the API's state after each turn is compared here
-  with the gold calls' (``dojo.rewards.simulated_api``).
+  with the gold calls' (``dojo.rewards.simulated_api``);
+- ``grade_document``: the document in the reply (or the file its script writes in the sandbox),
+  parsed here and checked rule by rule (``dojo.rewards.documents``, ``dojo.rewards.rules``).
 
 A sandbox failure never becomes a 0: the reward's value is None (retry or drop the sample).
 """
@@ -39,6 +41,7 @@ from typing import Any
 from dojo.rewards.analysis import grade_analysis
 from dojo.rewards.calls import TOOL_CALL, check_calls, parse_calls
 from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
+from dojo.rewards.documents import grade_document
 from dojo.rewards.edit_scan import scan_repo_edits
 from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number
 from dojo.rewards.hacks import Example, Finding, scan_python, visible_examples
@@ -97,6 +100,7 @@ class TestResults:
     no_answer: str | None = None
     hack: str | None = None  # a confirmed reward hack (what was found): scores 0
     flags: list[str] = field(default_factory=list)
+    components: dict[str, float] = field(default_factory=dict)  # verdicts reported beside correctness (not summed)
 
 
 def candidate_code(task: Task, completion: str) -> str:
@@ -617,6 +621,9 @@ class Grader:
             found = TestResults(g.passed, g.total, g.cases, infrastructure_error=g.infrastructure_error)
             found.no_answer = g.no_answer
             return self._reward(task, completion, found)
+        if task.form == "document":
+            graded = await grade_document(task, completion, self.sandbox, self.limits)
+            return self._reward(task, completion, TestResults(**vars(graded)))
         code = candidate_code(task, completion)
         if not code.strip():
             return self._reward(task, completion, TestResults(total=max(1, len(task.tests)), no_answer="no_code"))
@@ -670,8 +677,10 @@ class Grader:
         components = {"correctness": score}
         for hook in self.config.shaping:
             components[hook.name] = float(hook(completion, score))
+        value = sum(components.values())  # correctness and shaping; the verdicts below are reported, not summed
+        components.update(r.components)
         return Reward(
-            value=sum(components.values()),
+            value=value,
             verdict=verdict,
             passed=r.passed,
             total=r.total,

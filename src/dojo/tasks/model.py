@@ -19,6 +19,9 @@ A task has one *form*, which says how a candidate is graded:
   and writes ``answer.json``, fetched back and compared here field by field with the tolerances each
   test declares (``dojo.rewards.analysis``); with an ``entry_point``, dojo's driver runs each test's
   ``code`` after the candidate's functions and the values of its capture expressions are the fields.
+- ``document``: the candidate produces a document (text, Markdown or JSON in its reply; DOCX or
+  XLSX written by its Python script in the sandbox and fetched back); each test is one declarative
+  rule (``dojo.tasks.rules``) checked on the host on the parsed document.
 
 Tests are ``visible`` (may be shown in the prompt) or hidden (never shown, graded on).
 """
@@ -33,9 +36,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dojo.sandbox import Limits
 from dojo.tasks.canaries import TestNode
+from dojo.tasks.rules import FILE_FORMATS, DocumentSpec, parse_rule
 
-TaskForm = Literal["function", "stdio", "assert", "answer", "repo", "shell", "tools", "analysis"]
-FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo", "shell", "tools", "analysis")
+TaskForm = Literal["function", "stdio", "assert", "answer", "repo", "shell", "tools", "analysis", "document"]
+FORMS: tuple[str, ...] = ("function", "stdio", "assert", "answer", "repo", "shell", "tools", "analysis", "document")
 # Paths a repo task's candidate never changes, whatever its edits say: the tests that grade it and
 # the files pytest or Python would run before them.
 PROTECTED_PATHS: tuple[str, ...] = (
@@ -112,7 +116,8 @@ class TestCase(BaseModel):
       instead of a value: the reference's value in the same grading; ``"capture": [expr, ...]``
       with ``code``, for tasks with an entry point);
     - shell: ``expected``, one check of the final state (``dojo.rewards.shell.CHECKS``), e.g.
-      ``{"path": "out/a.txt", "sha256": "..."}``, ``{"path": "x.tmp", "exists": false}``.
+      ``{"path": "out/a.txt", "sha256": "..."}``, ``{"path": "x.tmp", "exists": false}``;
+    - document: ``expected``, one rule (``dojo.tasks.rules``), e.g. ``{"kind": "sections", "titles": [...]}``.
     """
 
     __test__ = False  # not a pytest class
@@ -267,6 +272,7 @@ class Task(BaseModel):
     workspace: Workspace | None = Field(None, description="repo form: the file tree the candidate edits.")
     tools: list[dict[str, Any]] = Field(default_factory=list, description="tools form: OpenAI tool schemas.")
     api: ApiScenario | None = Field(None, description="tools form: a simulated API the calls run on, over turns.")
+    document: DocumentSpec | None = Field(None, description="document form: the document's format (and file).")
     environment: str | None = Field(
         None,
         max_length=100,
@@ -332,6 +338,18 @@ class Task(BaseModel):
                 raise ValueError(
                     "every test of a shell task needs expected: a check, e.g. {'path': ..., 'sha256': ...}"
                 )
+        if self.form == "document":
+            if self.document is None:
+                raise ValueError("a document task needs document: its format (and, for docx/xlsx, the file)")
+            if self.document.format in FILE_FORMATS and self.language != "python":
+                raise ValueError("a docx/xlsx document is written by a Python script: language must be 'python'")
+            for i, t in enumerate(self.tests):
+                try:
+                    parse_rule(t.expected)
+                except ValueError as e:
+                    raise ValueError(f"test {i} of a document task must be a rule: {e}") from None
+        elif self.document is not None:
+            raise ValueError("only a document task has a document")
         if self.form == "analysis":
             if self.language != "python":
                 raise ValueError("an analysis task's program is Python; language must be 'python'")

@@ -12,6 +12,7 @@
 - ``intercode:bash`` (InterCode's bash tasks on its test file tree, graded against the gold command's
   output and file changes: ``dojo.tasks.intercode``);
 - ``swe:toolz?context=function&n=20&seed=0`` (bugs injected into a real package: ``dojo.tasks.swe``);
+- ``ifbench?n=50&seed=0`` (IFBench's prompts, judged by its own checkers: ``dojo.tasks.ifbench``);
 - a path or fsspec URL ending in ``.jsonl`` or ``.parquet``.
 
 A source read from a package leaves out the tasks that no grader of ours can verify
@@ -32,9 +33,11 @@ from urllib.parse import parse_qs
 from dojo.tasks.bfcl import CATEGORIES, load_bfcl
 from dojo.tasks.bfcl_multi_turn import KINDS, load_bfcl_multi_turn
 from dojo.tasks.data_analysis import DataAnalysisFamily  # noqa: F401  (registers family:data_analysis)
+from dojo.tasks.documents import DocumentFamily  # noqa: F401  (registers family:documents and family:office)
 from dojo.tasks.families import family_names, generate_tasks
 from dojo.tasks.files import load_tasks
 from dojo.tasks.humaneval import load_humaneval
+from dojo.tasks.ifbench import load_ifbench
 from dojo.tasks.intercode import load_intercode
 from dojo.tasks.model import Task
 from dojo.tasks.ops import OpsFamily  # noqa: F401  (registers family:ops)
@@ -49,7 +52,7 @@ SOURCE_HELP = (
     f"family:NAME[?n=100&seed=0&difficulty=0.2-0.8] (families: {', '.join(family_names())}), "
     f"bfcl:CATEGORY[?n=50&seed=0&all=1] (categories: {', '.join(CATEGORIES + KINDS)}), "
     f"tau2:DOMAIN[?n=10&seed=0&all=1] (domains: {', '.join(DOMAINS)}), "
-    "intercode:bash|sql[?n=10&seed=0&all=1], "
+    "intercode:bash|sql[?n=10&seed=0&all=1], ifbench[?n=50&seed=0&all=1], "
     f"swe:PACKAGE[?context={'|'.join(CONTEXTS)}&n=20&seed=0] (packages: {', '.join(sorted(PACKAGES))}), "
     "or a .jsonl/.parquet file"
 )
@@ -131,6 +134,11 @@ def load_source(spec: str) -> list[Task]:
         opts = _options(query, {"n", "seed", "all"})
         return _verifiable(head, opts, lambda n, seed: load_intercode(arg, n=n, seed=seed))
     if kind == "swe":
+    if kind == "ifbench":
+        if arg:
+            raise ValueError(f"ifbench takes no part name, only options: ifbench?n=50&seed=0, not {spec!r}")
+        opts = _options(query, {"n", "seed", "all"})
+        return _verifiable("ifbench", opts, lambda n, seed: load_ifbench(n=n, seed=seed))
         opts = _options(query, {"n", "seed", "context"})
         n = _int(opts, "n", 0)
         return load_swe(arg, context=opts.get("context", "function"), n=n or None, seed=_int(opts, "seed", 0))

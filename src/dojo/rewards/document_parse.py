@@ -1,0 +1,334 @@
+"""A produced document, parsed on the host into one shape whatever its format.
+
+The shape: ``sections`` in order (a heading's title and level, then its fields, paragraphs,
+bullets and tables; content before the first heading is a section with an empty title), and the
+whole ``text``. How each format maps onto it:
+
+- **Markdown**: ATX headings (``#`` .. ``######``); ``Label: value`` lines (emphasis stripped:
+  ``**Total:** $5.00``) are fields; ``-``/``*``/``+``/``1.`` lines are bullets (a bullet that reads
+  ``Label: value`` is a field too); pipe tables (header, ``---`` line, rows); other lines are
+  paragraphs (consecutive lines join).
+- **JSON**: ``{"title": ..., "fields": {...}, "sections": [{"heading": ..., "level": 1, "fields":
+  {label: value}, "paragraphs": [...], "bullets": [...], "tables": [{"columns": [...], "rows":
+  [[...]]}]}]}`` (``table`` for one table); anything else does not parse.
+- **DOCX** (python-docx): ``Title``/``Heading N`` paragraphs are headings; list-styled paragraphs
+  (or ones starting ``- ``/``• ``) are bullets; ``Label: value`` paragraphs are fields; tables in
+  body order, their first row the columns; a two-column table's rows are fields too.
+- **XLSX** (openpyxl, cached values: a formula without a cached value is empty): each sheet is a
+  section named after it; a row of three or more cells starts a table (its columns), which runs to
+  the next empty row; a row of two cells outside a table is a field (label, value); a row of one
+  cell is a paragraph, or a bullet when it starts ``- ``/``• ``.
+
+A document that does not parse raises ``DocumentError`` (the grader's 0 with its message). Files
+are bounded before parsing: their size, and a zip's entries and unpacked size.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import re
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_UNPACKED = 64 << 20  # a docx/xlsx that unpacks to more is refused (a zip bomb)
+MAX_ENTRIES = 2000
+MAX_CELLS = 200_000
+
+
+class DocumentError(ValueError):
+    """The document does not parse (a candidate's fault: it scores 0)."""
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class Section:
+    title: str
+    level: int = 1
+    fields: list[tuple[str, str]] = field(default_factory=list)
+    paragraphs: list[str] = field(default_factory=list)
+    bullets: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+
+    def content(self) -> str:
+        """Its own content as text (not its title): fields, paragraphs, bullets, table cells."""
+        parts = [f"{k}: {v}" for k, v in self.fields]
+        parts += self.paragraphs + self.bullets
+        for t in self.tables:
+            parts += [" | ".join(t.columns), *(" | ".join(r) for r in t.rows)]
+        return "\n".join(parts)
+
+
+@dataclass
+class ParsedDocument:
+    format: str
+    text: str
+    sections: list[Section] = field(default_factory=list)
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
+# ``Label: value``, the label of 1 to 6 words
+_FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9/&()'#-]*(?: [A-Za-z0-9/&()'#-]+){0,5})\s*:\s+(\S.*)$")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
+
+
+def plain(text: str) -> str:
+    """Text without Markdown emphasis markers, trimmed."""
+    return _EMPHASIS.sub("", text).strip()
+
+
+def field_of(line: str) -> tuple[str, str] | None:
+    """(label, value) when ``line`` reads ``Label: value``."""
+    m = _FIELD.match(plain(line))
+    return (m.group(1).strip(), m.group(2).strip()) if m else None
+
+
+def _cells(line: str) -> list[str]:
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") else body
+    return [plain(c) for c in body.split("|")]
+
+
+def parse_markdown(text: str) -> ParsedDocument:
+    current = Section(title="", level=0)
+    sections = [current]
+    paragraph: list[str] = []
+    lines = text.splitlines()
+
+    def flush() -> None:
+        if paragraph:
+            current.paragraphs.append(" ".join(paragraph))
+            paragraph.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        heading = _HEADING.match(stripped)
+        if heading:
+            flush()
+            current = Section(title=plain(heading.group(2).rstrip().rstrip("#")), level=len(heading.group(1)))
+            sections.append(current)
+        elif stripped.startswith("|") and i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1].strip()):
+            flush()
+            table = Table(columns=_cells(stripped))
+            i += 2
+            while i < len(lines) and lines[i].strip().startswith("|"):
+                table.rows.append(_cells(lines[i]))
+                i += 1
+            current.tables.append(table)
+            if len(table.columns) == 2:
+                current.fields += [(r[0], r[1]) for r in table.rows if len(r) == 2 and r[0]]
+            continue
+        elif not stripped or stripped.startswith("```"):
+            flush()
+        elif bullet := _BULLET.match(line):
+            flush()
+            item = plain(bullet.group(1))
+            current.bullets.append(item)
+            if (pair := field_of(item)) is not None:
+                current.fields.append(pair)
+        elif (pair := field_of(stripped)) is not None:
+            flush()
+            current.fields.append(pair)
+        else:
+            paragraph.append(plain(stripped))
+        i += 1
+    flush()
+    return ParsedDocument("markdown", text, [s for s in sections if s.title or s.content()])
+
+
+def _scalar(value: Any, where: str) -> str:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    raise DocumentError(f"{where} must be text or a number, not {type(value).__name__}")
+
+
+def _texts(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list):
+        raise DocumentError(f"{where} must be a list of texts")
+    return [_scalar(v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+
+def _json_section(data: Any, where: str) -> Section:
+    if not isinstance(data, dict):
+        raise DocumentError(f"{where} must be an object")
+    unknown = set(data) - {"heading", "title", "level", "fields", "paragraphs", "bullets", "table", "tables"}
+    if unknown:
+        raise DocumentError(f"{where} has unknown keys {sorted(unknown)}")
+    heading = data.get("heading", data.get("title", ""))
+    level = data.get("level", 1)
+    if not isinstance(heading, str) or not isinstance(level, int) or isinstance(level, bool):
+        raise DocumentError(f"{where}: heading must be text and level an integer")
+    section = Section(title=heading.strip(), level=level)
+    fields = data.get("fields", {})
+    if not isinstance(fields, dict):
+        raise DocumentError(f"{where}.fields must be an object of label: value")
+    section.fields = [(str(k), _scalar(v, f"{where}.fields[{k!r}]")) for k, v in fields.items()]
+    section.paragraphs = _texts(data.get("paragraphs", []), f"{where}.paragraphs")
+    section.bullets = _texts(data.get("bullets", []), f"{where}.bullets")
+    tables = data.get("tables", [data["table"]] if "table" in data else [])
+    if not isinstance(tables, list):
+        raise DocumentError(f"{where}.tables must be a list")
+    for k, t in enumerate(tables):
+        if not isinstance(t, dict) or not isinstance(t.get("rows", []), list):
+            raise DocumentError(f"{where}.tables[{k}] must be an object with columns and rows")
+        table = Table(columns=_texts(t.get("columns", []), f"{where}.tables[{k}].columns"))
+        table.rows = [_texts(r, f"{where}.tables[{k}].rows[{j}]") for j, r in enumerate(t.get("rows", []))]
+        section.tables.append(table)
+    return section
+
+
+def parse_json(text: str) -> ParsedDocument:
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise DocumentError(f"the document is not valid JSON: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("sections"), list):
+        raise DocumentError('a JSON document is an object with "sections": a list of section objects')
+    preamble = _json_section({"fields": data.get("fields", {}), "heading": "", "level": 0}, "the document")
+    sections = [_json_section(s, f"sections[{i}]") for i, s in enumerate(data["sections"])]
+    if (title := data.get("title")) is not None:
+        preamble.paragraphs.insert(0, _scalar(title, "title"))
+    kept = [s for s in (preamble, *sections) if s.title or s.content()]
+    return ParsedDocument("json", _all_text(kept), kept)
+
+
+def _unzipped(data: bytes, kind: str) -> None:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            entries = z.infolist()
+    except (zipfile.BadZipFile, ValueError) as e:
+        raise DocumentError(f"the {kind} file is not a valid {kind} (zip) file: {e}") from None
+    if len(entries) > MAX_ENTRIES or sum(e.file_size for e in entries) > MAX_UNPACKED:
+        raise DocumentError(f"the {kind} file unpacks to more than {MAX_UNPACKED >> 20} MiB or {MAX_ENTRIES} entries")
+
+
+def _all_text(sections: list[Section]) -> str:
+    return "\n".join(part for s in sections for part in (s.title, s.content()) if part)
+
+
+def parse_docx(data: bytes) -> ParsedDocument:
+    _unzipped(data, "docx")
+    from docx import Document
+    from docx.table import Table as DocxTable
+    from docx.text.paragraph import Paragraph
+
+    try:
+        doc = Document(io.BytesIO(data))
+    except Exception as e:  # a damaged package: python-docx raises many kinds
+        raise DocumentError(f"the docx file does not open: {type(e).__name__}: {e}") from None
+    current = Section(title="", level=0)
+    sections = [current]
+    for child in doc.element.body.iterchildren():
+        tag = child.tag.rsplit("}", 1)[-1]
+        if tag == "p":
+            p = Paragraph(child, doc)
+            text = p.text.strip()
+            style = (p.style.name if p.style is not None else "") or ""
+            if not text:
+                continue
+            if style == "Title" or style.startswith("Heading"):
+                digits = style.removeprefix("Heading").strip()
+                current = Section(title=text, level=int(digits) if digits.isdigit() else 1)
+                sections.append(current)
+            elif style.startswith("List") or child.find(".//{*}numPr") is not None or _BULLET.match(text):
+                item = m.group(1).strip() if (m := _BULLET.match(text)) else text
+                current.bullets.append(item)
+                if (pair := field_of(item)) is not None:
+                    current.fields.append(pair)
+            elif (pair := field_of(text)) is not None:
+                current.fields.append(pair)
+            else:
+                current.paragraphs.append(text)
+        elif tag == "tbl":
+            rows = [[c.text.strip() for c in r.cells] for r in DocxTable(child, doc).rows]
+            if rows:
+                table = Table(columns=rows[0], rows=rows[1:])
+                current.tables.append(table)
+                if len(table.columns) == 2:
+                    current.fields += [(r[0], r[1]) for r in table.rows if len(r) == 2 and r[0]]
+    kept = [s for s in sections if s.title or s.content()]
+    return ParsedDocument("docx", _all_text(kept), kept)
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime.datetime):
+        return value.date().isoformat() if value.time() == datetime.time() else value.isoformat()
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value).strip()
+
+
+def parse_xlsx(data: bytes) -> ParsedDocument:
+    _unzipped(data, "xlsx")
+    import openpyxl
+
+    try:
+        book = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
+    except Exception as e:  # a damaged package: openpyxl raises many kinds
+        raise DocumentError(f"the xlsx file does not open: {type(e).__name__}: {e}") from None
+    sections = []
+    for sheet in book.worksheets:
+        if sheet.max_row * sheet.max_column > MAX_CELLS:
+            raise DocumentError(f"sheet {sheet.title!r} has more than {MAX_CELLS} cells")
+        section = Section(title=sheet.title.strip(), level=1)
+        table: Table | None = None
+        for row in sheet.iter_rows(values_only=True):
+            cells = [_cell_text(v) for v in row]
+            while cells and not cells[-1]:
+                cells.pop()
+            if not any(cells):
+                table = None
+            elif table is not None:
+                table.rows.append(cells + [""] * (len(table.columns) - len(cells)))
+            elif sum(bool(c) for c in cells) >= 3:
+                table = Table(columns=cells)
+                section.tables.append(table)
+            elif len(cells) == 2 and cells[0]:
+                section.fields.append((cells[0].rstrip(":").strip(), cells[1]))
+            elif len(cells) == 1:
+                m = _BULLET.match(cells[0])
+                (section.bullets if m else section.paragraphs).append(m.group(1).strip() if m else cells[0])
+            else:
+                section.paragraphs.append(" ".join(c for c in cells if c))
+        sections.append(section)
+    return ParsedDocument("xlsx", _all_text(sections), sections)
+
+
+def parse_document(format: str, content: str | bytes) -> ParsedDocument:
+    """``content`` (text for text/markdown/json, bytes for docx/xlsx) in the one shape;
+    ``DocumentError`` when it does not parse or is empty."""
+    if format in ("docx", "xlsx"):
+        if not isinstance(content, bytes):
+            raise TypeError(f"a {format} document is bytes")
+        doc = parse_docx(content) if format == "docx" else parse_xlsx(content)
+    else:
+        text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+        if format == "text":
+            doc = ParsedDocument("text", text, [])
+        elif format == "json":
+            doc = parse_json(text)
+        elif format == "markdown":
+            doc = parse_markdown(text)
+        else:
+            raise ValueError(f"unknown document format {format!r}")
+    if not doc.text.strip():
+        raise DocumentError("the document is empty")
+    return doc
