@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.policy import ToolCall
+from dojo.rewards.analysis import task_files
 from dojo.rewards.config import GradingConfig
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import RewardStats
@@ -255,8 +256,11 @@ class Toolbox:
         return self._observe(call, result)
 
     def _run_files(self) -> list[InputFile]:
-        """A run's files: a shell task's tree (as it starts: the script is the answer), then the
-        episode's own files."""
+        """A run's files: a shell task's tree (as it starts: the script is the answer) or an analysis
+        task's data (to look at before answering), then the episode's own files."""
+        if self.task.form == "analysis":
+            data = [f for f in task_files(self.task) if f.path not in self.files]
+            return data + [InputFile(path=p, content=c.encode()) for p, c in self.files.items()]
         tree = dict(self.task.workspace.files) if self.task.form == "shell" and self.task.workspace else {}
         executable = set(self.task.workspace.executable) if self.task.workspace else set()
         tree.update(self.files)

@@ -22,17 +22,18 @@ booleans exactly, lists item by item, objects key by key, arrays by shape and va
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from dojo.rewards.extract import extract_code
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import CaseOutcome
-from dojo.rewards.programs import program_source
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.tasks.analysis import ANSWER_FILE
 from dojo.tasks.model import Task
@@ -66,6 +67,12 @@ def task_files(task: Task) -> list[InputFile]:
     ]
 
 
+@functools.cache
+def capture_driver_source() -> str:
+    """The capture driver's source, shipped to the run from its file."""
+    return (Path(__file__).parent / "programs" / "capture_driver.py").read_text()
+
+
 def driver_job(task: Task) -> dict[str, Any]:
     """The capture driver's job for an entry-point task: its prelude and each test's code."""
     prelude = str((task.metadata.model_extra or {}).get("prelude", ""))
@@ -79,7 +86,7 @@ def analysis_program(task: Task, code: str) -> Program:
         return Program(language="python", source=code, files=files, fetch=[ANSWER_FILE], environment=task.environment)
     return Program(
         language="python",
-        source=program_source("capture_driver"),
+        source=capture_driver_source(),
         stdin=json.dumps(driver_job(task)),
         files=[*files, InputFile(path="solution.py", content=code.encode())],
         fetch=[ANSWER_FILE],

@@ -1,0 +1,59 @@
+"""family:data_analysis and family:scientific: seeded, levelled, answers that discriminate."""
+
+from __future__ import annotations
+
+import base64
+
+from dojo.rewards.audit import audit_tasks
+from dojo.sandbox import AsyncSandbox
+from dojo.tasks import load_source
+from dojo.tasks.analysis import zero_like
+
+
+def test_a_seed_reproduces_a_task_set() -> None:
+    first = load_source("family:data_analysis?n=4&seed=7")
+    again = load_source("family:data_analysis?n=4&seed=7")
+    assert [t.model_dump() for t in first] == [t.model_dump() for t in again]
+    assert first[0].model_dump() != load_source("family:data_analysis?n=4&seed=8")[0].model_dump()
+
+
+def test_levels_go_from_one_aggregate_to_a_report_over_three_tables() -> None:
+    easy = load_source("family:data_analysis?n=5&difficulty=0")
+    hard = load_source("family:data_analysis?n=5&difficulty=1")
+    assert all(len(t.tests) == 1 and list(t.workspace.files) == ["data/orders.csv"] for t in easy if t.workspace)
+    for task in hard:
+        assert len(task.tests) == 5
+        assert task.workspace is not None
+        assert set(task.workspace.files) == {"data/orders.parquet", "data/customers.csv", "data/products.parquet"}
+        assert base64.b64decode(task.workspace.files["data/orders.parquet"])[:4] == b"PAR1"
+
+
+def test_no_answer_is_a_zero_a_guess_could_match() -> None:
+    for task in load_source("family:data_analysis?n=60") + load_source("family:scientific?n=60"):
+        assert not any(zero_like(t.expected["value"]) for t in task.tests), task.id
+        assert all(not t.visible for t in task.tests)  # the truth is never shown
+
+
+def test_the_prompt_names_every_field_and_the_data() -> None:
+    task = load_source("family:data_analysis?n=1&difficulty=0.8")[0]
+    text = task.prompt_text()
+    assert all(f'"{t.expected["field"]}"' in text for t in task.tests)
+    assert "data/orders.parquet" in text and "answer.json" in text
+
+
+def test_scientific_covers_its_kinds_and_declares_tolerances() -> None:
+    tasks = load_source("family:scientific?n=80")
+    kinds = {tag for t in tasks for tag in t.metadata.tags if not tag.startswith("level")}
+    assert kinds == {"integration", "ode", "linear_algebra", "root_finding", "statistics"}
+    for task in tasks:
+        for test in task.tests:
+            assert test.expected["rel"] > 0 and test.expected["abs"] > 0
+            assert f"{test.expected['rel']:g} relative" in task.prompt_text()
+
+
+async def test_audit_is_clean_on_both_families() -> None:
+    tasks = load_source("family:data_analysis?n=12") + load_source("family:scientific?n=12")
+    async with AsyncSandbox() as sandbox:
+        report = await audit_tasks(tasks, sandbox)
+    assert [t.id for t in report.unverifiable] == [], [t.problems for t in report.unverifiable]
+    assert all(not t.trivial_passed for t in report.tasks)
