@@ -6,6 +6,7 @@ answers are these renderings of the generator's own draft."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 
@@ -73,12 +74,11 @@ def to_docx_script(draft: Draft, path: str) -> str:
 
 
 def _cell(text: str) -> str:
-    """A cell's value as Python source: a number where the text is one (XLSX amounts are numbers)."""
-    try:
-        number = float(text.replace(",", ""))
-    except ValueError:
-        return repr(text)
-    return repr(int(number)) if number.is_integer() and "." not in text else repr(number)
+    """A cell's value as Python source: a number where the text is an amount or a count (XLSX amounts
+    are numbers), else the text (a version such as ``1.0`` stays text)."""
+    if re.fullmatch(r"-?\d+(\.\d\d)?", text):
+        return repr(float(text)) if "." in text else repr(int(text))
+    return repr(text)
 
 
 def to_xlsx_script(draft: Draft, path: str) -> str:

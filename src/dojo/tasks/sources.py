@@ -42,7 +42,6 @@ from dojo.tasks.intercode import load_intercode
 from dojo.tasks.model import Task
 from dojo.tasks.ops import OpsFamily  # noqa: F401  (registers family:ops)
 from dojo.tasks.reasoning_gym import load_reasoning_gym
-from dojo.tasks.scientific import ScientificFamily  # noqa: F401  (registers family:scientific)
 from dojo.tasks.sql_family import SqlFamily  # noqa: F401  (registers family:sql)
 from dojo.tasks.swe import CONTEXTS, PACKAGES, load_swe
 from dojo.tasks.tau2 import DOMAINS, load_tau2
@@ -134,12 +133,12 @@ def load_source(spec: str) -> list[Task]:
     if kind == "intercode":
         opts = _options(query, {"n", "seed", "all"})
         return _verifiable(head, opts, lambda n, seed: load_intercode(arg, n=n, seed=seed))
-    if kind == "swe":
     if kind == "ifbench":
         if arg:
             raise ValueError(f"ifbench takes no part name, only options: ifbench?n=50&seed=0, not {spec!r}")
         opts = _options(query, {"n", "seed", "all"})
         return _verifiable("ifbench", opts, lambda n, seed: load_ifbench(n=n, seed=seed))
+    if kind == "swe":
         opts = _options(query, {"n", "seed", "context"})
         n = _int(opts, "n", 0)
         return load_swe(arg, context=opts.get("context", "function"), n=n or None, seed=_int(opts, "seed", 0))

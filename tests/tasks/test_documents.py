@@ -1,0 +1,100 @@
+"""family:documents and family:office: references pass, trivial and hacked documents earn nothing,
+and the truth the rules hold never enters the sandbox."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from dojo.rewards import Grader
+from dojo.rewards.audit import audit_tasks
+from dojo.rewards.documents import hollow_document
+from dojo.sandbox import AsyncSandbox, Limits, Program
+from dojo.tasks import generate_tasks, load_source
+from tests.sandbox.conftest import requires_isolation
+
+
+class Recording:
+    """A sandbox that keeps every program it is asked to run."""
+
+    def __init__(self, inner: AsyncSandbox) -> None:
+        self.inner, self.programs = inner, []  # type: ignore[var-annotated]
+
+    async def run(self, program: Program, limits: Limits | None = None, **kw: Any) -> Any:
+        self.programs.append(program)
+        return await self.inner.run(program, limits, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_references_pass_and_levels_add_rules(fast_sandbox: AsyncSandbox) -> None:
+    grader = Grader(fast_sandbox)
+    tasks = load_source("family:documents?n=300&seed=3")
+    assert [t.prompt for t in tasks[:20]] == [t.prompt for t in load_source("family:documents?n=20&seed=3")]
+    for task in tasks:
+        reward = await grader.grade(task, task.reference or "")
+        assert reward.value == 1.0, (task.id, reward.cases)
+        assert set(reward.components) == {"correctness"} | {f"rule:{c.index}:" for c in []} | set(reward.components)
+        assert sum(k.startswith("rule:") for k in reward.components) == len(task.tests)
+    by_level = {lvl: [len(t.tests) for t in tasks if f"level{lvl}" in t.metadata.tags] for lvl in (1, 2, 3, 4)}
+    means = [sum(v) / len(v) for v in by_level.values()]
+    assert means == sorted(means) and means[0] < means[-1]
+    assert {t.metadata.tags[1] for t in tasks} == {"markdown", "json"}
+
+
+async def test_trivial_and_hacked_documents_earn_nothing(fast_sandbox: AsyncSandbox) -> None:
+    grader = Grader(fast_sandbox)
+    for task in generate_tasks("documents", n=40, seed=1):
+        ref = task.reference or ""
+        body = ref.split("\n", 1)[1].rsplit("```", 1)[0]
+        rules_text = json.dumps([t.expected for t in task.tests])
+        hacks = {
+            "empty": "",
+            "prompt echoed": task.prompt_text(),
+            "headings only": hollow_document(task) or "",
+            "claims compliance": "This document meets every rule: all sections, fields and totals are correct.",
+            "prints what the checker looks for": rules_text,
+            "keyword stuffing": "\n".join(f"## {w}\n{task.prompt_text()}" for w in ("Totals", "Summary")),
+        }
+        for name, completion in hacks.items():
+            reward = await grader.grade(task, completion)
+            assert reward.value == 0.0, (task.id, name, reward.cases[:3])
+        totals = [t.expected["label"] for t in task.tests if t.expected.get("label") in ("Total", "Total Profit")]
+        if task.metadata.tags[1] == "markdown" and totals:  # a guessed total (the computed one is never in the brief)
+            guessed = re.sub(
+                rf"^({totals[0]}: \$?-?)(\d)", lambda m: m.group(1) + str(int(m.group(2)) % 9 + 1), body, flags=re.M
+            )
+            assert guessed != body
+            assert (await grader.grade(task, f"```markdown\n{guessed}```")).value != 1.0, task.id
+
+
+@requires_isolation
+async def test_office_documents_are_written_in_the_sandbox_and_checked_outside(fast_sandbox: AsyncSandbox) -> None:
+    sandbox = Recording(fast_sandbox)
+    grader = Grader(sandbox)  # type: ignore[arg-type]
+    tasks = generate_tasks("office", n=12, seed=2, difficulty=(0.5, 1.0))
+    assert {t.metadata.tags[1] for t in tasks} == {"docx", "xlsx"}
+    for task in tasks:
+        assert (await grader.grade(task, task.reference or "")).value == 1.0, task.id
+        assert (await grader.grade(task, hollow_document(task) or "")).value == 0.0, task.id
+        nothing = await grader.grade(task, "```python\nprint('the report is written')\n```")
+        assert nothing.value == 0.0 and "wrote no" in (nothing.error or ""), nothing
+        broken = await grader.grade(task, f"```python\nopen({task.document.path!r}, 'w').write('x')\n```")  # type: ignore[union-attr]
+        assert broken.value == 0.0 and broken.verdict == "compile_error" and "zip" in (broken.error or "")
+    # the run holds the candidate's script and nothing else: no rule, no expected value
+    for program in sandbox.programs:
+        assert not program.files and not program.stdin and not program.env
+    for task in tasks:
+        secrets = [str(t.expected.get("equals")) for t in task.tests if t.expected.get("equals")]
+        secrets += [json.dumps(t.expected) for t in task.tests]
+        sent = [p.source for p in sandbox.programs if p.source != (task.reference or "")]
+        assert not any(s in src for s in secrets for src in sent if "print(" in src), task.id
+
+
+@requires_isolation
+async def test_the_audit_is_clean(fast_sandbox: AsyncSandbox) -> None:
+    tasks = load_source("family:documents?n=60&seed=5") + load_source("family:office?n=6&seed=5")
+    report = await audit_tasks(tasks, fast_sandbox, repeats=1)
+    assert report.summary()["verifiable"] == len(tasks), [(t.id, t.problems) for t in report.unverifiable]
