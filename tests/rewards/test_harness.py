@@ -7,9 +7,10 @@ import pytest
 
 from dojo.rewards import Grader, GradingConfig, InvalidTask
 from dojo.rewards.audit import audit_tasks
-from dojo.rewards.harness import call_function, check_context, rewrite_asserts
+from dojo.rewards.harness import call_function, check_context, function_job, rewrite_asserts, run_harness
 from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
 from dojo.tasks import Task, TestCase, load_humaneval
+from dojo.tasks.values import decode_value
 from tests.rewards.hack_corpus import READ_MEMORY
 
 # Run as the candidate: it reports what it could reach. The grader passes it only if it reached
@@ -195,3 +196,40 @@ async def test_asserts_an_answer_makes_the_check_skip_count_as_failed(fast_sandb
     empty = await grader.grade(task, "def ones(n):\n    return []\n")
     assert empty.value == 0.5 and (empty.passed, empty.total) == (1, 2)  # the loop's assert never ran
     assert "never ran" in empty.cases[0].detail
+
+
+# A module the candidate leaves where an import looks first (/box): imported, it says which process
+# imported it. The trusted process decodes the candidate's bytes value (base64, imported then).
+SHADOWING = r"""
+import os
+SHADOW = "import os\nos.write(2, b'shadow imported by %d\\n' % os.getpid())\nfrom binascii import *\n" \
+         "def b64encode(b):\n    return b2a_base64(b, newline=False)\n" \
+         "def b64decode(s, validate=False):\n    return a2b_base64(s)\n"
+for name in ("base64.py", "random.py"):
+    with open("/box/" + name, "w") as f:
+        f.write(SHADOW)
+
+
+def f():
+    return [os.getpid(), b"bytes"]
+"""
+
+
+@pytest.mark.parametrize("isolation", ["fast", "strict"])
+async def test_a_module_the_candidate_writes_is_never_imported_by_the_trusted_process(
+    fast_sandbox: AsyncSandbox, isolation: str
+) -> None:
+    from tests.sandbox.conftest import SKIP_REASON
+
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    job = function_job("f", [(0, [], {}), (1, [], {})], 0.0)
+    if isolation == "fast":
+        run = await run_harness(fast_sandbox, SHADOWING, job, Limits())
+    else:
+        async with AsyncSandbox(pool_size=1, isolation="strict") as sandbox:
+            run = await run_harness(sandbox, SHADOWING, job, Limits())
+    assert [decode_value(c["value"])[1] for c in run.cases] == [b"bytes", b"bytes"], run
+    candidate_pid = decode_value(run.cases[0]["value"])[0]
+    importers = {int(line.rsplit(" ", 1)[1]) for line in run.result.stderr.splitlines() if "shadow" in line}
+    assert importers == {candidate_pid}  # the candidate's own process only

@@ -1,0 +1,379 @@
+"""The grading harness: the program of every run that calls a candidate's function (the trust
+boundary it keeps is described in ``dojo.rewards.harness``, which builds its jobs and reads its
+reports).
+
+Its top level only defines: each slot runs it once (``AsyncSandbox.run(harness=True)``) and every
+run calls ``main()``, which forks the candidate's process first thing. It carries its shared
+modules with it (``dojo.sandbox.bundle``): the value encoding and the framing of its channel.
+"""
+
+# ruff: noqa: SIM105 (plain try/except: contextlib would be one more module in the sandbox)
+
+from __future__ import annotations
+
+import builtins as _builtins
+import json as _json
+import os as _os
+import sys as _sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from dojo.sandbox.guest.wire import FRAME_PREFIX, read_exact, write_all
+from dojo.tasks.values import decode_value, encode_value, values_equal
+
+MAX_MESSAGE = 16 << 20  # bytes of one channel message; a longer reply is malformed
+
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
+
+CALL_FD, REPLY_FD = 3, 4  # the channel's ends, in the candidate's process
+
+
+class Malformed(Exception):
+    """A message from the candidate's process that is not valid encoded data."""
+
+
+class CandidateGone(BaseException):
+    """The candidate's process ended (or broke the channel): no later call can be answered.
+    A BaseException, so that no ``except Exception`` in check code can swallow it."""
+
+
+class CandidateError(Exception):
+    """The candidate's function raised an exception that is not a builtin one."""
+
+
+def send(fd: int, obj: dict[str, Any]) -> None:
+    """One message: a frame of the wire's framing (``dojo.sandbox.guest.wire``) whose header is the
+    message's JSON, and no body."""
+    data = _json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
+    write_all(fd, FRAME_PREFIX.pack(len(data), 0) + data)
+
+
+def receive(fd: int) -> bytes | None:
+    """One message as raw bytes; None at the end of the channel; Malformed when too long."""
+    try:
+        length, body = FRAME_PREFIX.unpack(read_exact(fd, FRAME_PREFIX.size))
+        if length > MAX_MESSAGE:
+            raise Malformed("message of " + str(length) + " bytes")
+        if body:
+            raise Malformed("a message with a body of " + str(body) + " bytes")
+        return read_exact(fd, length)
+    except EOFError:
+        return None
+
+
+def describe(e: BaseException) -> str:
+    try:
+        return (type(e).__name__ + ": " + str(e))[:500]
+    except BaseException:
+        return "an exception that cannot be described"
+
+
+# ------------------------------------------------------------------------------------------------
+# The candidate's process. Everything from here on is untrusted: the trusted process believes
+# nothing it says without checking it.
+# ------------------------------------------------------------------------------------------------
+
+
+def candidate_process(call_r: int, reply_w: int) -> NoReturn:
+    import fcntl
+    import signal
+
+    try:
+        call = fcntl.fcntl(call_r, fcntl.F_DUPFD, 16)
+        reply = fcntl.fcntl(reply_w, fcntl.F_DUPFD, 16)
+        null = _os.open("/dev/null", _os.O_RDONLY)
+        _os.dup2(null, 0)
+        _os.dup2(2, 1)  # the report channel is the trusted process's fd 1: never the candidate's
+        _os.dup2(call, CALL_FD)
+        _os.dup2(reply, REPLY_FD)
+        _os.closerange(REPLY_FD + 1, 1 << 16)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    except BaseException:
+        _os._exit(125)
+    try:
+        serve_calls()
+    except BaseException:
+        pass
+    _os._exit(0)
+
+
+def serve_calls() -> None:
+    first = receive(CALL_FD)
+    if first is None:
+        return
+    entry_point = _json.loads(first)["entry_point"]
+    with open("/box/solution.py", "rb") as f:
+        source = f.read()
+    ns = {"__name__": "solution", "__file__": "/box/solution.py", "__builtins__": _builtins}
+    try:
+        code = compile(source, "/box/solution.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:
+        send(REPLY_FD, {"load": "syntax", "error": describe(e)})
+        return
+    try:
+        exec(code, ns)
+    except BaseException as e:
+        import traceback
+
+        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None))
+        send(REPLY_FD, {"load": "error", "error": describe(e), "traceback": tb[-2000:]})
+        return
+    fn = ns.get(entry_point)
+    if not callable(fn):
+        send(REPLY_FD, {"load": "missing", "error": "no function named " + entry_point})
+        return
+    send(REPLY_FD, {"load": "ok"})
+    while True:
+        raw = receive(CALL_FD)
+        if raw is None:
+            return
+        message = _json.loads(raw)
+        try:
+            args = decode_value(message["args"])
+            kwargs = decode_value(message["kwargs"])
+            answer = {"value": encode_value(fn(*args, **kwargs))}
+        except BaseException as e:
+            answer = {"error": describe(e)}
+        for stream in (_sys.stdout, _sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        send(REPLY_FD, answer)
+
+
+# ------------------------------------------------------------------------------------------------
+# The trusted process.
+# ------------------------------------------------------------------------------------------------
+
+
+def trusted_path(entries: list[str]) -> list[str]:
+    """``sys.path`` for the trusted process while the candidate's process runs: only absolute
+    entries that it cannot write. The candidate's process can write /box (the path's first entry,
+    and ``''``: the run's working directory), and a module it leaves there must never be what an
+    import here finds: the values codec imports base64 on the first bytes value, after the
+    candidate's code has run (a ``/box/base64.py`` was run in the trusted process before this)."""
+    return [p for p in entries if p.startswith("/") and not _os.access(p, _os.W_OK)]
+
+
+def reject_constant(name: str) -> NoReturn:
+    raise ValueError("bare " + name + " is not encoded data")
+
+
+def parse_message(raw: bytes) -> dict[str, Any]:
+    """A message from the candidate's process: a non-empty JSON object; Malformed otherwise."""
+    try:
+        obj = _json.loads(raw.decode("utf-8"), parse_constant=reject_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise Malformed("not JSON: " + describe(e)) from None
+    if type(obj) is not dict or not obj:
+        raise Malformed("not a message object")
+    return obj
+
+
+class Candidate:
+    """The trusted side of the channel: calls go out as data, answers come back checked."""
+
+    def __init__(self, pid: int, call_w: int, reply_r: int) -> None:
+        self.pid, self.call_w, self.reply_r = pid, call_w, reply_r
+        self.gone: str | None = None  # why no more calls can be answered
+        self.signal: int | None = None  # the signal that ended the candidate's process, if one did
+        self.malformed = 0
+
+    def ended(self, why: str, eof: bool = False) -> NoReturn:
+        """Stop the candidate's process for good, say why (with how it ended), and raise
+        CandidateGone. ``eof``: it closed the channel itself (its exit code is worth telling)."""
+        if self.gone is None:
+            self.gone = why
+            try:
+                _os.kill(self.pid, 9)
+            except OSError:
+                pass
+            try:
+                _, status = _os.waitpid(self.pid, 0)
+                if _os.WIFSIGNALED(status):
+                    sig = self.signal = _os.WTERMSIG(status)
+                    named = {24: "its cpu limit", 25: "its file_size limit"}.get(sig)
+                    self.gone = why + (" (it hit " + named + ")" if named else " (killed by signal " + str(sig) + ")")
+                elif _os.WIFEXITED(status) and eof:
+                    self.gone = why + " (exit code " + str(_os.WEXITSTATUS(status)) + ")"
+            except OSError:
+                pass
+        raise CandidateGone(self.gone)
+
+    def request(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self.gone is not None:
+            raise CandidateGone(self.gone)
+        try:
+            send(self.call_w, obj)
+        except OSError:
+            self.ended("the candidate's process ended", eof=True)
+        try:
+            raw = receive(self.reply_r)
+        except Malformed as e:
+            self.malformed += 1
+            self.ended("malformed reply: " + str(e))
+        if raw is None:
+            self.ended("the candidate's process ended", eof=True)
+        try:
+            return parse_message(raw)
+        except Malformed as e:
+            self.malformed += 1
+            self.ended("malformed reply: " + str(e))
+
+    def load(self, entry_point: str) -> dict[str, Any]:
+        reply = self.request({"entry_point": entry_point})
+        status = reply.get("load")
+        if status not in ("ok", "syntax", "error", "missing") or set(reply) - {"load", "error", "traceback"}:
+            self.malformed += 1
+            self.ended("malformed reply to loading the solution")
+        out = {"load": status}
+        for key in ("error", "traceback"):
+            if key in reply:
+                out[key] = str(reply[key])[:2000]
+        return out
+
+    def call(self, args: Any, kwargs: Any) -> Any:
+        """The candidate's return value, decoded; raises what it raised (as data: a builtin
+        exception type of that name, else CandidateError), or CandidateGone."""
+        reply = self.request({"args": args, "kwargs": kwargs})
+        if len(reply) == 1 and "value" in reply:
+            try:
+                return decode_value(reply["value"])
+            except (ValueError, TypeError, RecursionError) as e:
+                self.malformed += 1
+                self.ended("malformed value: " + describe(e))
+        if len(reply) == 1 and type(reply.get("error")) is str:
+            raise exception_from(reply["error"])
+        self.malformed += 1
+        self.ended("malformed reply to a call")
+
+
+def exception_from(text: str) -> Exception:
+    """The candidate's exception, for the check to see: its builtin type when it has one, except
+    the ones that steer control flow (a StopIteration raised inside ``map(candidate, ...)`` would
+    end the check's loop early, as if its remaining asserts were not there)."""
+    name, _, message = text.partition(": ")
+    kind = getattr(_builtins, name, None)
+    steering = (StopIteration, StopAsyncIteration)
+    if type(kind) is type and issubclass(kind, Exception) and not issubclass(kind, steering):
+        try:
+            return kind(message)
+        except BaseException:
+            pass
+    return CandidateError(text)
+
+
+def dojo_main(pid: int, call_r: int, call_w: int, reply_r: int, reply_w: int) -> None:
+    import random
+
+    random.seed()  # the candidate's process has a copy of the state it had until now
+    _sys.path[:] = trusted_path(_sys.path)  # before the candidate's code runs (its first message)
+    _os.close(call_r)
+    _os.close(reply_w)
+    # Only now does anything secret enter this process.
+    nonce = _sys.stdin.readline().strip()
+    job = _json.loads(_sys.stdin.read())
+    _os.close(0)
+    report_fd = _os.dup(1)
+    _os.dup2(2, 1)  # whatever the check code prints goes to stderr, not to the report channel
+
+    def emit(obj: dict[str, Any]) -> None:
+        write_all(report_fd, (nonce + " " + _json.dumps(obj) + "\n").encode())
+
+    candidate = Candidate(pid, call_w, reply_r)
+    try:
+        run_job(job, candidate, emit)
+    except CandidateGone:
+        pass
+    if candidate.gone is not None:
+        emit({"gone": candidate.gone, "signal": candidate.signal, "malformed": candidate.malformed})
+    if candidate.gone is None:  # reap it, so that the run's CPU time includes the candidate's
+        try:
+            _os.kill(pid, 9)
+            _os.waitpid(pid, 0)
+        except OSError:
+            pass
+
+
+def run_job(job: dict[str, Any], candidate: Candidate, emit: Callable[[dict[str, Any]], None]) -> None:
+    loaded = candidate.load(job["entry_point"])
+    emit(loaded)
+    if loaded["load"] != "ok":
+        return
+    if job["form"] == "function":
+        for index, args, kwargs in job["calls"]:
+            try:
+                value = candidate.call(args, kwargs)
+                emit({"case": index, "value": encode_value(value)})
+            except CandidateGone:
+                raise
+            except BaseException as e:
+                emit({"case": index, "error": describe(e)})
+        return
+    tol = job.get("tolerance", 1e-6)
+    tally = [0, 0]
+
+    def _dojo_tally(ok: object) -> None:
+        tally[0 if ok is True else 1] += 1
+
+    def _dojo_eq(a: Any, b: Any) -> bool:
+        encode_value(a)
+        encode_value(b)
+        return values_equal(a, b, tol)
+
+    def _dojo_truth(x: object) -> bool:
+        return type(x) is bool and x
+
+    def _dojo_falsity(x: object) -> bool:
+        return type(x) is bool and not x
+
+    def proxy(*args: Any, **kwargs: Any) -> Any:
+        return candidate.call(encode_value(list(args)), encode_value(kwargs))
+
+    base: dict[str, Any] = {"__name__": "dojo_check", "__builtins__": _builtins}
+    try:
+        exec(compile(job.get("context") or "", "<task>", "exec", dont_inherit=True), base)
+    except BaseException as e:
+        emit({"task_error": "the task's own code failed: " + describe(e)})
+        return
+    base.update({"_dojo_tally": _dojo_tally, "_dojo_eq": _dojo_eq, "_dojo_truth": _dojo_truth,
+                 "_dojo_falsity": _dojo_falsity, job["entry_point"]: proxy})  # fmt: skip
+    for index, test in enumerate(job["tests"]):
+        tally[0] = tally[1] = 0
+        tns = dict(base)
+        try:
+            exec(compile(test, "<check>", "exec", dont_inherit=True), tns)
+            tns["check"](proxy)
+            emit({"test": index, "passed": tally[0], "failed": tally[1], "completed": True})
+        except BaseException as e:
+            emit({"test": index, "passed": tally[0], "failed": tally[1], "completed": False,
+                  "error": describe(e)})  # fmt: skip
+
+
+def main() -> None:
+    import ctypes
+
+    # The zygote started this process non-dumpable, with every blockable signal blocked
+    # (AsyncSandbox.run(harness=True)). After an execve (strict isolation: a fresh interpreter)
+    # the kernel has made it dumpable again: undo that, and refuse to go on if it cannot be undone.
+    libc = ctypes.pythonapi  # the process's own symbols: libc's prctl and fork
+    if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+        _os.write(1, b"dojo harness: the trusted process is dumpable\n")
+        _os._exit(70)
+    call_r, call_w = _os.pipe()
+    reply_r, reply_w = _os.pipe()
+    # glibc's fork without CPython's after-fork hooks (this process has one thread): ~0.2 ms less
+    pid = libc.fork()
+    if pid < 0:
+        _os.write(1, b"dojo harness: fork failed\n")
+        _os._exit(70)
+    if pid == 0:
+        candidate_process(call_r, reply_w)
+    dojo_main(pid, call_r, call_w, reply_r, reply_w)
+
+
+if __name__ == "__main__":  # a preloaded harness (the zygote's fast path) is called as main()
+    main()

@@ -1,0 +1,57 @@
+"""A program that runs in the sandbox, shipped from its module's file with the shared modules it
+imports (``dojo.tasks.values``, ``dojo.sandbox.guest.wire``: written once, for the host and the
+sandbox).
+
+``program_source(main, shared)`` is the main module's text with a few lines spliced in after its
+docstring and ``__future__`` imports: they install each shared module into ``sys.modules`` under
+its real dotted name, from its source text compiled with its real file name, before the main
+module's own imports run. So a program imports a shared module as ``from dojo.tasks.values import
+encode_value`` (only that form: a plain ``import dojo.tasks.values`` would need the parent packages,
+which are not there), the same line type-checked on the host; and nothing of it is looked up on
+``sys.path``, where a run's candidate could have written a module of the same name.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+from types import ModuleType
+
+# What the program runs first: the shared modules, each from the text the host read from its file.
+PREAMBLE = """import sys as _dojo_sys
+
+for _dojo_name, _dojo_file, _dojo_text in {modules}:  # the program's shared modules (dojo.sandbox.bundle)
+    _dojo_module = type(_dojo_sys)(_dojo_name)
+    _dojo_module.__file__ = _dojo_file
+    _dojo_sys.modules[_dojo_name] = _dojo_module
+    exec(compile(_dojo_text, _dojo_file, "exec", dont_inherit=True), _dojo_module.__dict__)
+del _dojo_sys, _dojo_name, _dojo_file, _dojo_text, _dojo_module
+"""
+
+
+def _head_lines(tree: ast.Module) -> int:
+    """How many lines the module's docstring and ``__future__`` imports take: what must stay first."""
+    end = 0
+    for index, node in enumerate(tree.body):
+        docstring = index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (docstring or future):
+            break
+        end = node.end_lineno or node.lineno
+    return end
+
+
+@functools.cache
+def program_source(main: Path, shared: tuple[ModuleType, ...] = ()) -> str:
+    """The source of the program whose main module is the file ``main``, carrying the ``shared``
+    modules it imports (read once per process: the text is the same for every run)."""
+    if not main.is_file():
+        raise ValueError(f"no sandbox program {main.stem!r} in {main.parent}")
+    text = main.read_text()
+    if not shared:
+        return text
+    modules = tuple((m.__name__, m.__file__, Path(str(m.__file__)).read_text()) for m in shared)
+    lines = text.splitlines(keepends=True)
+    head = _head_lines(ast.parse(text))
+    return "".join(lines[:head]) + "\n" + PREAMBLE.format(modules=repr(modules)) + "".join(lines[head:])
