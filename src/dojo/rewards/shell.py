@@ -1,13 +1,14 @@
 """Grading a ``shell`` task: the candidate's bash script runs on the task's file tree, then the final
 state is read by trusted code and compared here, outside the sandbox, with the task's checks.
 
-The run is a harness run (``AsyncSandbox.run(harness=True)``): ``SHELL_CHECK`` is a trusted Python
-process that gets its job on a private stdin, runs the script as a child (in ``/box/work``, the
-tree), waits for it (or its time), kills every process the script left (``kill(-1)``: all of the
-run's uid but itself), and only then walks the tree: each entry's type, mode, size and SHA-256, small
-files' text, archives' member names. It is non-dumpable with every blockable signal blocked, so the
-script can neither read nor change it: it can kill or stop it, which fails the task. A forged tree
-gives nothing: the checks are on the state itself, so writing that state is doing the task.
+The run is a harness run (``AsyncSandbox.run(harness=True)``): the shell check
+(``dojo.rewards.programs.shell_check``) is a trusted Python process that gets its job on a private
+stdin, runs the script as a child (in ``/box/work``, the tree), waits for it (or its time), kills
+every process the script left (``kill(-1)``: all of the run's uid but itself), and only then walks
+the tree: each entry's type, mode, size and SHA-256, small files' text, archives' member names. It
+is non-dumpable with every blockable signal blocked, so the script can neither read nor change it:
+it can kill or stop it, which fails the task. A forged tree gives nothing: the checks are on the
+state itself, so writing that state is doing the task.
 
 Checks (``TestCase.expected`` of a shell task), each one pass/fail:
 
@@ -42,181 +43,12 @@ import re
 from typing import Any
 
 from dojo.rewards.outcome import CaseOutcome
+from dojo.rewards.programs import program_source
 from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.tasks.model import Task
 
 SHELL_GRADING_LIMITS = Limits(wall_time=60.0, cpu_time=30.0, memory=512 << 20, processes=64, disk=128 << 20)
 CHECKS = ("exists", "type", "sha256", "text", "mode", "members", "stdout", "values", "untouched", "probe")
-
-# The trusted process of a shell run: only definitions at the top (it is preloaded by the slot).
-SHELL_CHECK = r"""
-import hashlib, json, os, signal, stat, subprocess, sys, tarfile, time, zipfile
-
-WORK = "/box/work"
-TEXT_MAX = 1 << 16
-
-
-def unblock():
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
-
-
-def describe(path, rel):
-    st = os.lstat(path)
-    entry = {"mode": stat.S_IMODE(st.st_mode), "size": st.st_size, "ctime": st.st_ctime}
-    if stat.S_ISLNK(st.st_mode):
-        entry.update(type="link", target=os.readlink(path))
-        return entry
-    if stat.S_ISDIR(st.st_mode):
-        entry["type"] = "dir"
-        return entry
-    if not stat.S_ISREG(st.st_mode):
-        entry["type"] = "other"
-        return entry
-    entry["type"] = "file"
-    digest = hashlib.sha256()
-    head = b""
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            if len(head) < TEXT_MAX:
-                head += chunk[: TEXT_MAX - len(head)]
-            digest.update(chunk)
-    entry["sha256"] = digest.hexdigest()
-    if st.st_size <= TEXT_MAX:
-        try:
-            entry["text"] = head.decode()
-        except UnicodeDecodeError:
-            pass
-    try:
-        if rel.endswith((".tar", ".tar.gz", ".tgz")):
-            with tarfile.open(path) as t:
-                entry["members"] = sorted(m.name.lstrip("./") for m in t.getmembers() if m.isfile())
-        elif rel.endswith(".zip"):
-            with zipfile.ZipFile(path) as z:
-                entry["members"] = sorted(n for n in z.namelist() if not n.endswith("/"))
-    except Exception as e:
-        entry["members_error"] = f"{type(e).__name__}: {e}"
-    return entry
-
-
-def listener(port):
-    # the pid listening on the TCP port, found through /proc, or None
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = open(table).read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(f"socket:[{fields[9]}]")
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
-                    return int(pid)
-        except OSError:
-            continue
-    return None
-
-
-def others_alive():
-    # whether any process of this uid but this one is alive (not a zombie)
-    me, uid = os.getpid(), os.getuid()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        try:
-            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-            if os.stat(f"/proc/{pid}").st_uid == uid and state != "Z":
-                return True
-        except (OSError, IndexError):
-            continue
-    return False
-
-
-def probe(spec):
-    # GET 127.0.0.1:port/path once the port answers (up to `wait` seconds): the status, the body,
-    # and the command line and PYTHON* environment variables of the process listening
-    import http.client
-
-    deadline = time.monotonic() + float(spec.get("wait", 5))
-    while True:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", int(spec["port"]), timeout=2)
-            conn.request("GET", spec["path"])
-            resp = conn.getresponse()
-            body = resp.read(TEXT_MAX)
-            out = {"status": resp.status, "body": body.decode(errors="replace")}
-            break
-        except (OSError, http.client.HTTPException) as e:
-            if time.monotonic() > deadline or not others_alive():  # nothing left that could start answering
-                return {"error": f"{type(e).__name__}: {e}"}
-            time.sleep(0.05)
-    pid = listener(int(spec["port"]))
-    if pid is not None:
-        try:
-            out["cmdline"] = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace").split("\0")[:-1]
-            environ = open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace").split("\0")
-            out["python_env"] = sorted(v.split("=", 1)[0] for v in environ if v.startswith("PYTHON"))
-        except OSError as e:
-            out["cmdline_error"] = e.strerror
-    return out
-
-
-def main():
-    started_at = time.time()  # the tree was written before this: a later ctime is the script's doing
-    job = json.loads(sys.stdin.buffer.read())
-    for d in job.get("directories", []):
-        path = os.path.normpath(os.path.join(WORK, d))
-        if path.startswith(WORK + "/"):
-            os.makedirs(path, exist_ok=True)
-    os.makedirs("/tmp/.dojo", exist_ok=True)
-    script = "/tmp/.dojo/script.sh"
-    with open(script, "w") as f:
-        f.write(job["script"])
-    out, err = open("/tmp/.dojo/out", "w+b"), open("/tmp/.dojo/err", "w+b")
-    start = time.monotonic()
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
-    proc = subprocess.Popen(["bash", script], cwd=WORK, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                            env=env, preexec_fn=unblock, start_new_session=True)
-    try:
-        code = proc.wait(timeout=job["timeout"])
-        ended = "exit"
-    except subprocess.TimeoutExpired:
-        code, ended = None, "timeout"
-    probes = [probe(p) for p in job.get("probes", [])]  # what the script left running, asked before it is killed
-    try:
-        os.kill(-1, signal.SIGKILL)  # everything the script left running: all of this uid but us
-    except ProcessLookupError:
-        pass
-    while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            break
-    tree = {}
-    for base, dirs, files in os.walk(WORK):
-        for name in dirs + files:
-            path = os.path.join(base, name)
-            rel = os.path.relpath(path, WORK)
-            try:
-                tree[rel] = describe(path, rel)
-            except OSError as e:
-                tree[rel] = {"type": "unreadable", "error": e.strerror}
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(base, d))]
-    streams = []
-    for f in (out, err):
-        f.seek(0)
-        streams.append(f.read(TEXT_MAX).decode(errors="replace"))
-    report = {"dojo_shell": 1, "uid": os.getuid(), "ended": ended, "exit_code": code,
-              "seconds": round(time.monotonic() - start, 3), "stdout": streams[0], "stderr": streams[1], "tree": tree,
-              "probes": probes, "started_at": started_at}
-    sys.stdout.write(json.dumps(report))
-    sys.stdout.flush()
-"""
 
 
 def probes_of(task: Task) -> list[dict[str, Any]]:
@@ -238,7 +70,7 @@ def shell_program(task: Task, script: str, timeout: float) -> Program:
         files = [InputFile(path="work/.keep", content=b"")]
     return Program(
         language="python",
-        source=SHELL_CHECK,
+        source=program_source("shell_check"),  # only definitions at its top: preloaded by the slot
         stdin=json.dumps(
             {"script": script, "timeout": timeout, "directories": task.workspace.directories, "probes": probes_of(task)}
         ),
