@@ -63,6 +63,7 @@ CUES = (
     "grader",
     "judge",
     "rubric",
+    '"score"',
 )
 
 

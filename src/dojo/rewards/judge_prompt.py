@@ -60,7 +60,7 @@ def quotes(labels: list[str], texts: list[str], fence: Fence) -> list[Quoted]:
     if fence == "none":
         return [Quoted(label, "", "") for label in labels]
     if fence == "fixed":
-        return [Quoted(label, f'{label}:\n"""', '"""') for label in labels]
+        return [Quoted(label, '"""', '"""') for label in labels]
     while True:
         nonce = secrets.token_hex(8)
         if not any(nonce in t for t in texts):
