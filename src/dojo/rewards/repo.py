@@ -16,10 +16,10 @@ A candidate's edits are text, in either form (several blocks may follow each oth
 
 The paths are checked here: an edit of a path the workspace does not let a candidate change (its
 tests, ``conftest.py``, ``*.pth``, ...) is dropped and flagged, so the tests that grade it are always
-the task's own. The edits are applied in the sandbox by a driver (``REPO_DRIVER``) before any of the
-candidate's code runs: it builds the tree (the environment's packages as symlinks, the workspace's
-files, then the edits), and only then execs pytest. What pytest reports comes from the process
-that imports the candidate's code: docs/threat-model.md says what that means.
+the task's own. The edits are applied in the sandbox by a driver (``dojo.rewards.programs.
+repo_driver``) before any of the candidate's code runs: it builds the tree (the environment's
+packages as symlinks, the workspace's files, then the edits), and only then execs pytest. What
+pytest reports comes from the process that imports the candidate's code: docs/threat-model.md says what that means.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 
 from dojo.rewards.outcome import CaseOutcome
+from dojo.rewards.programs import program_source
 from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.environment import EnvironmentStore
 from dojo.sandbox.languages import default_python
@@ -91,172 +92,6 @@ def path_allowed(path: str, workspace: Workspace) -> str | None:
     return None
 
 
-# A pytest plugin each run gets next to its report (``.dojo/dojo_scored.py``). Before the report is
-# written, it kills every process started since it loaded (a child of the candidate's that would
-# rewrite the report once pytest wrote it). Once every scored test has failed, the tests after them
-# (the guards) are not run: they cannot change a score of 0 (``_score_guarded``).
-# Only a failure counts (a skip, an xfail or an xpass stops nothing), so no score changes. It ends
-# the run loop itself: pytest's own stop (``session.shouldstop``) is an interruption whose report
-# parses the failing test's source again (~0.25 s for pyflakes' test files).
-SCORED_PLUGIN = """
-import json, os, signal, time
-
-import pytest
-
-SCORED = set(json.loads(os.environ.get("DOJO_SCORED") or "[]"))
-failed = set()
-# The slot's own processes, listed when pytest loads this plugin: before any code of the tree runs.
-BEFORE = {name for name in os.listdir("/proc") if name.isdigit()}
-
-
-def _started_since():
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and name not in BEFORE:
-            try:
-                with open("/proc/" + name + "/stat") as f:
-                    state = f.read().rpartition(")")[2].split()[0]
-            except (OSError, IndexError):
-                continue
-            if state not in "ZX":
-                out.append(int(name))
-    return out
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_assertrepr_compare(config, op, left, right):
-    # Only a failure's first line is read (junit_outcomes): pytest's diff of the two sides (pprint
-    # and difflib, ~7 ms a failure for toolz's dicts, 20 copies of a canaried test) is not made.
-    # Its traceback of the failure still is: made without it (a plugin's repr_failure), the
-    # reference of a bug that dill's test_diff catches failed (that test keys a memo by id(), and a
-    # canary copy's objects were freed at another time, their ids taken by the twin's).
-    from _pytest._io.saferepr import saferepr
-
-    return [saferepr(left) + " " + op + " " + saferepr(right)]
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session):
-    # Before pytest writes the report: every process started since this plugin loaded (the
-    # candidate's children, double-forked or stopped ones too) is killed and gone, so that none can
-    # rewrite the report once it is written.
-    deadline = time.monotonic() + 5
-    while (alive := _started_since()) and time.monotonic() < deadline:
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            pass
-        time.sleep(0.002)
-
-
-def pytest_runtest_logreport(report):
-    if report.nodeid in SCORED and report.failed:
-        failed.add(report.nodeid)
-    elif report.nodeid in SCORED and report.when == "call":
-        SCORED.clear()  # one that did not fail: run everything
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session):
-    if not SCORED or session.testsfailed or session.config.option.collectonly:
-        return None  # pytest's own loop
-    for i, item in enumerate(session.items):
-        nextitem = session.items[i + 1] if i + 1 < len(session.items) else None
-        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-        if session.shouldfail:
-            raise session.Failed(session.shouldfail)
-        if session.shouldstop:
-            raise session.Interrupted(session.shouldstop)
-        if SCORED and failed >= SCORED:
-            break  # every scored test failed
-    return True
-"""
-
-# Runs in the sandbox as the program, before any candidate code: builds the tree, applies the
-# edits, then execs pytest on the tests (or bash on a command: an agent's shell). Argument 1: a JSON
-# file with the packages, files, edits, and the tests or the command.
-REPO_DRIVER = r"""
-import json, os, shutil, sys
-spec = json.load(open(sys.argv[1]))
-root = "/tmp/repo"
-os.makedirs(root, exist_ok=True)
-site = spec["site"]
-# A directory that holds no written file is one link to the environment's (its compiled files
-# included: imports read them instead of compiling the package again); one that does is made here,
-# its entries linked one by one. The environment's copies of written files are hidden in this run.
-opened = set()
-for path in [*spec["files"], *(e["path"] for e in spec["edits"])]:
-    parts = path.split("/")[:-1]
-    opened.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-def place(rel):
-    src, dst = os.path.join(site, rel), os.path.join(root, rel)
-    if not os.path.lexists(src):
-        return
-    if rel in opened and os.path.isdir(src) and not os.path.islink(src):
-        os.makedirs(dst, exist_ok=True)
-        for name in os.listdir(src):
-            place(rel + "/" + name)
-    else:
-        os.symlink(src, dst)
-for package in spec["packages"]:
-    place(package)
-def write(path, text):
-    target = os.path.join(root, path)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    if os.path.lexists(target):
-        os.unlink(target)
-    with open(target, "w") as f:
-        f.write(text)
-for path, text in spec["files"].items():
-    write(path, text)
-problems = []
-for edit in spec["edits"]:
-    path, search, replace = edit["path"], edit["search"], edit["replace"]
-    if search is None:
-        write(path, replace)
-        continue
-    try:
-        with open(os.path.join(root, path)) as f:
-            text = f.read()
-    except OSError as e:
-        problems.append(f"{path}: cannot edit: {e.strerror}")
-        continue
-    count = text.count(search) if search else 0
-    if count != 1:
-        problems.append(f"{path}: the SEARCH text occurs {count} times (it must occur exactly once)")
-        continue
-    write(path, text.replace(search, replace, 1))
-print(json.dumps({"dojo_edits": len(spec["edits"]) - len(problems), "problems": problems}), flush=True)
-os.makedirs("/box/.dojo", exist_ok=True)
-os.chdir(root)
-env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": "/box/.dojo:" + root + ":" + site,
-       "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "DOJO_SCORED": json.dumps(spec.get("scored", []))}
-if spec.get("command") is not None:
-    os.execve("/bin/bash", ["bash", "-c", spec["command"]], env)
-args = ["-q", "-rN", "--tb=no", "-p", "no:cacheprovider", "-p", "dojo_scored", "-o", "addopts=",
-        "-o", "junit_family=xunit1", "--rootdir", root, "--junitxml", "/box/.dojo/report.xml", *spec["tests"]]
-if "pytest" not in sys.modules:  # a fresh interpreter; a slot that preloads pytest runs it here
-    os.execve(sys.executable, [sys.executable, "-B", "-m", "pytest", *args], env)
-os.environ.clear()
-os.environ.update(env)
-sys.path[:0] = ["/box/.dojo", root, site]  # (first: no file of the tree can stand in for the plugin)
-sys.dont_write_bytecode = True
-import site  # the slot's interpreter starts without it: give the builtins it adds (copyright, exit, ...)
-site.setquit(); site.setcopyright(); site.sethelper()
-import pytest
-code = pytest.main(args)
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(int(code))
-"""
-
-
 @functools.cache
 def runner_environment() -> str:
     """The environment of a repo task that names none: only the test runner (``TEST_RUNNER``)."""
@@ -268,7 +103,7 @@ def repo_program(
 ) -> Program:
     """The sandbox run that applies ``edits`` to ``task``'s tree and runs ``tests`` on it (or, with
     ``command``, runs that in bash there instead: its work dir is the tree). Once every test of
-    ``scored`` has failed, the rest are not run (``SCORED_PLUGIN``). A task without an environment
+    ``scored`` has failed, the rest are not run (``dojo.rewards.programs.repo_plugin``). A task without an environment
     runs in ``runner_environment()``."""
     assert task.workspace is not None
     written = [*task.workspace.files, *(e.path for e in edits)]
@@ -283,11 +118,11 @@ def repo_program(
     }
     return Program(
         language="python",
-        source=REPO_DRIVER,
+        source=program_source("repo_driver"),  # builds the tree, applies the edits, execs pytest
         args=[".dojo-spec.json"],
         files=[
             InputFile(path=".dojo-spec.json", content=json.dumps(spec).encode()),
-            InputFile(path=".dojo/dojo_scored.py", content=SCORED_PLUGIN.encode()),
+            InputFile(path=".dojo/dojo_scored.py", content=program_source("repo_plugin").encode()),
         ],
         fetch=[REPORT],
         environment=task.environment or runner_environment(),
