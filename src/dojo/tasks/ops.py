@@ -1,12 +1,13 @@
 """``family:ops``: procedural operations tasks: configure a small HTTP service and start it, in the
 task's shell; graded by the service's health endpoint and by its configuration as parsed.
 
-Each task's tree holds ``service/app.py`` (the same small service in every task: it reads a
-configuration file, refuses to start on an unknown setting, a missing one or a wrong type, and
-answers ``GET /health`` with the settings it runs with) and, from the middle difficulty, a seed
-data file the service must find in its data directory. The job: write the configuration the request
-asks for, in the format the level asks for, and start the service so that it keeps running after
-the script ends. The generator knows every value, so the checks (``dojo.rewards.shell``) are exact:
+Each task's tree holds ``service/app.py`` (``dojo.tasks.programs.ops_service``: the same small
+service in every task; it reads a configuration file, refuses to start on an unknown setting, a
+missing one or a wrong type, and answers ``GET /health`` with the settings it runs with) and, from
+the middle difficulty, a seed data file the service must find in its data directory. The job: write
+the configuration the request asks for, in the format the level asks for, and start the service so
+that it keeps running after the script ends. The generator knows every value, so the checks
+(``dojo.rewards.shell``) are exact:
 
 - the configuration file parses (JSON, INI or TOML) and sets the asked values;
 - ``GET /health`` on the asked port answers 200 with those values (and the data's item count), from
@@ -27,119 +28,12 @@ from typing import Any
 
 from dojo.tasks.families import difficulty_level, register_family
 from dojo.tasks.model import Task, TaskMetadata, TestCase, Workspace
+from dojo.tasks.programs import program_source
 
 NAMES = ("inventory", "billing", "search", "ledger", "catalog", "notifier", "gateway", "scheduler")
 LEVELS = ("debug", "info", "warning", "error")
 FEATURES = ("cache", "metrics", "audit", "compress", "retry", "tracing")
 FORMATS = ("json", "ini", "toml")
-
-APP = r'''"""A small HTTP service. Usage: python3 -I service/app.py --config FILE (.json, .ini or .toml).
-
-Settings (every format; see the task for which it must set):
-  name (text), port (int, 1024-65535), workers (int, 1-64), log_level (debug|info|warning|error),
-  features (a list of names), data_dir (a directory holding items.csv, relative to the start dir)
-JSON: one object of the settings. INI: a [service] section; features as a comma-separated list.
-TOML: [service] name, port; [runtime] workers, log_level; [features] enabled = [...];
-[data] dir = "...". An unknown setting, a missing required one (name, port) or a wrong type
-stops the service with an error.
-"""
-
-import argparse
-import configparser
-import json
-import os
-import sys
-import tomllib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-TYPES = {"name": str, "port": int, "workers": int, "log_level": str, "features": list, "data_dir": str}
-
-
-def load(path):
-    text = open(path).read()
-    if path.endswith(".json"):
-        settings = json.loads(text)
-    elif path.endswith(".ini"):
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read_string(text)
-        if parser.sections() != ["service"]:
-            raise ValueError("an INI configuration has one section, [service]")
-        settings = dict(parser["service"])
-        for key in ("port", "workers"):
-            if key in settings:
-                settings[key] = int(settings[key])
-        if "features" in settings:
-            settings["features"] = [f.strip() for f in settings["features"].split(",") if f.strip()]
-    elif path.endswith(".toml"):
-        raw = tomllib.loads(text)
-        unknown = set(raw) - {"service", "runtime", "features", "data"}
-        if unknown:
-            raise ValueError(f"unknown section(s): {sorted(unknown)}")
-        settings = {**raw.get("service", {}), **raw.get("runtime", {})}
-        if "features" in raw:
-            settings["features"] = raw["features"].get("enabled", [])
-        if "data" in raw:
-            settings["data_dir"] = raw["data"].get("dir")
-    else:
-        raise ValueError("the configuration must be a .json, .ini or .toml file")
-    if not isinstance(settings, dict):
-        raise ValueError("the configuration must be a mapping of settings")
-    for key, value in settings.items():
-        if key not in TYPES:
-            raise ValueError(f"unknown setting {key!r}")
-        if type(value) is not TYPES[key]:
-            raise ValueError(f"{key} must be a {TYPES[key].__name__}")
-    for key in ("name", "port"):
-        if key not in settings:
-            raise ValueError(f"missing setting {key!r}")
-    if not 1024 <= settings["port"] <= 65535:
-        raise ValueError("port must lie in 1024-65535")
-    if not 1 <= settings.get("workers", 1) <= 64:
-        raise ValueError("workers must lie in 1-64")
-    if settings.get("log_level", "info") not in ("debug", "info", "warning", "error"):
-        raise ValueError("log_level must be debug, info, warning or error")
-    return settings
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--config", required=True)
-    args = parser.parse_args()
-    try:
-        settings = load(args.config)
-        items = 0
-        if "data_dir" in settings:
-            with open(os.path.join(settings["data_dir"], "items.csv")) as f:
-                items = sum(1 for line in f if line.strip()) - 1  # a header line
-    except (OSError, ValueError) as e:
-        sys.exit(f"app: cannot start: {e}")
-    health = {
-        "status": "ok", "name": settings["name"], "port": settings["port"], "workers": settings.get("workers", 1),
-        "log_level": settings.get("log_level", "info"), "features": sorted(settings.get("features", [])),
-        "items": items,
-    }
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            if self.path != "/health":
-                self.send_error(404)
-                return
-            body = json.dumps(health).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    ThreadingHTTPServer(("127.0.0.1", settings["port"]), Handler).serve_forever()
-
-
-if __name__ == "__main__":
-    main()
-'''
 
 
 def sha(text: str) -> str:
@@ -186,7 +80,8 @@ class OpsFamily:
         if level >= 1:
             settings["log_level"] = rng.choice(LEVELS)
             settings["features"] = sorted(rng.sample(FEATURES, rng.randint(1, 3)))
-        files = {"service/app.py": APP}
+        app = program_source("ops_service")  # the service (dojo.tasks.programs.ops_service)
+        files = {"service/app.py": app}
         data_dir = f"data/{name}"
         items = 0
         if level >= 2:
@@ -218,7 +113,7 @@ class OpsFamily:
             f"{'; '.join(asks)}. Then start it from this directory with\n    python3 {' '.join(command)}\n"
             "in the background, so that it keeps running after your script ends and answers GET /health on "
             f"127.0.0.1:{port}. Do not change service/app.py. Answer with a bash script in a ```bash block; it "
-            "runs in that directory.\n\n" + APP.split('"""')[1]
+            "runs in that directory.\n\n" + app.split('"""')[1]
         )
         script = ["set -e"]
         if level >= 2:
