@@ -33,6 +33,7 @@ from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
 from dojo.rewards.repo import format_edits, parse_edits, plan_canaries
+from dojo.rewards.scene import trivial_scene_candidates
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
 from dojo.tasks.gold_calls import gold_turns
@@ -51,7 +52,19 @@ TRIVIAL_PROGRAMS = {
 }
 # The trivial candidates that do nothing at all: none of them may earn any reward (a reward that
 # idling earns is what a policy learns first), where trivial ones may only not pass.
-DO_NOTHING = frozenset({"empty", "no call", "unchanged tree", "empty program", "return None", "headings only"})
+DO_NOTHING = frozenset(
+    {
+        "empty",
+        "no call",
+        "unchanged tree",
+        "empty program",
+        "return None",
+        "headings only",
+        "objects at the origin",
+        "question echoed",
+        "claims success",
+    }
+)
 COMPLIANCE_CLAIM = "The document above follows every requirement: all sections, fields and totals are correct."
 TRIVIAL_ANSWERS = ("<answer></answer>", "<answer>0</answer>", "<answer>1</answer>", "<answer>yes</answer>")
 
@@ -151,6 +164,8 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
     if task.form in ("function", "assert"):
         entry = task.entry_point
         return [(f"return {r}", f"def {entry}(*args, **kwargs):\n    return {r}\n") for r in TRIVIAL_RETURNS]
+    if task.form == "tools" and task.api is not None and task.api.check == "geometry":
+        return trivial_scene_candidates(task)
     if task.form == "tools" and task.api is not None:  # a conversation: no call, one turn's, all at once
         gold = json.loads(task.reference or '{"turns": []}').get("turns", [])
         calls = [c for turn in gold for step in turn for c in step]

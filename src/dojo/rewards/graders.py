@@ -20,6 +20,8 @@ to a ``Reward``. One function per form does the running and comparing:
 - ``grade_api_task``: a tools task with a simulated API (``Task.api``): the candidate's calls of
   each turn run on the API in the sandbox, and the API's state after each turn is compared here
   with the gold calls' (``dojo.rewards.simulated_api``);
+- ``grade_scene`` (``dojo.rewards.scene``): a tools task whose API is the 3D scene graph; the calls
+  run in the sandbox, the final scene comes back as data and is measured here, check by check;
 - ``grade_document``: the document in the reply (or the file its script writes in the sandbox),
   parsed here and checked rule by rule (``dojo.rewards.documents``, ``dojo.rewards.rules``).
 
@@ -64,6 +66,7 @@ from dojo.rewards.repo import (
     plan_canaries,
     run_repo_tests,
 )
+from dojo.rewards.scene import grade_scene
 from dojo.rewards.shell import run_shell_script, shell_outcomes
 from dojo.rewards.simulated_api import (
     assertion_outcomes,
@@ -607,6 +610,9 @@ class Grader:
     async def _grade(self, task: Task, completion: str, seed: int | None) -> Reward:
         if task.form == "answer":
             return self._reward(task, completion, grade_answer_task(task, completion))
+        if task.form == "tools" and task.api is not None and task.api.check == "geometry":
+            scene = await grade_scene(task, api_answer(completion), self.sandbox, self.limits)
+            return self._reward(task, completion, TestResults(**vars(scene)))
         if task.form == "tools" and task.api is not None:
             return self._reward(task, completion, await grade_api_task(task, completion, self.sandbox, self.limits))
         if task.form == "tools":

@@ -424,6 +424,7 @@ class EnvironmentStore:
             staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=self.root / "store"))
             try:
                 site = staging / "site-packages"
+                site.mkdir()  # (an environment of modules alone adopts no distribution)
                 for dist in dists:
                     for file in dist.files or ():
                         rel = Path(str(file))

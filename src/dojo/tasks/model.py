@@ -205,7 +205,8 @@ class ApiScenario(BaseModel):
     ``check`` says when the state is compared: ``each_turn`` (BFCL: after every turn with gold
     calls, and the gold's results must have been produced) or ``final_state`` (tau2: only the
     state the whole conversation leaves, which must equal the gold calls'; and each text of the
-    test's ``say`` must appear in the agent's replies).
+    test's ``say`` must appear in the agent's replies) or ``geometry`` (``family:scene3d``: the final
+    scene, read back as data, measured against the test's ``scene`` checks; ``dojo.rewards.scene``).
 
     ``user``: the system prompt of a served user model (tau2's simulated user), for episodes given
     one (``EpisodeRunner(user=...)``); without one, ``turns`` are the user's words."""
@@ -219,7 +220,9 @@ class ApiScenario(BaseModel):
     long_context: bool = Field(False, description="Load the scenario with the API's long-context filler.")
     turns: list[str] = Field(min_length=1, description="The user's message of each turn.")
     added: dict[int, list[str]] = Field(default_factory=dict, description="Turn -> tools offered from it on.")
-    check: Literal["each_turn", "final_state"] = Field("each_turn", description="When the state is compared.")
+    check: Literal["each_turn", "final_state", "geometry"] = Field(
+        "each_turn", description="When the state is compared (geometry: the final scene, dojo.rewards.scene)."
+    )
     user: str | None = Field(None, description="The brief a served user model plays from (its system prompt).")
 
     @model_validator(mode="after")

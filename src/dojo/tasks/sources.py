@@ -43,6 +43,7 @@ from dojo.tasks.model import Task
 from dojo.tasks.ops import OpsFamily  # noqa: F401  (registers family:ops)
 from dojo.tasks.reasoning_gym import load_reasoning_gym
 from dojo.tasks.scientific import ScientificFamily  # noqa: F401  (registers family:scientific)
+from dojo.tasks.scene3d import SceneFamily  # noqa: F401  (registers family:scene3d)
 from dojo.tasks.sql_family import SqlFamily  # noqa: F401  (registers family:sql)
 from dojo.tasks.swe import CONTEXTS, PACKAGES, load_swe
 from dojo.tasks.tau2 import DOMAINS, load_tau2
