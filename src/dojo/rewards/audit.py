@@ -33,6 +33,7 @@ from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
 from dojo.rewards.repo import format_edits, parse_edits, plan_canaries
+from dojo.rewards.report import trivial_report_candidates
 from dojo.rewards.scene import trivial_scene_candidates
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
@@ -63,6 +64,8 @@ DO_NOTHING = frozenset(
         "objects at the origin",
         "question echoed",
         "claims success",
+        "empty report",
+        "report of zeros",
     }
 )
 COMPLIANCE_CLAIM = "The document above follows every requirement: all sections, fields and totals are correct."
@@ -159,6 +162,8 @@ def forge_odds(task: Task) -> float | None:
 
 def trivial_candidates(task: Task) -> list[tuple[str, str]]:
     """(name, completion) pairs that must not pass a discriminating task."""
+    if task.form == "answer" and task.answer_match == "fields":
+        return trivial_report_candidates(task)
     if task.form == "answer":
         return [(a, a) for a in TRIVIAL_ANSWERS]
     if task.form in ("function", "assert"):

@@ -9,6 +9,7 @@ to a ``Reward``. One function per form does the running and comparing:
 - ``grade_stdio_task``: one run per test (with the workspace's files, e.g. a database); tokens
   compared with float tolerance, or a checker;
 - ``grade_answer_task``: one extracted answer, exact, numeric, or the source's own scorer;
+- ``grade_report`` (``dojo.rewards.report``): an answer that is a JSON report, field by field;
 - ``grade_repo_task``: the candidate's edits applied to the task's tree, its hidden tests run there
   (``dojo.rewards.repo``);
 - ``grade_shell_task``: the candidate's bash script run on the task's tree, the final state read by
@@ -66,6 +67,7 @@ from dojo.rewards.repo import (
     plan_canaries,
     run_repo_tests,
 )
+from dojo.rewards.report import grade_report
 from dojo.rewards.scene import grade_scene
 from dojo.rewards.shell import run_shell_script, shell_outcomes
 from dojo.rewards.simulated_api import (
@@ -608,6 +610,8 @@ class Grader:
         return list(await asyncio.gather(*(self.grade(t, c) for t, c in items)))
 
     async def _grade(self, task: Task, completion: str, seed: int | None) -> Reward:
+        if task.form == "answer" and task.answer_match == "fields":
+            return self._reward(task, completion, TestResults(**vars(grade_report(task, completion))))
         if task.form == "answer":
             return self._reward(task, completion, grade_answer_task(task, completion))
         if task.form == "tools" and task.api is not None and task.api.check == "geometry":

@@ -5,7 +5,8 @@ A task has one *form*, which says how a candidate is graded:
 - ``function``: call a named function with arguments; return values are compared in the grader;
 - ``stdio``: a program reads stdin and writes stdout; output compared token by token (or by a checker);
 - ``assert``: HumanEval-style ``check(candidate)`` code run after the candidate;
-- ``answer``: one final answer extracted from text and compared (exact or numeric);
+- ``answer``: one final answer extracted from text and compared (exact or numeric); with
+  ``answer_match="fields"``, a JSON report whose fields are compared one by one (``dojo.rewards.report``);
 - ``repo``: a file tree (``Workspace``: packages from the task's environment, files over them) that
   the candidate edits; its hidden tests (pytest node ids) run in the sandbox on the edited tree;
 - ``shell``: a file tree the candidate works on with a bash script (or an agent's shell commands);
@@ -63,7 +64,7 @@ PROTECTED_PATHS: tuple[str, ...] = (
     "pyproject.toml",
     "*/pyproject.toml",
 )
-AnswerMatch = Literal["exact", "numeric", "reasoning_gym"]
+AnswerMatch = Literal["exact", "numeric", "reasoning_gym", "fields"]
 # What runs a repo task's tests: these distributions, as dojo's own environment has them (pure
 # Python), adopted into the task's environment (``EnvironmentStore.adopt``).
 TEST_RUNNER: tuple[str, ...] = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
@@ -270,7 +271,9 @@ class Task(BaseModel):
     reference: str | None = Field(None, description="A solution known to pass: code, or the answer text.")
     limits: Limits | None = Field(None, description="Per-run limits; the grader's defaults when absent.")
     float_tolerance: float = Field(1e-6, ge=0.0, description="Relative/absolute tolerance for float comparison.")
-    answer_match: AnswerMatch = Field("exact", description="answer form: exact, numeric, or the source's scorer.")
+    answer_match: AnswerMatch = Field(
+        "exact", description="answer form: exact, numeric, the source's scorer, or fields (a JSON report)."
+    )
     checker: str | None = Field(None, description="stdio form: Python checker program (special judge).")
     workspace: Workspace | None = Field(None, description="repo form: the file tree the candidate edits.")
     tools: list[dict[str, Any]] = Field(default_factory=list, description="tools form: OpenAI tool schemas.")
@@ -299,6 +302,10 @@ class Task(BaseModel):
             raise ValueError(f"a {self.form} task needs at least one test")
         if self.form == "answer" and not self.tests and self.reference is None:
             raise ValueError("an answer task needs a test with the expected answer (or a reference)")
+        if self.answer_match == "fields" and not all(
+            isinstance(t.expected, dict) and isinstance(t.expected.get("field"), str) for t in self.tests
+        ):
+            raise ValueError("answer_match 'fields': every test needs expected {'field': NAME, 'value': ...}")
         if self.form == "assert" and any(not t.code for t in self.tests):
             raise ValueError("every test of an assert task needs code defining check(candidate)")
         if self.form == "repo":

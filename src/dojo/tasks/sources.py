@@ -33,6 +33,7 @@ from urllib.parse import parse_qs
 from dojo.tasks.bfcl import CATEGORIES, load_bfcl
 from dojo.tasks.bfcl_multi_turn import KINDS, load_bfcl_multi_turn
 from dojo.tasks.data_analysis import DataAnalysisFamily  # noqa: F401  (registers family:data_analysis)
+from dojo.tasks.doc_analysis import DocAnalysisFamily  # noqa: F401  (registers family:doc_analysis)
 from dojo.tasks.documents import DocumentFamily  # noqa: F401  (registers family:documents and family:office)
 from dojo.tasks.families import family_names, generate_tasks
 from dojo.tasks.files import load_tasks

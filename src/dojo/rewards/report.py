@@ -1,0 +1,126 @@
+"""An extracted report graded (``answer`` tasks with ``answer_match="fields"``: ``family:doc_analysis``):
+the reply's JSON object compared here, field by field, with the generator's truth. Nothing runs.
+
+The report is the last ```json block of the reply, else the text of its ``<answer>`` tags, else the
+whole reply; it must be a JSON object of at most ``REPORT_MAX_BYTES``. Each test names one field
+(``expected``: ``field``, ``value``, ``match``):
+
+- ``number``: within ``max(abs, rel * |value|)`` (``dojo.rewards.analysis.values_match``);
+- ``text``: equal after case, spacing and a trailing full stop are set aside;
+- ``exact``: equal as JSON data (``values_match``);
+- ``set``: a list compared as a set (text items as for ``text``, objects key by key, their text
+  values so too): partial credit, the F1 of precision and recall, and 0 below a precision of
+  ``MIN_PRECISION``: listing everything the document mentions earns nothing (under the default reward
+  mode any partial credit is worth 0.5, so a stuffed list must earn none).
+
+Each field is one reward component (``field:<name>``, its score from 0 to 1) and counts
+``FIELD_WEIGHT`` units in ``passed``/``total`` by its score.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from dojo.rewards.analysis import DEFAULT_TOLERANCE, guessed_answer, lookup, values_match
+from dojo.rewards.documents import DocumentGrade
+from dojo.rewards.outcome import CaseOutcome
+from dojo.tasks.model import Task
+
+REPORT_MAX_BYTES = 64 << 10
+FIELD_WEIGHT = 100
+MIN_PRECISION = 0.5  # a set answered with less precision scores 0
+_JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def report_of(completion: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(the reply's report, None) or (None, why it has none)."""
+    blocks, tagged = _JSON_BLOCK.findall(completion), _ANSWER.findall(completion)
+    text = (blocks or tagged or [completion])[-1].strip()
+    if not text:
+        return None, "empty: the reply holds no report"
+    if len(text.encode()) > REPORT_MAX_BYTES:
+        return None, f"the report is larger than {REPORT_MAX_BYTES >> 10} KiB"
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        return None, f"the report is not JSON: {str(e)[:120]}"
+    if not isinstance(data, dict):
+        return None, "the report is not a JSON object"
+    return data, None
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, str):
+        return " ".join(value.casefold().split()).rstrip(".")
+    if isinstance(value, dict):
+        return {str(k): _text(v) for k, v in value.items()}
+    return value
+
+
+def _key(value: Any) -> str:
+    return json.dumps(_text(value), sort_keys=True)
+
+
+def set_score(got: Any, want: list[Any]) -> float:
+    """The F1 of ``got`` (a list) against ``want`` as sets of normalised items; 0 if not a list."""
+    if not isinstance(got, list) or not want:
+        return 0.0
+    mine, theirs = {_key(v) for v in got}, {_key(v) for v in want}
+    hits = len(mine & theirs)
+    if not hits:
+        return 0.0
+    precision, recall = hits / len(mine), hits / len(theirs)
+    if precision < MIN_PRECISION:  # (a list of everything the document mentions: stuffing earns nothing)
+        return 0.0
+    return 2 * precision * recall / (precision + recall)
+
+
+def field_score(spec: dict[str, Any], report: dict[str, Any]) -> tuple[float, str]:
+    """(score 0..1, why not 1) of one field of the report."""
+    name = str(spec["field"])
+    found, got = lookup(report, name)
+    if not found:
+        return 0.0, f"{name}: missing from the report"
+    want, match = spec.get("value"), spec.get("match", "exact")
+    if match == "set":
+        score = set_score(got, list(want or []))
+        return score, "" if score == 1 else f"{name}: {score:.2f} of the set (F1)"
+    if match == "text":
+        ok = isinstance(got, str) and _text(got) == _text(want)
+    else:
+        rel, abs_ = float(spec.get("rel", DEFAULT_TOLERANCE)), float(spec.get("abs", DEFAULT_TOLERANCE))
+        ok = values_match(got, want, rel, abs_)
+    return float(ok), "" if ok else f"{name}: wrong value"
+
+
+def grade_report(task: Task, completion: str) -> DocumentGrade:
+    """Compare the reply's report with every field the task's tests declare (see the module doc)."""
+    out = DocumentGrade(total=FIELD_WEIGHT * len(task.tests))
+    report, why = report_of(completion)
+    if report is None:
+        if why and why.startswith("empty"):
+            out.no_answer = why
+        else:
+            out.compile_error = why
+        return out
+    for i, test in enumerate(task.tests):
+        score, detail = field_score(test.expected, report)
+        out.passed += round(FIELD_WEIGHT * score)
+        out.cases.append(CaseOutcome(index=i, passed=score == 1, detail=detail))
+        out.components[f"field:{test.expected['field']}"] = round(score, 4)
+    return out
+
+
+def trivial_report_candidates(task: Task) -> list[tuple[str, str]]:
+    """(name, completion) pairs that must earn nothing: an empty report, every field zeroed, the
+    question echoed as JSON, a claim."""
+    zeros = guessed_answer(task)
+    return [
+        ("empty report", "```json\n{}\n```"),
+        ("report of zeros", f"```json\n{json.dumps(zeros)}\n```"),
+        ("question echoed", json.dumps({"question": task.prompt_text()})),
+        ("claims success", "I extracted every field; the report is complete and correct."),
+    ]
