@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,6 +37,9 @@ from dojo.agent.tools import Toolbox, ToolResult, held, tools_for
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import Reward
 from dojo.tasks.model import Task
+
+if TYPE_CHECKING:
+    from dojo.agent.turn_rewards import ProcessScorer
 
 EpisodeStatus = Literal[
     "answered",  # the model gave its final reply (or passed the visible tests)
@@ -107,6 +110,9 @@ class Episode(BaseModel):
     turns: list[TurnRecord] = Field(default_factory=list)
     final: str | None = Field(None, description="The text that was graded.")
     reward: Reward | None = None
+    turn_rewards: list[dict[str, float]] | None = Field(
+        None, description="Each turn's process reward parts and total (EpisodeRunner(process=...)); None: none."
+    )
     error: str | None = None
     attempt: int = Field(0, description="Retries before this episode (infrastructure failures).")
     started_at: float = 0.0
@@ -154,6 +160,7 @@ class EpisodeRunner:
         policy_slots: asyncio.Semaphore | None = None,
         sandbox_slots: asyncio.Semaphore | None = None,
         user: Policy | None = None,
+        process: ProcessScorer | None = None,
     ) -> None:
         self.policy = policy
         self.grader = grader
@@ -161,6 +168,7 @@ class EpisodeRunner:
         self.policy_slots = policy_slots
         self.sandbox_slots = sandbox_slots
         self.user = user  # a served user model, for tasks whose API has a user brief (tau2)
+        self.process = process  # per-turn rewards (dojo.agent.turn_rewards), computed after grading
 
     async def run(self, task: Task, *, sample_index: int = 0, group_id: str | None = None, attempt: int = 0) -> Episode:
         group_id = group_id or task.id
@@ -380,3 +388,5 @@ class EpisodeRunner:
         ep.reward = reward
         if reward.value is None:
             ep.status, ep.error = "infra_error", reward.error or "the sandbox failed while grading"
+        elif self.process is not None:
+            ep.turn_rewards = await self.process.score(task, ep)

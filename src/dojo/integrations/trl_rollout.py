@@ -37,6 +37,7 @@ from dojo.agent.hf_policy import HFPolicy, PromptFormat
 from dojo.agent.policy import Policy, SamplingParams
 from dojo.agent.policy_pool import PolicyPool
 from dojo.agent.tokens import EpisodeTokens, TokenRecordError, episode_tokens
+from dojo.agent.turn_rewards import ProcessScorer
 from dojo.agent.weight_sync import ServedWeights
 from dojo.errors import DojoError, InputError
 from dojo.integrations.event_loops import SANDBOXES, BackgroundLoop
@@ -58,6 +59,24 @@ def episode_reward(
     if len(dojo_reward) != len(completions):
         raise DojoError(f"{len(dojo_reward)} episode rewards for {len(completions)} completions")
     return list(dojo_reward)
+
+
+def turn_totals(ep: Episode) -> list[float] | None:
+    """An episode's per-turn process rewards (their totals), None when it has none."""
+    return [parts["total"] for parts in ep.turn_rewards] if ep.turn_rewards is not None else None
+
+
+def token_rewards(tokens: EpisodeTokens, turn_rewards: list[float]) -> list[float]:
+    """Turn-level rewards as token-level ones: each turn's reward on the last token of that turn's
+    reply (the k-th run of ``env_mask`` 1), 0 everywhere else; for trainers that take a reward per
+    token (PRIME-style dense rewards)."""
+    out = [0.0] * len(tokens.completion_ids)
+    ends = [
+        i for i, m in enumerate(tokens.env_mask) if m and (i + 1 == len(tokens.env_mask) or not tokens.env_mask[i + 1])
+    ]
+    for end, reward in zip(ends, turn_rewards, strict=False):
+        out[end] = reward
+    return out
 
 
 def _prompt_key(prompt: Any) -> str:
@@ -97,6 +116,7 @@ class DojoRollout:
         prompt_format: PromptFormat | None = None,
         on_groups: GroupHook | None = None,
         max_attempts: int = 2,
+        process: ProcessScorer | None = None,
     ) -> None:
         if mode not in ("single", "feedback", "tools"):
             raise InputError(f"mode must be 'single', 'feedback' or 'tools', not {mode!r}")
@@ -120,6 +140,7 @@ class DojoRollout:
         self.prompt_format = prompt_format
         self.on_groups = on_groups
         self.max_attempts = max_attempts
+        self.process = process
         self.token_mismatches = 0
         self.last_groups: list[Group] = []
         self._local: HFPolicy | None = None
@@ -180,6 +201,8 @@ class DojoRollout:
             "env_mask": [tokens.env_mask for tokens, _ in rows],
             "dojo_reward": [reward for _, reward in rows],
             "dojo_turns": [len(ep.turns) for group in groups for ep in group.episodes],
+            # per turn: the process reward's total (process=ProcessScorer(...)); None without one
+            "dojo_turn_rewards": [turn_totals(ep) for group in groups for ep in group.episodes],
         }
 
     def _local_policy(self, model: Any, tokenizer: Any) -> HFPolicy:
@@ -204,7 +227,7 @@ class DojoRollout:
 
     async def _run(self, policy: Policy, config: RolloutConfig, tasks: list[Task], prefix: str) -> list[Group]:
         sandbox = await SANDBOXES.get(self.pool_size, self.ray)
-        scheduler = RolloutScheduler(policy, Grader(sandbox, self.grading), config)
+        scheduler = RolloutScheduler(policy, Grader(sandbox, self.grading), config, process=self.process)
         by_id = {group.group_id: group async for group in scheduler.run(tasks, prefix=prefix)}
         seen: dict[str, int] = {}
         ordered = []

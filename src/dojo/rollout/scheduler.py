@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.episode import SCORED_STATUSES, Episode, EpisodeConfig, EpisodeRunner
 from dojo.agent.policy import Policy
+from dojo.agent.turn_rewards import ProcessScorer
 from dojo.rewards.graders import Grader
 from dojo.rollout.costs import CostModel
 from dojo.tasks.model import Task
@@ -135,6 +136,7 @@ class RolloutScheduler:
         *,
         costs: CostModel | None = None,
         user: Policy | None = None,
+        process: ProcessScorer | None = None,
     ) -> None:
         self.config = config or RolloutConfig()
         self.grader = grader
@@ -150,6 +152,7 @@ class RolloutScheduler:
             policy_slots=asyncio.Semaphore(self.config.policy_concurrency),
             sandbox_slots=asyncio.Semaphore(max(1, slots)),
             user=user,
+            process=process,  # per-turn rewards (dojo.agent.turn_rewards)
         )
 
     async def _episode(self, task: Task, group_id: str, index: int) -> Episode:

@@ -52,6 +52,7 @@ SCHEMA = pa.schema(
         pa.field("logprobs", pa.list_(pa.list_(pa.float32()))),  # per turn; null inner list when unknown
         pa.field("prompt_token_ids", pa.list_(pa.list_(pa.int64()))),  # per turn: the ids it was conditioned on
         pa.field("turns", pa.string(), nullable=False),  # JSON list of turn records (tool calls, results, timings)
+        pa.field("turn_rewards", pa.list_(pa.float64())),  # per turn: the process reward's total (null: none)
         pa.field("prompt_tokens", pa.int64(), nullable=False),
         pa.field("completion_tokens", pa.int64(), nullable=False),
         pa.field("wall_seconds", pa.float64(), nullable=False),
@@ -127,7 +128,8 @@ def episode_row(ep: Episode, task: Task, run_id: str) -> dict[str, Any]:
         "token_ids": [t.completion.token_ids for t in ep.turns],
         "logprobs": [t.completion.logprobs for t in ep.turns],
         "prompt_token_ids": [t.completion.prompt_token_ids for t in ep.turns],
-        "turns": json.dumps([_turn_json(t) for t in ep.turns]),
+        "turns": json.dumps([_turn_json(t, ep, i) for i, t in enumerate(ep.turns)]),
+        "turn_rewards": [parts["total"] for parts in ep.turn_rewards] if ep.turn_rewards is not None else None,
         "prompt_tokens": ep.prompt_tokens,
         "completion_tokens": ep.completion_tokens,
         "wall_seconds": ep.wall_seconds,
@@ -141,10 +143,13 @@ def episode_row(ep: Episode, task: Task, run_id: str) -> dict[str, Any]:
     }
 
 
-def _turn_json(turn: TurnRecord) -> dict[str, Any]:
-    """A turn for the ``turns`` column (its prompt's ids, long, have a column of their own)."""
+def _turn_json(turn: TurnRecord, ep: Episode, index: int) -> dict[str, Any]:
+    """A turn for the ``turns`` column (its prompt's ids, long, have a column of their own), with its
+    process reward's parts (``reward``) when the episode has them."""
     record = turn.model_dump(mode="json")
     record["completion"].pop("prompt_token_ids", None)
+    if ep.turn_rewards is not None and index < len(ep.turn_rewards):
+        record["reward"] = ep.turn_rewards[index]
     return record
 
 
@@ -213,7 +218,7 @@ class TrajectoryStore:
         tables = [self.read_shard(path, columns) for path in self.shards()]
         if not tables:
             return SCHEMA.empty_table() if columns is None else SCHEMA.empty_table().select(columns)
-        return pa.concat_tables(tables)
+        return pa.concat_tables(tables, promote_options="default")  # (shards from before turn_rewards: nulls)
 
     def completed_groups(self) -> set[str]:
         """Group ids already committed: a resumed run skips them."""
