@@ -70,6 +70,9 @@ def test_scale_and_delete_act_on_a_group_as_a_whole() -> None:
     api.group("g", ["c", "d"])
     api.scale("g", 2)
     assert [round(v, 6) for v in box_of(api, "c")[1]] == [2.2, 0.2, 1.5]
+    with pytest.raises(ValueError, match="within 1000 m"):
+        api.scale("g", 999)
+    assert [round(v, 6) for v in box_of(api, "c")[1]] == [2.2, 0.2, 1.5]  # a refused call changes nothing
     assert api.delete("g") == {"deleted": ["g", "c", "d"]} and api.list_objects()["objects"] == []
 
 

@@ -250,6 +250,9 @@ class SceneAPI:
         f = _number(factor, "factor")
         if not 0 < f <= 1000:
             raise ValueError(f"factor must be greater than 0 (and at most 1000), got {factor!r}")
+        sizes = [v for n in self._subtree(name) for v in self.objects[n]["size"].values()]
+        if max(sizes, default=0.0) * f > MAX_METRES:  # (checked first: a refused call changes nothing)
+            raise ValueError(f"sizes must stay within {MAX_METRES:g} m")
         self._scale(name, f, 0)
         return self._summary(name)
 
@@ -372,8 +375,6 @@ class SceneAPI:
         if depth:
             obj["position"] = [v * factor for v in obj["position"]]
         obj["size"] = {k: v * factor for k, v in obj["size"].items()}
-        if any(v > MAX_METRES for v in obj["size"].values()):
-            raise ValueError(f"sizes must stay within {MAX_METRES:g} m")
         for m in obj["members"]:
             self._scale(m, factor, depth + 1)
 
