@@ -99,8 +99,9 @@ def faults(args: argparse.Namespace) -> None:
 def ab(args: argparse.Namespace) -> None:
     trees = {"old": args.old.resolve(), "new": args.new.resolve()}
     for tree in trees.values():
-        if not (tree / "dojo" / "sandbox" / "zygote.py").is_file():
-            raise SystemExit(f"{tree} is not a dojo src directory (no dojo/sandbox/zygote.py in it)")
+        sandbox = tree / "dojo" / "sandbox"  # the zygote: one file before issue #35, the guest package since
+        if not ((sandbox / "zygote.py").is_file() or (sandbox / "guest" / "zygote.py").is_file()):
+            raise SystemExit(f"{tree} is not a dojo src directory (no dojo/sandbox/[guest/]zygote.py in it)")
     results: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
     for i in range(args.pairs):
         for way in ("old", "new") if i % 2 == 0 else ("new", "old"):

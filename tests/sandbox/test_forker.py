@@ -1,5 +1,5 @@
 """The forker (dojo/sandbox/forker.c): runs it forks are set up exactly as the zygote's own forks
-(``Zygote.child``, the Python set-up it replaces) set them up; a run can neither use it nor, by
+(``RunChild.child``, the Python set-up it replaces) set them up; a run can neither use it nor, by
 killing or stopping it, break the slot for the next run; and it follows what the zygote learns
 (a newly compiled harness, a new IPC namespace)."""
 

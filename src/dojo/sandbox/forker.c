@@ -7,9 +7,9 @@
  * the warm zygote that, once started, runs no Python at all: it sits in this loop, so its pages
  * stay as they were and forking it costs no faults afterwards; and a run's set-up (session, file
  * descriptors, rlimits, identity, syscall filter, working directory) is done here in C, before the
- * run touches any Python object. dojo.sandbox.zygote loads this library with ctypes (``Forker``);
+ * run touches any Python object. dojo.sandbox.guest.forker loads this library with ctypes (``Forker``);
  * the host compiles it once per machine (dojo.sandbox.forker_build). Where it cannot be built, the
- * zygote forks each run itself and sets it up in Python (``Zygote.child``), with the same result:
+ * zygote forks each run itself and sets it up in Python (``RunChild.child``), with the same result:
  * tests/sandbox/test_forker.py compares the two.
  *
  * One request, from the zygote, is one SOCK_SEQPACKET message: a ``struct run_setup``, then the
@@ -109,7 +109,7 @@ static void become_run_user(const struct run_setup *s, int exc) {
     if (syscall(SYS_capset, &header, data) < 0) fail(exc, "capset");
 }
 
-/* The run's set-up, in the order of Zygote.child. ``fds`` are the run's descriptors as received. */
+/* The run's set-up, in the order of RunChild.child. ``fds`` are the run's descriptors as received. */
 static void set_up_run(const struct run_setup *s, const int *fds) {
     int exc = fds[3];
     int high[RUN_FDS];

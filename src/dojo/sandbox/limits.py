@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from dojo.sandbox.guest.wire import RunLimits
 from dojo.sandbox.network import NetworkPolicy
 
 MiB = 1 << 20
@@ -48,7 +49,9 @@ class Limits(BaseModel):
         """A copy with some fields replaced (validated)."""
         return Limits.model_validate({**self.model_dump(), **overrides})
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self, address_space_extra: int = 0) -> RunLimits:
+        """A run step's limits as the zygote reads them; ``address_space_extra``: what a runtime maps
+        beyond what it uses (the JVM, Go), added to the memory limit where it is an address-space one."""
         return {
             "wall_s": self.wall_time,
             "cpu_s": self.cpu_time,
@@ -57,6 +60,7 @@ class Limits(BaseModel):
             "output_bytes": self.output,
             "file_size_bytes": self.file_size,
             "open_files": self.open_files,
+            "address_space_extra": address_space_extra,
         }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.sandbox.errors import SandboxError
+from dojo.sandbox.guest.wire import RunReply
 from dojo.sandbox.program import Base64Bytes
 from dojo.sandbox.verdict import LimitKind, Verdict
 
@@ -95,8 +96,9 @@ _LIMIT_VERDICT = {
 }
 
 
-def step_from_wire(raw: dict[str, Any], blobs: list[bytes]) -> StepResult:
-    limit = _LIMIT_VERDICT[raw["limit"]][1] if raw.get("limit") else None
+def step_from_wire(raw: RunReply, blobs: list[bytes]) -> StepResult:
+    reached = raw.get("limit")
+    limit = _LIMIT_VERDICT[reached][1] if reached else None
     return StepResult(
         exit_code=raw["exit_code"],
         signal=raw["signal"],
@@ -111,20 +113,21 @@ def step_from_wire(raw: dict[str, Any], blobs: list[bytes]) -> StepResult:
     )
 
 
-def verdict_of(raw: dict[str, Any]) -> Verdict:
+def verdict_of(raw: RunReply) -> Verdict:
     """Verdict of a finished run step from the zygote's raw facts."""
-    if raw.get("limit"):
-        return _LIMIT_VERDICT[raw["limit"]][0]
+    reached = raw.get("limit")
+    if reached:
+        return _LIMIT_VERDICT[reached][0]
     if raw["exit_code"] == 0:
         return Verdict.ACCEPTED
     return Verdict.RUNTIME_ERROR
 
 
 def result_from_wire(header: dict[str, Any], blobs: list[bytes], language: str, compiled: bool) -> ExecutionResult:
-    """Build the ExecutionResult from a zygote response (see ``dojo.sandbox.zygote``)."""
+    """Build the ExecutionResult from a zygote response (see ``dojo.sandbox.guest.zygote``)."""
     if header.get("error"):
         return ExecutionResult.from_sandbox_error(f"zygote: {header['error']}", language)
-    steps = header["steps"]
+    steps: list[RunReply] = header["steps"]
     for raw in steps:
         if raw.get("exec_error"):
             return ExecutionResult.from_sandbox_error(

@@ -32,6 +32,8 @@ from dojo.sandbox.compare import tokens_equal
 from dojo.sandbox.environment import Environment, EnvironmentStore
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
 from dojo.sandbox.forker_build import forker_library
+from dojo.sandbox.guest.preload import THREAD_POOL_VARIABLES
+from dojo.sandbox.guest.wire import RunStep
 from dojo.sandbox.languages import (
     EXPOSED_PREFIXES,
     SANDBOX_PATH,
@@ -57,7 +59,6 @@ from dojo.sandbox.session import Session
 from dojo.sandbox.slot import NAMESPACE_FLAGS, ROOTLESS_FLAGS, SlotConfig
 from dojo.sandbox.uncancellable import to_the_end
 from dojo.sandbox.verdict import LimitKind, Verdict
-from dojo.sandbox.zygote import THREAD_POOL_VARIABLES
 
 Mode = Literal["root", "rootless"]
 log = logging.getLogger(__name__)
@@ -501,20 +502,20 @@ def build_request(
     stdin = program.stdin_bytes()
     stdin_blob = len(blobs)
     blobs.append(stdin)
-    steps: list[dict[str, Any]] = []
+    steps: list[RunStep] = []
     timeout = HOST_MARGIN_S
     fetch = list(program.fetch)
     if compile_only:
         assert lang.compile_argv is not None
-        compile_wire = {**compile_limits.to_wire(), "address_space_extra": lang.address_space_extra}
+        compile_wire = compile_limits.to_wire(lang.address_space_extra)
         steps.append({"role": "compile", "argv": expand(lang.compile_argv), "stdin": False, "limits": compile_wire})
         timeout += compile_limits.wall_time
         fetch = [lang.artifacts[0]]
     else:
-        run_step: dict[str, Any] = {
+        run_step: RunStep = {
             "role": "run",
             "stdin": True,
-            "limits": {**limits.to_wire(), "address_space_extra": lang.address_space_extra},
+            "limits": limits.to_wire(lang.address_space_extra),
             "args": program.args,
         }
         if lang.inline_python and not strict:

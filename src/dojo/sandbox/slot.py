@@ -12,26 +12,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dojo.sandbox import zygote
 from dojo.sandbox.cgroups import SlotCgroups
 from dojo.sandbox.errors import IsolationUnavailable, SandboxError
+from dojo.sandbox.guest.wire import FRAME_PREFIX, decode_frame_body, encode_frame
 from dojo.sandbox.network import NetworkRelay
 from dojo.sandbox.seccomp import SlotFilters
 from dojo.sandbox.spawn import SpawnedProcess, spawn
 from dojo.sandbox.uncancellable import to_the_end
 
 log = logging.getLogger(__name__)
-ZYGOTE_PATH = Path(zygote.__file__).resolve()
 NAMESPACE_FLAGS = ("--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts")
 ROOTLESS_FLAGS = ("--user", "--map-root-user")  # the caller is root inside the slot, nobody outside
 STARTUP_TIMEOUT = 30.0
 
+# What runs in the sandbox (``dojo.sandbox.guest``), in import order: each module imports only those
+# before it, and the zygote, last, is the one whose ``main()`` the bootstrap calls.
+GUEST = Path(__file__).resolve().parent / "guest"
+GUEST_MODULES = ("wire", "syscalls", "capture", "cgroup", "jail", "child", "forker", "processes", "oneshot",
+                 "preload", "sessions", "zygote")  # fmt: skip
+
 # The zygote's code reaches it compiled (marshal) on stdin ahead of the first request: compiling
 # 1,200 lines in every slot left ~2 MB of parser garbage in each zygote's heap (idle PSS per slot
 # 10.7 -> 7.7 MiB measured), and a strict run skips the compile altogether. The interpreter that
-# runs the zygote compiles it, once per host process, so the bytecode always matches it.
+# runs the zygote compiles it, once per host process, so the bytecode always matches it: one list of
+# (module name, file name, code object), which the bootstrap makes modules of, in order, then calls
+# the last one's ``main()`` (``guest.zygote.main``).
 ZYGOTE_BOOTSTRAP = """\
-import marshal, os, sys
+import marshal, os, sys, types
 def _read(n):
     data = b""
     while len(data) < n:
@@ -40,23 +47,33 @@ def _read(n):
             raise SystemExit("dojo zygote: stdin closed before the code arrived")
         data += chunk
     return data
-_code = marshal.loads(_read(int(sys.argv[2])))
-del _read
-exec(_code)
+for _name, _file, _code in marshal.loads(_read(int(sys.argv[2]))):
+    _package = _name.rpartition(".")[0]
+    while _package and _package not in sys.modules:  # the packages above it, as empty placeholders
+        sys.modules[_package] = types.ModuleType(_package)
+        _package = _package.rpartition(".")[0]
+    _module = sys.modules[_name] = types.ModuleType(_name)
+    _module.__file__ = _file
+    exec(_code, _module.__dict__)
+del _read, _code
+_module.main()
 """
 COMPILE_ZYGOTE = (
     "import marshal, sys\n"
-    "src = open(sys.argv[1], 'rb').read()\n"
-    "sys.stdout.buffer.write(marshal.dumps(compile(src, sys.argv[1], 'exec', dont_inherit=True)))\n"
+    "modules = zip(sys.argv[1::2], sys.argv[2::2])\n"
+    "code = [(name, f, compile(open(f, 'rb').read(), f, 'exec', dont_inherit=True)) for name, f in modules]\n"
+    "sys.stdout.buffer.write(marshal.dumps(code))\n"
 )
 _compiled_zygotes: dict[str, bytes] = {}
 
 
 async def compiled_zygote(python: str) -> bytes:
-    """The zygote's code object, marshalled by ``python`` itself (cached per interpreter)."""
+    """The guest modules' code objects, marshalled by ``python`` itself (cached per interpreter): a
+    list of (module name, file name, code object) in ``GUEST_MODULES``' order."""
     code = _compiled_zygotes.get(python)
     if code is None:
-        argv = (python, "-S", "-E", "-s", "-B", "-c", COMPILE_ZYGOTE, str(ZYGOTE_PATH))
+        modules = [arg for name in GUEST_MODULES for arg in (f"dojo.sandbox.guest.{name}", str(GUEST / f"{name}.py"))]
+        argv = (python, "-S", "-E", "-s", "-B", "-c", COMPILE_ZYGOTE, *modules)
         try:
             proc = await spawn(argv, {"PATH": "/usr/bin:/bin"}, stdout=True, stderr=True)
         except (OSError, TimeoutError) as e:
@@ -194,11 +211,11 @@ class Slot:
 
     async def _read_frame(self) -> tuple[dict[str, Any], list[bytes]]:
         assert self.proc is not None and self.proc.stdout is not None
-        prefix = await self.proc.stdout.readexactly(zygote.FRAME_PREFIX.size)
-        hlen, blen = zygote.FRAME_PREFIX.unpack(prefix)
+        prefix = await self.proc.stdout.readexactly(FRAME_PREFIX.size)
+        hlen, blen = FRAME_PREFIX.unpack(prefix)
         header_raw = await self.proc.stdout.readexactly(hlen)
         body = await self.proc.stdout.readexactly(blen) if blen else b""
-        return zygote.decode_frame_body(header_raw, body)
+        return decode_frame_body(header_raw, body)
 
     async def request(
         self, header: dict[str, Any], blobs: list[bytes], timeout: float
@@ -207,7 +224,7 @@ class Slot:
         if not self.alive or self.proc is None or self.proc.stdin is None:
             raise SlotDied(f"slot {self.name} is not running")
         try:
-            self.proc.write(zygote.encode_frame(header, blobs))
+            self.proc.write(encode_frame(header, blobs))
             await self.proc.stdin.drain()
             async with asyncio.timeout(timeout):  # no task per request, unlike wait_for
                 resp, out = await self._read_frame()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dojo.sandbox.zygote import RunLimits, classify_limit
+from dojo.sandbox.guest.capture import classify_limit
+from dojo.sandbox.guest.wire import RunLimits
 
 LIM = RunLimits(
     wall_s=5.0,

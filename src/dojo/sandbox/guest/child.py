@@ -1,0 +1,424 @@
+"""A run's process: its set-up and its program, the one-shot run path's in-process end.
+
+``RunChild`` holds what the zygote does *in* a run's process, which it forks (``guest.processes``),
+or the forker forks (``guest.forker``), or a spare waits in:
+
+- the set-up (``child``): fds 0-3, rlimits, the run's uid (or a nested user namespace), its IPC
+  and network namespaces, no_new_privs, a trusted harness's protection, the run's syscall filter;
+  ``setup_flags`` and ``run_rlimits`` decide it once for both set-ups (``child`` in Python,
+  forker.c in C);
+- the program: ``exec_program`` (execve), or ``run_python_inline``, the fast path (the run's
+  Python source in the warm interpreter it was forked with, its stdio prebuilt by
+  ``prebuild_streams``, its main file compiled once per slot by ``cache_main`` or sent along,
+  ``sent_source``).
+
+Runs inside the sandbox, in the zygote and each run's process: standard library only.
+"""
+
+from __future__ import annotations
+
+import _signal  # type: ignore[import-not-found]  # (signal.signal without its enum wrapping)
+import builtins
+import fcntl
+import marshal
+import os
+import resource
+import signal
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+from dojo.sandbox.guest.cgroup import CgroupHandle
+from dojo.sandbox.guest.jail import BOX, Jail
+from dojo.sandbox.guest.syscalls import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWUSER,
+    LINUX_CAPABILITY_VERSION_3,
+    PR_CAPBSET_DROP,
+    PR_SET_DUMPABLE,
+    Syscalls,
+)
+from dojo.sandbox.guest.wire import RunLimits, RunStep
+
+if TYPE_CHECKING:
+    from dojo.sandbox.guest.forker import Forker
+
+RUN_UID = 1000  # what a rootless run sees as its uid (and as the owner of /box)
+MAIN_FILE = "main.py"  # what the languages call a Python program's file (dojo.sandbox.languages)
+SIGINT = int(signal.SIGINT)  # a plain int: on a run's path, the enum member costs page faults to use
+
+# What a run's set-up does beyond the fixed steps (forker.c's flags; ``RunChild.setup_flags``).
+SETUP_UNSHARE_IPC = 1  # a fresh IPC namespace (where the zygote cannot watch its own)
+SETUP_JOIN_NETNS = 2  # the host's network namespace
+SETUP_ROOTLESS = 4  # a nested user namespace instead of a uid change
+SETUP_PROTECT = 8  # a trusted harness: not dumpable, every signal blocked
+SETUP_RUN_FILTER = 16  # the run's own syscall filter, last
+
+
+class RunChild:
+    """The zygote's part that runs in a run's process (the ``Zygote`` sets every field)."""
+
+    sys: Syscalls
+    jail: Jail
+    cgroup: CgroupHandle
+    rootless: bool
+    uid: int  # the run's uid (0 when rootless: RUN_UID in the run's own user namespace)
+    run_filter: Any  # the run's own syscall filter (``Syscalls.syscall_filter``), where the host sent one
+    blockable_signals: set[signal.Signals]
+    vm_size: int  # the zygote's address space (an inline run's RLIMIT_AS starts from it)
+    streams: tuple[Any, Any, Any] | None  # every Python run's stdio, prebuilt (``prebuild_streams``)
+    original_stdio: tuple[Any, ...]
+    environment: dict[str, str] | None  # the zygote's os.environ, as last set (``use_environment``)
+    code_cache: dict[str, Any]  # compiled (or preloaded) trusted main files, by source hash
+    cached_code: Any  # this step's, from ``code_cache``
+    cached_key: str | None
+    forker: Forker | None
+
+    # -- what every run inherits from the zygote -------------------------------------------------
+
+    def use_environment(self, env: dict[str, str]) -> None:
+        """Make the zygote's environment exactly ``env``, so an in-process Python run inherits it as
+        it is. Requests rarely change it; setting it here rather than in each child saves every run
+        ~50 page faults of putenv() and dict work."""
+        if env != self.environment:
+            os.environ.clear()
+            os.environ.update(env)
+            self.environment = dict(env)
+
+    @staticmethod
+    def build_streams() -> tuple[Any, Any, Any]:
+        """A Python run's stdin, stdout and stderr over fds 0, 1 and 2, as the interpreter makes them."""
+        import io
+
+        stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+                                 encoding="utf-8", errors="surrogateescape")  # fmt: skip
+        stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+                                  encoding="utf-8", errors="surrogateescape")  # fmt: skip
+        stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                                  encoding="utf-8", errors="backslashreplace", line_buffering=True)  # fmt: skip
+        return stdin, stdout, stderr
+
+    def prebuild_streams(self) -> None:
+        """Build every run's stdio objects once, here, over pipes (so that what they learn of their
+        fds, e.g. not seekable, is what a run's pipes would tell), then point fds 0-2 back at
+        /dev/null. The zygote never uses them; each child inherits them empty. Building them in
+        every child cost ~80 page faults (~0.2 ms) per run."""
+        r, w = os.pipe()
+        try:
+            os.dup2(r, 0)
+            os.dup2(w, 1)
+            os.dup2(w, 2)
+            streams = self.build_streams()  # each wrapper asks, and caches, seekable() here
+        finally:
+            os.close(r)
+            os.close(w)
+            null = os.open("/dev/null", os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.close(null)
+        self.streams = streams
+        # Each child points sys.__stdin__ & co. at these streams; the zygote keeps the interpreter's
+        # own objects alive so that no child pays for deallocating them (~25 page faults).
+        self.original_stdio = (sys.__stdin__, sys.__stdout__, sys.__stderr__)
+
+    # -- a run's process: entry points and set-up ------------------------------------------------
+
+    def become_run(self, step: RunStep, req: dict[str, Any], in_r: int, out_w: int, err_w: int, exc_w: int) -> None:
+        """In a run's freshly forked (or spare) process: set it up and run it; never returns. A
+        set-up failure is reported to the zygote on ``exc_w``."""
+        try:
+            self.child(step, step["limits"], req, in_r, out_w, err_w, exc_w)
+        except BaseException as e:
+            try:
+                os.write(exc_w, f"{type(e).__name__}: {e}".encode()[:4000])
+            finally:
+                os._exit(127)
+        os._exit(127)
+
+    def become_forked_run(self, message: memoryview) -> None:
+        """In a run's process the forker made and set up (``Forker``): run it; never returns."""
+        try:
+            run = marshal.loads(message)  # (see ``fork_or_start``)
+            set_signal(SIGINT, _signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
+            if len(run) == 2:
+                self.exec_program(*run)
+            filename, args, key, env, n = run
+            if env is not None:
+                self.use_environment(env)
+            cached = self.code_cache[key] if key is not None else None
+            source = message[len(message) - n :] if n is not None else None  # (the payload's last n bytes)
+            reseeded = self.forker is not None and self.forker.random_state != 0
+            self.run_python_inline(filename, args, cached, source=source, forked=True, reseeded=reseeded)
+        except BaseException as e:
+            try:
+                os.write(3, f"{type(e).__name__}: {e}".encode()[:4000])
+            finally:
+                os._exit(127)
+        os._exit(127)
+
+    def child(self, step: RunStep, lim: RunLimits, req: dict[str, Any],
+              in_r: int, out_w: int, err_w: int, exc_w: int, keep: tuple[int, ...] = ()) -> None:  # fmt: skip
+        """Set up a run's process: fds 0-2 the pipes, 3 the set-up error pipe (close-on-exec), then
+        ``keep`` at 4, 5, ...; rlimits, unprivileged uid, no_new_privs; its own IPC namespace only
+        where the zygote cannot see what a run leaves there (``watch_ipc``)."""
+        flags = self.setup_flags(step, req)
+        os.setsid()
+        if flags & SETUP_UNSHARE_IPC:
+            self.sys.unshare(CLONE_NEWIPC)
+        if flags & SETUP_JOIN_NETNS and self.jail.host_netns is not None:
+            self.sys.setns(self.jail.host_netns, CLONE_NEWNET)
+        sources = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (in_r, out_w, err_w, exc_w, *keep)]
+        for target, src in enumerate(sources):
+            os.dup2(src, target, inheritable=target != 3)
+        os.closerange(len(sources), 1 << 16)
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        os.write(fd, b"1000")
+        os.close(fd)
+        for which, soft, hard in self.run_rlimits(step, lim):
+            resource.setrlimit(which, (soft, hard))
+        self.become_run_user()
+        if flags & SETUP_PROTECT:  # a trusted harness: safe from the processes it forks (see runtime)
+            self.sys.prctl(PR_SET_DUMPABLE, 0)
+            signal.pthread_sigmask(signal.SIG_BLOCK, self.blockable_signals)
+        if flags & SETUP_RUN_FILTER and self.run_filter is not None:  # last: the set-up above uses calls it refuses
+            self.sys.install_filter(self.run_filter)
+        os.chdir(BOX)
+        os.umask(0o022)
+        set_signal(SIGINT, _signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
+        if step.get("role") == "session":
+            return  # the caller runs the session worker loop in this process
+        if step.get("argv"):
+            self.exec_program(step["argv"], req.get("env") or {})
+        self.run_python_inline(step["inline_python"], list(step.get("args") or []), self.cached_code,
+                               self.streams)  # fmt: skip
+
+    def setup_flags(self, step: RunStep, req: dict[str, Any]) -> int:
+        """What a run's set-up does beyond its fixed steps, as ``SETUP_*`` bits: decided once, here,
+        for both set-ups (``child`` in Python, forker.c in C)."""
+        flags = 0 if self.jail.ipc_fds else SETUP_UNSHARE_IPC
+        flags |= SETUP_JOIN_NETNS if req.get("network") and self.jail.host_netns is not None else 0
+        flags |= SETUP_ROOTLESS if self.rootless else 0
+        flags |= SETUP_PROTECT if step.get("protect") else 0
+        return flags | (SETUP_RUN_FILTER if self.run_filter is not None else 0)
+
+    def run_rlimits(self, step: RunStep, lim: RunLimits | None = None) -> list[tuple[int, int, int]]:
+        """A run's rlimits as (resource, soft, hard), in the order they are set."""
+        lim = lim if lim is not None else step["limits"]
+        limits = []
+        if step.get("role") != "session":  # a session's worker lives on: the zygote meters each exec
+            cpu = max(1, int(-(-lim["cpu_s"] // 1)))
+            limits.append((resource.RLIMIT_CPU, cpu, cpu + 1))
+        limits += [
+            (resource.RLIMIT_FSIZE, lim["file_size_bytes"], lim["file_size_bytes"]),
+            (resource.RLIMIT_NOFILE, lim["open_files"], lim["open_files"]),
+            (resource.RLIMIT_NPROC, lim["processes"], lim["processes"]),
+            (resource.RLIMIT_CORE, 0, 0),
+        ]
+        stack = lim.get("stack_bytes")
+        if stack:
+            limits.append((resource.RLIMIT_STACK, stack, stack))
+        if not self.cgroup.has("memory"):  # no memory cgroup (rootless): limit the address space instead
+            extra = lim.get("address_space_extra", 0) + (0 if step.get("argv") else self.vm_size)
+            limit_as = lim["memory_bytes"] + extra
+            limits.append((resource.RLIMIT_AS, limit_as, limit_as))
+        return limits
+
+    def become_run_user(self) -> None:
+        """Drop to the run's identity: the slot's uid (root mode), or RUN_UID in a nested user
+        namespace with every capability dropped (rootless mode)."""
+        if not self.rootless:
+            os.setgroups([])
+            os.setresgid(self.uid, self.uid, self.uid)
+            os.setresuid(self.uid, self.uid, self.uid)
+            return
+        self.sys.unshare(CLONE_NEWUSER)
+        for name, value in (("setgroups", "deny"), ("uid_map", f"{RUN_UID} 0 1"), ("gid_map", f"{RUN_UID} 0 1")):
+            fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+            try:
+                os.write(fd, value.encode())
+            finally:
+                os.close(fd)
+        # A new user namespace grants every capability inside it; a run needs none.
+        for cap in range(64):
+            if self.sys.libc.prctl(PR_CAPBSET_DROP, self.sys.ctypes.c_ulong(cap), 0, 0, 0) != 0:
+                break  # EINVAL past the last capability this kernel knows
+        header = (self.sys.ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+        data = (self.sys.ctypes.c_uint32 * 6)()
+        self.sys.check(self.sys.libc.capset(header, data), "capset")
+
+    # -- the step's main file: compiled once per slot, or sent along ---------------------------------
+
+    @staticmethod
+    def main_file(step: RunStep, header: dict[str, Any]) -> dict[str, Any] | None:
+        """The request's entry for the step's main file (``inline_python``), if it sent one."""
+        name = step.get("inline_python")
+        return next((f for f in header.get("files", []) if f["path"] == name), None) if name else None
+
+    def sent_source(self, step: RunStep, header: dict[str, Any], blobs: list[Any]) -> memoryview | None:
+        """A plain Python step's main file as this request sent it (a view of the request's blobs,
+        which ``scrub`` zeroes: no copy of it stays here), for the forker to pass to the run, which
+        then neither opens nor reads the file (~30 page faults a run); None for a harness, a session,
+        a file not sent or one too large for the forker's message."""
+        if self.cached_code is not None or header.get("keep_files") or self.forker is None:
+            return None
+        entry = self.main_file(step, header)
+        if entry is None or len(blobs[entry["blob"]]) > self.forker.SOURCE_CAPACITY:
+            return None
+        return memoryview(blobs[entry["blob"]])
+
+    def cache_main(self, step: RunStep, header: dict[str, Any], blobs: list[bytes]) -> None:
+        """Compile a trusted main file once per slot (the grader's harness, identical every run)
+        so each run's child inherits the code object instead of compiling ~9 KB again."""
+        self.cached_code = self.cached_key = None
+        name = step.get("inline_python")
+        if not (step.get("cache_code") and name) or header.get("keep_files"):
+            return
+        entry = self.main_file(step, header)
+        if entry is None:
+            return
+        source = bytes(blobs[entry["blob"]])
+        import hashlib
+
+        key = hashlib.sha256(source).hexdigest() + (":preload" if step.get("preload") else "")
+        code = self.code_cache.get(key)
+        if code is None:
+            code = compile(source, os.path.join(BOX, name), "exec", dont_inherit=True)
+            if step.get("preload"):
+                code = self.preload_module(code)
+            if len(self.code_cache) >= 16:
+                self.code_cache.pop(next(iter(self.code_cache)))
+            self.code_cache[key] = code
+        self.cached_code, self.cached_key = code, key
+
+    @staticmethod
+    def preload_module(code: Any) -> dict[str, Any]:
+        """Run a trusted module's top level here, once per slot: every run's child inherits the
+        functions it defines, and calls its ``main()``. A harness defines a few dozen functions and
+        classes; making them in each child cost ~120 page faults per process. Only for code whose
+        top level only defines (the grading harness, ``AsyncSandbox.run(harness=True)``)."""
+        import gc
+
+        namespace: dict[str, Any] = {"__name__": "dojo_preloaded", "__builtins__": builtins}
+        exec(code, namespace)
+        if not callable(namespace.get("main")):
+            raise ValueError("a preloaded main file must define main()")
+        gc.collect()
+        gc.freeze()  # like the zygote's own objects: never scanned (so never copied) by a child
+        return namespace
+
+    # -- the fast path: the run's Python in this interpreter -------------------------------------
+
+    @staticmethod
+    def exec_program(argv: list[str], env: dict[str, str]) -> None:
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; programs expect defaults
+            set_signal(sig, signal.SIG_DFL)
+        os.execve(argv[0], argv, dict(env))
+
+    @staticmethod
+    def reseed(random_module: Any) -> None:
+        """``random.seed()`` for a fresh run: the C seeding of the module's generator from the OS,
+        without random.py's Python wrapper around it (~20 page faults in a fresh process)."""
+        import _random
+
+        generator = random_module._inst
+        _random.Random.seed(generator, None)
+        generator.gauss_next = None
+
+    @staticmethod
+    def prepare_python_process(streams: tuple[Any, Any, Any] | None) -> Any:
+        """What a Python run's process holds before its own code, whatever the run: ``streams`` (the
+        zygote's prebuilt, never-used stdin/stdout/stderr over fds 0-2) as its stdio, /box first on
+        its path, a fresh ``__main__`` module (returned), ``sys.argv`` as for ``main.py`` without
+        arguments. The forker does this once, before its loop, so that its runs inherit it done (~20
+        page faults a run when each did it)."""
+        sys.stdin, sys.stdout, sys.stderr = streams or RunChild.build_streams()
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
+        sys.argv = [MAIN_FILE]
+        sys.path.insert(0, BOX)
+        main = types.ModuleType("__main__")
+        main.__builtins__ = builtins  # type: ignore[attr-defined]
+        sys.modules["__main__"] = main
+        return main
+
+    @staticmethod
+    def run_python_inline(filename: str, args: list[str], cached: Any = None,
+                          streams: tuple[Any, Any, Any] | None = None, source: Any = None,
+                          forked: bool = False, reseeded: bool = False) -> None:  # fmt: skip
+        """The fast path: run Python source in this already-warm interpreter, as `python main.py` would.
+        The environment is already the run's (``use_environment``); the process is prepared
+        with ``streams`` (``prepare_python_process``), unless the forker did it (``forked``);
+        ``source``, where given, is the main file's content as the zygote wrote it (so it is not read
+        back); ``reseeded``: the forker has already reseeded ``random`` (``Forker.random_state``)."""
+        exc_fd = 3
+        os.close(exc_fd)  # set-up succeeded: nothing to report
+        main = sys.modules["__main__"] if forked else RunChild.prepare_python_process(streams)
+        path = f"{BOX}/{filename}"
+        main.__file__ = path
+        if args or filename != MAIN_FILE:  # (``prepare_python_process`` set it for main.py)
+            sys.argv = [filename, *args]
+        if not reseeded and "random" in sys.modules:
+            RunChild.reseed(sys.modules["random"])
+        status = 0
+        try:
+            if isinstance(cached, dict):  # a preloaded module (``preload_module``)
+                cached["main"]()
+            else:
+                if cached is not None:
+                    code = cached
+                else:
+                    if source is None:
+                        with open(path, "rb") as f:
+                            source = f.read()
+                    code = compile(source, path, "exec", dont_inherit=True)
+                exec(code, main.__dict__)
+        except SystemExit as e:
+            status = exit_status(e)
+        except BaseException as e:
+            import traceback
+
+            tb = e.__traceback__.tb_next if e.__traceback__ else None  # start at the program's frame
+            traceback.print_exception(type(e), e, tb)
+            status = 1
+        try:
+            threading = sys.modules.get("threading")
+            # Wait for the run's non-daemon threads as Python's exit does, where there may be one: a
+            # shutdown lock besides the main thread's own, or a thread pool's exit hook (always
+            # calling ``_shutdown`` cost every run ~45 page faults).
+            if threading is not None:
+                locks = threading._shutdown_locks
+                if threading._threading_atexits or len(locks) > (threading._main_thread._tstate_lock in locks):
+                    threading._shutdown()
+            atexit = sys.modules.get("atexit") or __import__("atexit")
+            atexit._run_exitfuncs()
+        except SystemExit as e:
+            status = exit_status(e)
+        except BaseException:
+            pass
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                status = status or 120
+        os._exit(status)
+
+
+# -- what both a run and a session's worker use ------------------------------------------------
+def set_signal(signum: int, handler: Any) -> None:
+    """``signal.signal`` without turning the old handler into an enum member on the way out: that is
+    Python code (enum's lookup) whose first use in a fresh run's process cost ~120 page faults
+    (~0.5 ms, a quarter of a ``print(1)`` run)."""
+    _signal.signal(int(signum), handler if callable(handler) else int(handler))  # (SIG_DFL: a plain int here)
+
+
+def exit_status(e: SystemExit) -> int:
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except BaseException:
+        pass
+    return 1

@@ -1,0 +1,162 @@
+"""The one-shot run path: ``OneShotRun.run_step`` runs one step of a request in a process of its
+own (``guest.processes``) and meters it: its stdin fed, stdout and stderr captured up to the cap
+(``guest.capture``), the wall-clock limit enforced, the process and what it left killed and reaped,
+then the raw facts (exit status, signal, times, peak memory, OOM kills, the limit hit) reported.
+
+Runs inside the sandbox, in the zygote: standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+from typing import Any
+
+from dojo.sandbox.guest.capture import Capture, classify_limit
+from dojo.sandbox.guest.processes import RunProcesses
+from dojo.sandbox.guest.wire import RunLimits, RunReply, RunStep
+
+
+class OneShotRun(RunProcesses):
+    """The zygote's one-shot run path (the ``Zygote`` sets every field)."""
+
+    oom_count: int  # the group's OOM kills so far
+    private_stdin: int | None  # the request's private stdin, a memfd (``Zygote.read_request``)
+
+    def run_step(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
+        lim: RunLimits = step["limits"]
+        oom_before = self.oom_count
+        mem_base = self.cgroup.set_limits(lim, residents=1 if self.forker is None else 2)
+        self.cgroup.reset_peak(mem_base)
+
+        private = bool(step.get("stdin") and self.private_stdin is not None)
+        spare = self.take_spare()
+        start = time.monotonic()
+        if spare is not None and self.start_spare(spare, step, req, private):
+            pid, in_w, out_r, err_r, exc_r = spare.pid, spare.stdin_w, spare.out, spare.err, spare.exc
+            os.close(spare.ctl)
+            os.close(spare.memfd)
+            if private:
+                assert self.private_stdin is not None
+                os.close(self.private_stdin)  # the spare reads its own copy of the memfd
+                self.private_stdin, stdin = None, b""
+                os.close(in_w)
+                in_w = -1
+        else:
+            if private:  # the run reads a memfd this process never read (read_request)
+                assert self.private_stdin is not None
+                in_r, in_w, stdin = self.private_stdin, -1, b""
+                self.private_stdin = None
+            else:
+                in_r, in_w = os.pipe2(os.O_CLOEXEC)
+            out_r, out_w = os.pipe2(os.O_CLOEXEC)
+            err_r, err_w = os.pipe2(os.O_CLOEXEC)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            self.marks.append(("fork", time.perf_counter()))
+            start = time.monotonic()
+            pid, exc_r = self.fork_or_start(step, req, (in_r, out_w, err_w))
+        pidfd = os.pidfd_open(pid)
+        capture = Capture(lim["output_bytes"])
+        limit: str | None = None
+        deadline = start + lim["wall_s"]
+        poller = select.poll()
+        fds = {out_r: "stdout", err_r: "stderr"}
+        for fd in fds:
+            os.set_blocking(fd, False)
+            poller.register(fd, select.POLLIN)
+        poller.register(pidfd, select.POLLIN)
+        pending = memoryview(stdin)
+        if pending:
+            os.set_blocking(in_w, False)
+            poller.register(in_w, select.POLLOUT)
+        elif in_w >= 0:
+            os.close(in_w)
+            in_w = -1
+        exited = False
+        open_fds = set(fds)
+        killed_all = False
+        while open_fds or not exited:
+            timeout = deadline - time.monotonic()
+            if timeout <= 0:
+                if limit is None and not exited:
+                    limit = "wall"
+                self.kill_all()
+                killed_all = True
+                deadline = time.monotonic() + 5.0
+                if exited:
+                    break
+                timeout = 5.0
+            for fd, _event in poller.poll(timeout * 1000):
+                if fd == pidfd:
+                    exited = True
+                    self.marks.append(("exited", time.perf_counter()))
+                    poller.unregister(pidfd)
+                    # Drain what is buffered now, then kill leftovers (background children
+                    # holding the pipes open) so the reads below reach EOF promptly.
+                    for rfd in list(open_fds):
+                        if not capture.drain(rfd, fds[rfd]):
+                            open_fds.discard(rfd)
+                            poller.unregister(rfd)
+                    if open_fds and not killed_all:
+                        self.kill_all()
+                        killed_all = True
+                elif fd == in_w:
+                    try:
+                        n = os.write(in_w, pending[: 1 << 16])
+                        pending = pending[n:]
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:  # EPIPE: the program stopped reading
+                        pending = pending[:0]
+                    if not pending:
+                        poller.unregister(in_w)
+                        os.close(in_w)
+                        in_w = -1
+                elif fd in open_fds:
+                    if not capture.drain(fd, fds[fd]):
+                        open_fds.discard(fd)
+                        poller.unregister(fd)
+                    if capture.over_cap and limit is None:
+                        limit = "output"
+                        self.kill_all()
+                        killed_all = True
+        for fd in (*open_fds, out_r, err_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if in_w >= 0:
+            os.close(in_w)
+        self.marks.append(("eof", time.perf_counter()))
+        _, status, ru = os.wait4(pid, 0)
+        wall = time.monotonic() - start
+        os.close(pidfd)
+        self.reap_all()
+        self.marks.append(("reaped", time.perf_counter()))
+        exec_error = os.read(exc_r, 4096).decode(errors="replace") or None
+        os.close(exc_r)
+        cpu = ru.ru_utime + ru.ru_stime
+        exit_code = os.waitstatus_to_exitcode(status)
+        sig = -exit_code if exit_code < 0 else None
+        self.oom_count = self.cgroup.oom_kills()
+        oom = self.oom_count > oom_before
+        limit = classify_limit(limit, lim, memory_cgroup=self.cgroup.has("memory"), sig=sig, cpu=cpu, oom=oom,
+                               failed=exit_code != 0, err=capture.err, max_rss=ru.ru_maxrss * 1024)  # fmt: skip
+        peak = self.cgroup.read_peak(mem_base) or ru.ru_maxrss * 1024
+        res: RunReply = {
+            "role": step.get("role", "run"),
+            "exit_code": exit_code if exit_code >= 0 else None,
+            "signal": sig,
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "peak_memory_bytes": peak,
+            "limit": limit,
+            "oom_killed": oom,
+            "stdout_truncated": capture.truncated["stdout"],
+            "stderr_truncated": capture.truncated["stderr"],
+            "exec_error": exec_error,
+        }
+        return res, bytes(capture.out), bytes(capture.err)

@@ -1,0 +1,259 @@
+"""A session's persistent Python interpreter (its variables live between execs): ``Sessions``
+forks the session worker on first use (set up as any run, ``RunChild.child``) and meters each exec
+sent to it; ``Sessions.session_worker_loop`` is the worker's side.
+
+Runs inside the sandbox, in the zygote and the session worker: standard library only.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import select
+import sys
+import time
+import types
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from dojo.sandbox.guest.capture import Capture, classify_limit, out_of_memory
+from dojo.sandbox.guest.child import exit_status
+from dojo.sandbox.guest.jail import BOX
+from dojo.sandbox.guest.wire import FRAME_PREFIX, RunLimits, RunReply, RunStep, encode_frame, read_frame, write_all
+
+if TYPE_CHECKING:
+    from dojo.sandbox.guest.zygote import Zygote
+
+
+class SessionWorker(TypedDict):
+    """A session's persistent interpreter: its process and the zygote's ends of its pipes."""
+
+    pid: int
+    pidfd: int
+    ctl: int  # requests: frames of (code, stdin)
+    status: int  # one frame per exec: its exit status, whether the interpreter ended
+    out: int
+    err: int
+    exc: int  # a set-up failure's message
+    limits: RunLimits
+
+
+class Sessions:
+    """The session worker: a session's persistent Python interpreter (variables live in it
+    between execs), forked on first use; each exec is one frame to it, metered by the zygote."""
+
+    def __init__(self, zygote: Zygote) -> None:
+        self.zygote = zygote
+        self.worker: SessionWorker | None = None
+
+    def start(self, lim: RunLimits, req: dict[str, Any]) -> None:
+        """Fork the persistent Python worker of a session (variables live in it between execs)."""
+        ctl_r, ctl_w = os.pipe2(os.O_CLOEXEC)
+        st_r, st_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
+        null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover
+            try:
+                self.zygote.child({"role": "session"}, lim, req, null, out_w, err_w, exc_w, keep=(ctl_r, st_w))
+                os.chdir(BOX)
+                os.close(3)
+                self.session_worker_loop(4, 5, dict(req.get("env") or {}))
+            except BaseException as e:
+                try:
+                    import traceback
+
+                    os.write(2, f"dojo session worker failed: {type(e).__name__}: {e}\n".encode()[:4000])
+                    os.write(2, traceback.format_exc().encode()[-4000:])
+                finally:
+                    os._exit(127)
+            os._exit(0)
+        for fd in (ctl_r, st_w, out_w, err_w, exc_w, null):
+            os.close(fd)
+        for fd in (st_r, out_r, err_r, exc_r):
+            os.set_blocking(fd, False)
+        self.worker = SessionWorker(
+            pid=pid, pidfd=os.pidfd_open(pid), ctl=ctl_w, status=st_r, out=out_r, err=err_r, exc=exc_r, limits=lim
+        )
+
+    def stop(self) -> None:
+        w = self.worker
+        if w is None:
+            return
+        self.worker = None
+        for fd in (w["ctl"], w["status"], w["out"], w["err"], w["exc"], w["pidfd"]):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.zygote.reap_all()
+
+    @staticmethod
+    def _proc_cpu(pid: int) -> float:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            ticks = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+            return ticks / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def run(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
+        """One exec in the session's persistent interpreter (started on first use)."""
+        lim: RunLimits = step["limits"]
+        restarted = False
+        if self.worker is None:
+            self.zygote.cgroup.set_limits(lim)
+            self.start(lim, req)
+            restarted = True
+        w = self.worker
+        if w is None:
+            raise RuntimeError("session worker did not start")
+        mem_base = self.zygote.cgroup.reset_peak()
+        oom_before = self.zygote.oom_count
+        cpu_before = self._proc_cpu(w["pid"])
+        start = time.monotonic()
+        deadline = start + lim["wall_s"]
+        capture = Capture(lim["output_bytes"])
+        limit: str | None = None
+        try:
+            write_all(w["ctl"], encode_frame({"exec": True}, [step["code"].encode(), stdin]))
+        except OSError:
+            pass
+        poller = select.poll()
+        for fd in (w["status"], w["out"], w["err"], w["pidfd"]):
+            poller.register(fd, select.POLLIN)
+        done: dict[str, Any] | None = None
+        died = False
+        status_buf = bytearray()
+        while done is None and not died:
+            now = time.monotonic()
+            if now >= deadline:
+                limit = "wall"
+                break
+            if self._proc_cpu(w["pid"]) - cpu_before > lim["cpu_s"]:
+                limit = "cpu"
+                break
+            for fd, _event in poller.poll(min(deadline - now, 0.05) * 1000):
+                if fd == w["out"]:
+                    capture.drain(fd, "stdout")
+                elif fd == w["err"]:
+                    capture.drain(fd, "stderr")
+                elif fd == w["status"]:
+                    try:
+                        status_buf += os.read(fd, 65536)
+                    except BlockingIOError:
+                        pass
+                    if len(status_buf) >= FRAME_PREFIX.size:
+                        hlen, _ = FRAME_PREFIX.unpack(status_buf[: FRAME_PREFIX.size])
+                        if len(status_buf) >= FRAME_PREFIX.size + hlen:
+                            done = json.loads(status_buf[FRAME_PREFIX.size : FRAME_PREFIX.size + hlen])
+                elif fd == w["pidfd"]:
+                    died = True
+            if capture.over_cap and limit is None:
+                limit = "output"
+                break
+        capture.drain(w["out"], "stdout")
+        capture.drain(w["err"], "stderr")
+        wall = time.monotonic() - start
+        cpu = max(0.0, self._proc_cpu(w["pid"]) - cpu_before)
+        exit_code: int | None = None
+        sig: int | None = None
+        exec_error = None
+        try:
+            exec_error = os.read(w["exc"], 4096).decode(errors="replace") or None
+        except BlockingIOError:
+            pass
+        address_space = not self.zygote.cgroup.has("memory")
+        if limit is None and address_space and done and done.get("status") and out_of_memory(capture.err):
+            limit = "memory"  # address-space limit: the MemoryError ends the interpreter as an OOM kill would
+        ended = died or limit is not None or bool(done and done.get("ended"))
+        max_rss = 0
+        if ended:
+            pid = w["pid"]
+            if limit is not None:
+                self.zygote.kill_all()
+            try:
+                _, status, ru = os.wait4(pid, 0)
+                max_rss = ru.ru_maxrss * 1024
+                code = os.waitstatus_to_exitcode(status)
+                exit_code, sig = (code, None) if code >= 0 else (None, -code)
+            except ChildProcessError:
+                pass
+            self.stop()
+            if done and done.get("ended"):
+                exit_code = done.get("status", exit_code)
+        else:
+            exit_code = int(done["status"]) if done else None
+        self.zygote.oom_count = self.zygote.cgroup.oom_kills()
+        oom = self.zygote.oom_count > oom_before
+        failed = sig is not None or bool(exit_code)
+        limit = classify_limit(limit, lim, memory_cgroup=self.zygote.cgroup.has("memory"), sig=sig, cpu=cpu, oom=oom,
+                               failed=failed, err=capture.err, max_rss=max_rss)  # fmt: skip
+        res: RunReply = {
+            "role": "run", "exit_code": exit_code, "signal": sig, "wall_s": wall, "cpu_s": cpu,
+            "peak_memory_bytes": self.zygote.cgroup.read_peak(mem_base), "limit": limit, "oom_killed": oom,
+            "stdout_truncated": capture.truncated["stdout"], "stderr_truncated": capture.truncated["stderr"],
+            "exec_error": exec_error, "session_restarted": restarted, "session_ended": ended,
+        }  # fmt: skip
+        return res, bytes(capture.out), bytes(capture.err)
+
+    @staticmethod
+    def session_worker_loop(ctl: int, status_fd: int, env: dict[str, str]) -> None:  # pragma: no cover
+        """Inside the worker: run each received chunk in one persistent namespace, like a notebook."""
+        import ast
+        import io
+
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+                                      encoding="utf-8", errors="surrogateescape", write_through=True)  # fmt: skip
+        sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                                      encoding="utf-8", errors="backslashreplace", write_through=True)  # fmt: skip
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = [""]
+        sys.path.insert(0, BOX)
+        if "random" in sys.modules:
+            sys.modules["random"].seed()
+        main = types.ModuleType("__main__")
+        main.__builtins__ = builtins  # type: ignore[attr-defined]
+        sys.modules["__main__"] = main
+        n = 0
+        while True:
+            try:
+                _, blobs = read_frame(ctl)
+            except EOFError:
+                os._exit(0)
+            n += 1
+            code, stdin = blobs[0].decode("utf-8", errors="replace"), blobs[1]
+            sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="surrogateescape")
+            status = 0
+            ended = False
+            try:
+                tree = ast.parse(code, f"<exec {n}>", "exec")
+                last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+                if last is not None:
+                    tree.body.pop()
+                exec(compile(tree, f"<exec {n}>", "exec"), main.__dict__)
+                if last is not None:
+                    value = eval(compile(ast.Expression(last.value), f"<exec {n}>", "eval"), main.__dict__)
+                    if value is not None:
+                        print(repr(value))
+            except SystemExit as e:
+                status = exit_status(e)
+                ended = True
+            except BaseException as e:
+                import traceback
+
+                tb = e.__traceback__.tb_next if e.__traceback__ else None  # hide this loop's frame
+                traceback.print_exception(type(e), e, tb)
+                status = 1
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            write_all(status_fd, encode_frame({"status": status, "ended": ended}, []))
+            if ended:
+                os._exit(status)
