@@ -8,7 +8,11 @@ its real dotted name, from its source text compiled with its real file name, bef
 module's own imports run. So a program imports a shared module as ``from dojo.tasks.values import
 encode_value`` (only that form: a plain ``import dojo.tasks.values`` would need the parent packages,
 which are not there), the same line type-checked on the host; and nothing of it is looked up on
-``sys.path``, where a run's candidate could have written a module of the same name.
+``sys.path``, where a run's candidate could have written a module of the same name. A few lines
+appended take them out of ``sys.modules`` again once the program's top level has run: the zygote
+runs a preloaded program's top level (the grading harness), and a run forked from it afterwards
+must find ``sys.modules`` without ``dojo`` (``dojo.sandbox.guest.zygote``). So a program imports
+its shared modules at its top level, never later.
 """
 
 from __future__ import annotations
@@ -27,6 +31,14 @@ for _dojo_name, _dojo_file, _dojo_text in {modules}:  # the program's shared mod
     _dojo_sys.modules[_dojo_name] = _dojo_module
     exec(compile(_dojo_text, _dojo_file, "exec", dont_inherit=True), _dojo_module.__dict__)
 del _dojo_sys, _dojo_name, _dojo_file, _dojo_text, _dojo_module
+"""
+# What it runs last: the shared modules leave ``sys.modules`` (the program's names hold them).
+EPILOGUE = """
+import sys as _dojo_sys  # (dojo.sandbox.bundle) a run forked after a preload finds no dojo module
+
+for _dojo_name in {names}:
+    _dojo_sys.modules.pop(_dojo_name, None)
+del _dojo_sys, _dojo_name
 """
 
 
@@ -54,4 +66,6 @@ def program_source(main: Path, shared: tuple[ModuleType, ...] = ()) -> str:
     modules = tuple((m.__name__, m.__file__, Path(str(m.__file__)).read_text()) for m in shared)
     lines = text.splitlines(keepends=True)
     head = _head_lines(ast.parse(text))
-    return "".join(lines[:head]) + "\n" + PREAMBLE.format(modules=repr(modules)) + "".join(lines[head:])
+    names = repr(tuple(m.__name__ for m in shared))
+    body = "".join(lines[head:])
+    return "".join(lines[:head]) + "\n" + PREAMBLE.format(modules=repr(modules)) + body + EPILOGUE.format(names=names)
