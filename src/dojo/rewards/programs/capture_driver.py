@@ -3,17 +3,24 @@ candidate's process, and decides nothing. What it writes to the answer file is c
 on the host, with values the run never sees (the reference's, from its own run).
 
 Job (stdin, JSON): ``prelude`` (the task's imports and earlier steps), ``cases`` (each a test's
-code, rewritten on the host so that each ``assert`` became ``__dojo_capture__(mode, [operands])``),
+code, rewritten on the host so that each ``assert`` became ``__dojo_capture__(mode, [operands])``;
+run in order in one scope, as SciCode runs a step's cases in one file),
 ``answer`` (the file to write). The candidate's code is ``solution.py`` in the work dir. The
 answer file holds ``{"cases": [[value, ...], ...]}``: each case's captured values in order, or
-``{"$error": ...}`` where the case raised.
+``{"$error": ...}`` where the case raised. An array is ``{"$nd": {"shape", "kind", "data"}}``, a
+numeric one of more than ``PACKED_FROM`` items with ``"zb64"`` instead of ``data``: its float64 or
+complex128 bytes, little-endian, zlib-compressed, in base64 (SciCode's 800 x 800 filtered images
+and masks: 46 MB as JSON lists, under 4 MB so).
 """
 
+import base64
 import json
 import sys
+import zlib
 from typing import Any
 
-ARRAY_ITEMS_MAX = 1 << 20
+ARRAY_ITEMS_MAX = 1 << 22
+PACKED_FROM = 64  # items: a larger numeric array is sent as its bytes in base64
 
 
 def encode(value: Any, depth: int = 0) -> Any:
@@ -32,13 +39,17 @@ def encode(value: Any, depth: int = 0) -> Any:
             if value.size > ARRAY_ITEMS_MAX:
                 return {"$repr": f"array too large ({value.size} items)"}
             kind = value.dtype.kind
+            shape = list(value.shape)
+            if kind in "biufc" and value.size > PACKED_FROM:  # raw little-endian float64/complex128
+                packed = zlib.compress(np.ascontiguousarray(value, dtype="<c16" if kind == "c" else "<f8").tobytes(), 1)
+                return {"$nd": {"shape": shape, "kind": kind, "zb64": base64.b64encode(packed).decode()}}
             if kind == "c":
                 data = [[float(v.real), float(v.imag)] for v in value.ravel()]
             elif kind in "biuf":
                 data = value.ravel().tolist()
             else:
                 data = [encode(v, depth + 1) for v in value.ravel().tolist()]
-            return {"$nd": {"shape": list(value.shape), "kind": kind, "data": data}}
+            return {"$nd": {"shape": shape, "kind": kind, "data": data}}
         if isinstance(value, np.generic):
             return encode(value.item(), depth + 1)
     if isinstance(value, (list, tuple)):
@@ -84,9 +95,8 @@ def main() -> None:
     if "load_error" not in out:
         for code in job["cases"]:
             captured.append([])
-            scope = dict(namespace)
-            try:
-                exec(compile(code, "<test>", "exec"), scope)
+            try:  # one scope for all cases, in order, as SciCode runs them (a case reads names an earlier one set)
+                exec(compile(code, "<test>", "exec"), namespace)
                 cases.append(captured[-1])
             except BaseException as e:
                 cases.append({"$error": f"{type(e).__name__}: {e}"[:2000]})
