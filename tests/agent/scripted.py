@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dojo.agent.policy import Completion, PolicyError, SamplingParams, ToolCall
@@ -47,6 +50,28 @@ class ScriptedPolicy:
             return [reply] * n
         finally:
             self.active -= 1
+
+
+@contextlib.contextmanager
+def served(policy: ScriptedPolicy) -> Iterator[str]:
+    """``policy`` behind dojo's OpenAI-compatible server on loopback; yields its base URL."""
+    import uvicorn
+
+    from dojo.agent.policy_server import create_policy_app
+    from tests.conftest import free_port
+
+    app = create_policy_app(policy, "scripted")  # type: ignore[arg-type]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 def fixed(*replies: Reply) -> ScriptedPolicy:

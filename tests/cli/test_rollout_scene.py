@@ -4,22 +4,17 @@ several steps, sees each call's result, and the final scene is graded by geometr
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from dojo.agent.policy import Completion, ToolCall
-from dojo.agent.policy_server import create_policy_app
 from dojo.tasks import load_source
-from tests.agent.scripted import ScriptedPolicy
-from tests.conftest import free_port
+from tests.agent.scripted import ScriptedPolicy, served
 from tests.sandbox.conftest import SKIP_REASON
 
 pytestmark = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON or "")
@@ -39,16 +34,8 @@ def builder(messages: list[dict[str, Any]], _: int) -> Completion:
 @pytest.fixture
 def scene_server() -> Iterator[tuple[str, ScriptedPolicy]]:
     policy = ScriptedPolicy(builder)
-    app = create_policy_app(policy, "scripted")  # type: ignore[arg-type]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{server.config.port}/v1", policy
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(policy) as url:
+        yield url, policy
 
 
 def test_rollout_builds_a_scene_with_the_tools_and_earns_its_reward(

@@ -12,7 +12,17 @@ from dojo.train.config import load_config
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.mark.parametrize("name", ["train-doc-analysis.yaml", "train-scene3d.yaml"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "train-doc-analysis.yaml",
+        "train-scene3d.yaml",
+        "train-data-analysis.yaml",
+        "train-scientific.yaml",
+        "train-scicode.yaml",
+        "train-documents.yaml",
+    ],
+)
 def test_an_example_config_loads_and_its_source_generates(name: str) -> None:
     config = load_config(EXAMPLES / name)
     assert config.reward.mode == "fraction"
