@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,19 +24,21 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 '''
-AFTER = "import sys\nprint(sorted(name for name in sys.modules if name.startswith('dojo')))\n"
 
 
-def test_the_shared_modules_come_from_their_text_before_the_programs_imports(tmp_path: Path) -> None:
+def test_the_shared_modules_come_from_their_text_before_the_programs_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     main = tmp_path / "program.py"
     main.write_text(MAIN)
     source = program_source(main, (values,))
     assert source.startswith('"""A program."""\n\nfrom __future__ import annotations\n')  # still first
     assert MAIN.split("annotations\n", 1)[1] in source
-    # run where no dojo package can be imported: the module is the text the program carries
-    out = subprocess.run([sys.executable, "-I", "-c", source + AFTER], capture_output=True, text=True, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout == f"{{'$t': [1, {{'$b': 'eA=='}}]}} {values.__file__}\n[]\n"  # then gone from sys.modules
+    # here no dojo.tasks.values can be imported: the program's is the text it carries
+    monkeypatch.setitem(sys.modules, "dojo.tasks.values", None)
+    exec(compile(source, "program", "exec", dont_inherit=True), {"__name__": "__main__"})
+    assert capsys.readouterr().out == f"{{'$t': [1, {{'$b': 'eA=='}}]}} {values.__file__}\n"
+    assert "dojo.tasks.values" not in sys.modules  # and it is gone once the program's top level has run
 
 
 def test_a_program_without_shared_modules_is_its_file(tmp_path: Path) -> None:
