@@ -195,8 +195,7 @@ def load_scicode(part: str = "", n: int | None = None, seed: int = 0) -> list[Ta
     tasks = [
         _task(p, i)
         for p in scicode_problems()
-        for i in ([*range(len(p["sub_steps"]))] if part != "problems" else [])
-        + ([None] if part != "steps" else [])
+        for i in ([*range(len(p["sub_steps"]))] if part != "problems" else []) + ([None] if part != "steps" else [])
     ]
     tasks = [t for t in tasks if t.tests]
     if n is not None:
