@@ -8,7 +8,7 @@ import pytest
 from dojo.rewards import Grader, GradingConfig, InvalidTask
 from dojo.rewards.audit import audit_tasks
 from dojo.rewards.harness import call_function, check_context, function_job, rewrite_asserts, run_harness
-from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
+from dojo.sandbox import AsyncSandbox, InputFile, Limits, Program, Verdict
 from dojo.tasks import Task, TestCase, load_humaneval
 from dojo.tasks.values import decode_value
 from tests.rewards.hack_corpus import READ_MEMORY
@@ -233,3 +233,48 @@ async def test_a_module_the_candidate_writes_is_never_imported_by_the_trusted_pr
     candidate_pid = decode_value(run.cases[0]["value"])[0]
     importers = {int(line.rsplit(" ", 1)[1]) for line in run.result.stderr.splitlines() if "shadow" in line}
     assert importers == {candidate_pid}  # the candidate's own process only
+
+
+SHADOW_FILE = "import os\nos.write(2, b'shadow imported by %d\\n' % os.getpid())\n"
+CALLED = "import os\n\n\ndef f():\n    return os.getpid()\n"
+
+
+@pytest.mark.parametrize("isolation", ["fast", "strict"])
+async def test_a_file_given_with_the_program_is_never_imported_by_the_trusted_process(
+    fast_sandbox: AsyncSandbox, isolation: str
+) -> None:
+    """``call_function(like=program)`` puts the program's own files in /box before the trusted
+    process starts: none named like a module it imports (at its top level in a fresh interpreter,
+    or lazily: ctypes, random) may be what it imports."""
+    from tests.sandbox.conftest import SKIP_REASON
+
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    names = ("json.py", "typing.py", "ctypes.py", "random.py")
+    files = [InputFile(path=name, content=SHADOW_FILE.encode()) for name in names]
+    program = Program(language="python", source=CALLED, files=files)
+    if isolation == "fast":
+        outcome = await call_function(fast_sandbox, program, "f", [], {}, Limits())
+    else:
+        async with AsyncSandbox(pool_size=1, isolation="strict") as sandbox:
+            outcome = await call_function(sandbox, program, "f", [], {}, Limits())
+    assert outcome.returned, outcome.result
+    candidate_pid = decode_value(outcome.value)
+    importers = {int(line.rsplit(" ", 1)[1]) for line in outcome.result.stderr.splitlines() if "shadow" in line}
+    assert importers <= {candidate_pid}, outcome.result.stderr  # never the trusted process
+
+
+@pytest.mark.parametrize("isolation", ["fast", "strict"])
+async def test_a_called_program_still_imports_its_own_files(fast_sandbox: AsyncSandbox, isolation: str) -> None:
+    from tests.sandbox.conftest import SKIP_REASON
+
+    if SKIP_REASON:
+        pytest.skip(SKIP_REASON)
+    files = [InputFile(path="helper.py", content=b"def g():\n    return 41\n")]
+    program = Program(language="python", source="from helper import g\n\n\ndef f():\n    return g() + 1\n", files=files)
+    if isolation == "fast":
+        outcome = await call_function(fast_sandbox, program, "f", [], {}, Limits())
+    else:
+        async with AsyncSandbox(pool_size=1, isolation="strict") as sandbox:
+            outcome = await call_function(sandbox, program, "f", [], {}, Limits())
+    assert outcome.returned and decode_value(outcome.value) == 42, outcome.result

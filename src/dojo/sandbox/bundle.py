@@ -13,6 +13,12 @@ appended take them out of ``sys.modules`` again once the program's top level has
 runs a preloaded program's top level (the grading harness), and a run forked from it afterwards
 must find ``sys.modules`` without ``dojo`` (``dojo.sandbox.guest.zygote``). So a program imports
 its shared modules at its top level, never later.
+
+A program run as a fresh interpreter's main module (strict isolation) has the run's own directory,
+``/box``, first on ``sys.path``, and the files a run is given are there before it starts: before
+anything else, the preamble keeps only the absolute entries the run cannot write, so that neither a
+shared module's imports nor the program's own find a module the run put there (a ``/box/json.py``
+given with a program whose function the harness calls ran in its trusted process before this: test).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from types import ModuleType
 # What the program runs first: the shared modules, each from the text the host read from its file.
 PREAMBLE = """import sys as _dojo_sys
 
+if __name__ == "__main__":  # a fresh interpreter: no import from where the run writes (/box first)
+    _dojo_sys.path[:] = [p for p in _dojo_sys.path if p.startswith("/") and not __import__("os").access(p, 2)]
 for _dojo_name, _dojo_file, _dojo_text in {modules}:  # the program's shared modules (dojo.sandbox.bundle)
     _dojo_module = type(_dojo_sys)(_dojo_name)
     _dojo_module.__file__ = _dojo_file

@@ -90,6 +90,7 @@ def candidate_process(call_r: int, reply_w: int) -> NoReturn:
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
     except BaseException:
         _os._exit(125)
+    _sys.path.insert(0, "/box")  # the trusted process dropped it: the candidate's files import each other
     try:
         serve_calls()
     except BaseException:
@@ -268,7 +269,6 @@ def dojo_main(pid: int, call_r: int, call_w: int, reply_r: int, reply_w: int) ->
     import random
 
     random.seed()  # the candidate's process has a copy of the state it had until now
-    _sys.path[:] = trusted_path(_sys.path)  # before the candidate's code runs (its first message)
     _os.close(call_r)
     _os.close(reply_w)
     # Only now does anything secret enter this process.
@@ -352,6 +352,9 @@ def run_job(job: dict[str, Any], candidate: Candidate, emit: Callable[[dict[str,
 
 
 def main() -> None:
+    # Before any import here, and before the candidate's code runs (its first message): a run's
+    # given files are in /box from the start (``call_function(like=...)``).
+    _sys.path[:] = trusted_path(_sys.path)
     import ctypes
 
     # The zygote started this process non-dumpable, with every blockable signal blocked
