@@ -134,3 +134,10 @@ def test_the_harness_carries_the_shared_modules_it_imports() -> None:
     shipped = {name for name in SHARED_MODULES if repr(name) in source}
     assert shipped == PROGRAM_IMPORTS["rewards/programs/harness.py"]
     compile(source, "harness", "exec", dont_inherit=True)
+
+
+def test_no_source_file_is_over_700_lines() -> None:
+    """A reader opens one file for one idea (issue #35: the 2,266-line zygote); past 700 lines,
+    split it by what its parts do."""
+    long = {str(p.relative_to(ROOT)): n for p in ROOT.rglob("*.py") if (n := len(p.read_text().splitlines())) > 700}
+    assert long == {}

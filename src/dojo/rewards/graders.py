@@ -627,10 +627,8 @@ class Grader:
         if task.form == "shell":
             return self._reward(task, completion, await grade_shell_task(task, completion, self.sandbox, self.limits))
         if task.form == "analysis":
-            g = await grade_analysis(task, completion, self.sandbox, self.limits)
-            found = TestResults(g.passed, g.total, g.cases, infrastructure_error=g.infrastructure_error)
-            found.no_answer = g.no_answer
-            return self._reward(task, completion, found)
+            graded = await grade_analysis(task, completion, self.sandbox, self.limits)
+            return self._reward(task, completion, TestResults(**vars(graded)))
         if task.form == "document":
             graded = await grade_document(task, completion, self.sandbox, self.limits)
             return self._reward(task, completion, TestResults(**vars(graded)))
