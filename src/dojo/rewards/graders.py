@@ -627,8 +627,8 @@ class Grader:
         if task.form == "shell":
             return self._reward(task, completion, await grade_shell_task(task, completion, self.sandbox, self.limits))
         if task.form == "analysis":
-            graded = await grade_analysis(task, completion, self.sandbox, self.limits)
-            return self._reward(task, completion, TestResults(**vars(graded)))
+            analysed = await grade_analysis(task, completion, self.sandbox, self.limits)
+            return self._reward(task, completion, TestResults(**vars(analysed)))
         if task.form == "document":
             graded = await grade_document(task, completion, self.sandbox, self.limits)
             return self._reward(task, completion, TestResults(**vars(graded)))
