@@ -36,8 +36,11 @@ def test_the_shared_modules_come_from_their_text_before_the_programs_imports(
     assert MAIN.split("annotations\n", 1)[1] in source
     # here no dojo.tasks.values can be imported: the program's is the text it carries
     monkeypatch.setitem(sys.modules, "dojo.tasks.values", None)
+    # run as a fresh interpreter's main module, it keeps no sys.path entry it could write (a copy here)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), "", *sys.path])
     exec(compile(source, "program", "exec", dont_inherit=True), {"__name__": "__main__"})
     assert capsys.readouterr().out == f"{{'$t': [1, {{'$b': 'eA=='}}]}} {values.__file__}\n"
+    assert str(tmp_path) not in sys.path and "" not in sys.path
     assert "dojo.tasks.values" not in sys.modules  # and it is gone once the program's top level has run
 
 
