@@ -13,21 +13,10 @@ from dojo.rewards.judge_prompt import rubric_messages
 from dojo.rewards.judges import JudgeConfig, JudgeGrader
 from dojo.rewards.rubric import Criterion, Rubric
 from dojo.tasks.model import Task, TaskMetadata
+from tests.rewards.judge_injections import RUBRIC as INJECTION_RUBRIC
 from tests.rewards.judge_server import ObeyingJudge, first_preferring, outside_and_inside, serve_judge
 
-RUBRIC = Rubric(
-    name="explanation",
-    task="explain a process to a student",
-    criteria=[
-        Criterion(
-            name="correct",
-            description="The explanation is correct.",
-            weight=3,
-            levels=["wrong", "partly right", "mostly right", "right"],
-        ),
-        Criterion(name="cites", description="It names the pigment involved."),
-    ],
-)
+RUBRIC = INJECTION_RUBRIC.model_copy(update={"task": "explain a process to a student"})
 TASK = Task(
     id="essay/1",
     form="answer",
