@@ -7,7 +7,15 @@ import pytest
 
 from dojo.rewards import Grader, GradingConfig, InvalidTask
 from dojo.rewards.audit import audit_tasks
-from dojo.rewards.harness import call_function, check_context, function_job, rewrite_asserts, run_harness
+from dojo.rewards.graders import check_program
+from dojo.rewards.harness import (
+    assert_job,
+    call_function,
+    check_context,
+    function_job,
+    rewrite_asserts,
+    run_harness,
+)
 from dojo.sandbox import AsyncSandbox, InputFile, Limits, Program, Verdict
 from dojo.tasks import Task, TestCase, load_humaneval
 from dojo.tasks.values import decode_value
@@ -50,6 +58,8 @@ def probe():
         "process_vm_readv": libc.process_vm_readv(ppid, iov_local, 1, iov_remote, 1, 0) >= 0,
         "holds_report_channel": os.fstat(1).st_ino != os.fstat(2).st_ino,
         "stray_fds": [fd for fd in fds if fd > 5],
+        "signals_blocked": [line for line in open("/proc/self/status") if line.startswith("SigBlk:")
+                            and int(line.split()[1], 16) != 0],
         "stdin": sys.stdin.read(),
         "job_in_memory": _memory_has(rb"CHECK[-]SECRET[-]4711"),
         "writable_shared_mappings": [line.split()[-1] for line in open("/proc/self/maps")
@@ -60,7 +70,7 @@ def probe():
 CLEAN = {
     "parent_memory": False, "parent_maps": False, "parent_fd_report": False, "parent_fd_job": False,
     "parent_environ": False, "ptrace_parent": False, "process_vm_readv": False,
-    "holds_report_channel": False, "stray_fds": [], "stdin": "", "job_in_memory": False,
+    "holds_report_channel": False, "stray_fds": [], "signals_blocked": [], "stdin": "", "job_in_memory": False,
     "writable_shared_mappings": [],
 }  # fmt: skip
 
@@ -156,13 +166,18 @@ async def test_call_function_is_the_harness_with_one_call(fast_sandbox: AsyncSan
     assert missing.result.verdict is Verdict.RUNTIME_ERROR and "no function named nope" in missing.result.stderr
 
 
-async def test_strict_isolation_runs_the_same_harness_with_the_same_boundary() -> None:
-    """A fresh interpreter per run (execve makes a process dumpable again: the harness undoes it)."""
+@pytest.mark.parametrize("way", ["strict", "no forker"])
+async def test_the_harness_forking_its_candidate_itself_keeps_the_same_boundary(way: str) -> None:
+    """The zygote's forker forks a harness's two processes (forker.c's ``split_harness``); without
+    it the trusted process forks its candidate itself: in a fresh interpreter per run (strict
+    isolation: execve makes a process dumpable again, and the harness undoes it), or in a run the
+    zygote forked. The candidate's process must see the same either way."""
     from tests.sandbox.conftest import SKIP_REASON
 
     if SKIP_REASON:
         pytest.skip(SKIP_REASON)
-    async with AsyncSandbox(pool_size=1, isolation="strict") as sandbox:
+    options = {"isolation": "strict"} if way == "strict" else {"forker": False}
+    async with AsyncSandbox(pool_size=1, **options) as sandbox:  # type: ignore[arg-type]
         grader = Grader(sandbox, GradingConfig(scan=False))
         [task] = [t for t in load_humaneval("assert") if t.id == "HumanEval/0"]
         look = probe_task("function").model_copy(update={"tests": [TestCase(args=[], expected=CLEAN, visible=True)]})
@@ -278,3 +293,26 @@ async def test_a_called_program_still_imports_its_own_files(fast_sandbox: AsyncS
         async with AsyncSandbox(pool_size=1, isolation="strict") as sandbox:
             outcome = await call_function(sandbox, program, "f", [], {}, Limits())
     assert outcome.returned and decode_value(outcome.value) == 42, outcome.result
+
+
+@pytest.mark.parametrize("compiled", ["another interpreter", "not marshal data", "none"])
+async def test_checks_compiled_for_another_interpreter_are_compiled_from_their_text(
+    fast_sandbox: AsyncSandbox, compiled: str
+) -> None:
+    """The host sends a task's checks compiled as well as as text (``compiled_checks``): a sandbox
+    interpreter of another version (another cache tag), or compiled code it cannot load, compiles
+    the text, with the same verdicts."""
+    [task] = [t for t in load_humaneval("assert") if t.id == "HumanEval/2"]
+    rewritten, context = check_program(task)
+    job = assert_job("truncate_number", [src for src, _ in rewritten], 1e-6, context)
+    if compiled == "another interpreter":
+        job["compiled"]["tag"] = "cpython-00"
+    elif compiled == "not marshal data":
+        job["compiled"]["code"] = "bm90IG1hcnNoYWw="
+    else:
+        job["compiled"] = None
+    good = await run_harness(fast_sandbox, task.reference or "", job, Limits())
+    bad = await run_harness(fast_sandbox, "def truncate_number(x):\n    return 0.0\n", job, Limits())
+    assert good.load == {"load": "ok"} and bad.load == {"load": "ok"}
+    assert [(r["passed"], r["failed"]) for r in good.tests.values()] == [(3, 0)]
+    assert [(r["passed"], r["failed"]) for r in bad.tests.values()] == [(0, 3)]

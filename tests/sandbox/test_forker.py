@@ -234,3 +234,48 @@ async def test_each_run_gets_its_own_environment_when_they_alternate_or_repeat(
         result = await forked.run(Program(language="python", source=show, env=env))
         assert result.verdict is Verdict.ACCEPTED, result.stderr
         assert result.stdout == f"{env.get('A')} {env.get('B')} {sorted(env)}\n"
+
+
+SPLIT_HARNESS = """import json, os
+
+
+def candidate_main():
+    seen = {"parent": os.getppid(), "pid": os.getpid(), "fds": sorted(os.listdir("/proc/self/fd")),
+            "stdin": os.read(0, 10).decode(), "stdout_is_stderr": os.fstat(1).st_ino == os.fstat(2).st_ino,
+            "sigblk": [l.split()[1] for l in open("/proc/self/status") if l.startswith("SigBlk")][0]}
+    os.write(4, json.dumps(seen).encode())
+    os._exit(0)
+
+
+def main(split=None):
+    if split is None:
+        print("not split")
+        return
+    pid, call_w, reply_r = split
+    os.close(call_w)
+    seen = json.loads(os.read(reply_r, 4096))
+    os.waitpid(pid, 0)
+    print(json.dumps({"me": os.getpid(), "candidate": pid, "seen": seen, "stdin": os.read(0, 10).decode()}))
+"""
+
+
+@pytest.mark.asyncio
+async def test_the_forker_forks_a_harness_candidate_process_before_any_python_runs(
+    both: tuple[AsyncSandbox, AsyncSandbox],
+) -> None:
+    """A protected preloaded harness that defines ``candidate_main`` gets its two processes from the
+    forker (forker.c's ``split_harness``): the candidate's is the trusted one's child, with fd 0
+    /dev/null, fds 1 and 2 the run's stderr, its channel's ends at 3 and 4 and nothing else, no
+    signal blocked; the trusted one keeps the private stdin. The zygote's own fork does not split."""
+    forked, direct = both
+    program = Program(language="python", source=SPLIT_HARNESS, stdin="job")
+    a = await forked.run(program, harness=True)
+    b = await direct.run(program, harness=True)
+    assert a.verdict is Verdict.ACCEPTED and b.verdict is Verdict.ACCEPTED, (a.stderr, b.stderr)
+    assert b.stdout == "not split\n"
+    report = json.loads(a.stdout)
+    seen = report["seen"]
+    assert seen["parent"] == report["me"] and seen["pid"] == report["candidate"]
+    assert seen["fds"] == ["0", "1", "2", "3", "4", "5"]  # 5: the listing's own
+    assert seen["stdin"] == "" and seen["stdout_is_stderr"] and int(seen["sigblk"], 16) == 0
+    assert report["stdin"] == "job"

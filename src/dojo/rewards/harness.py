@@ -11,12 +11,13 @@ Two processes inside one sandbox run, and only data crosses between them:
   write its memory (``/proc/<pid>/mem``, ``ptrace``, ``process_vm_readv``) nor open its fds, and
   with every signal blocked that can be (what is left, SIGKILL and SIGSTOP, ends or stalls it:
   cases it did not report fail);
-- the **candidate's process** is forked from it *before* it reads its job: the job reaches the
-  run on a private stdin that never entered the zygote's memory (``AsyncSandbox.run(...,
-  harness=True)``), so the candidate's address space holds neither the job, nor the nonce,
-  nor an earlier run's data. It keeps only fd 0 (``/dev/null``), fds 1 and 2 (the run's stderr:
-  its prints never reach the report channel) and its two pipe ends; then it loads
-  ``/box/solution.py`` and answers calls.
+- the **candidate's process** is forked from it *before* it reads its job (by the slot's forker,
+  in C, before either process runs any Python: forker.c's ``split_harness``; or, without one, by
+  the trusted process first thing): the job reaches the run on a private stdin that never
+  entered the zygote's memory (``AsyncSandbox.run(..., harness=True)``), so the candidate's
+  address space holds neither the job, nor the nonce, nor an earlier run's data. It keeps only
+  fd 0 (``/dev/null``), fds 1 and 2 (the run's stderr: its prints never reach the report channel)
+  and its two pipe ends; then it loads ``/box/solution.py`` and answers calls.
 
 The program is ``dojo.rewards.programs.harness``. The channel: JSON messages, each a frame of the
 one framing (``dojo.sandbox.guest.wire``). Trusted -> candidate: ``{"entry_point": name}``, then
@@ -35,17 +36,26 @@ process, in a namespace built from the task's own text (the prompt's helpers, su
 ``poly`` or ``encode_cyclic``: never the candidate's), with ``candidate`` a proxy that calls into
 the candidate's process; each ``assert`` is tallied (``rewrite_asserts``).
 
+The candidate's process loads ``/box/solution.py`` as soon as it starts, while the trusted process
+reads its job; the task's code and checks arrive compiled by the host (``compiled_checks``) where
+the sandbox's interpreter is of the host's version. When the job is done the trusted process kills
+the candidate's and exits without waiting for it: the zygote reaps it and counts its CPU time in
+the run's.
+
 A candidate that exits, crashes, hangs, floods its output, forks, or kills the trusted process
 fails every case it did not answer. The program's top level only defines; each slot runs it once
-and every run calls ``main()``, which forks the candidate's process first thing.
+(see ``dojo.rewards.programs.harness`` for who forks the candidate's process).
 """
 
 from __future__ import annotations
 
 import ast
+import base64
 import functools
 import json
+import marshal
 import secrets
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,7 +165,26 @@ def function_job(entry_point: str, calls: Sequence[tuple[int, Any, Any]], tolera
 
 
 def assert_job(entry_point: str, tests: list[str], tolerance: float, context: str = "") -> dict[str, Any]:
-    return {"form": "assert", "entry_point": entry_point, "tests": tests, "tolerance": tolerance, "context": context}
+    """An assert-form job: the task's code (``context``) and its rewritten checks, as text and, for a
+    sandbox interpreter of the host's version, compiled (``compiled_checks``)."""
+    compiled = {"tag": sys.implementation.cache_tag, "code": compiled_checks(context, tuple(tests))}
+    return {"form": "assert", "entry_point": entry_point, "tests": tests, "tolerance": tolerance, "context": context,
+            "compiled": compiled}  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def compiled_checks(context: str, tests: tuple[str, ...]) -> str | None:
+    """The task's code and its checks compiled here, once per task, as the harness would compile them
+    (``[context, *tests]``, marshalled, base64): the trusted process loads them instead of compiling
+    each run (a HumanEval task's checks took ~0.2 ms to compile warm, more in a fresh process), where
+    its interpreter's cache tag is the host's; else it compiles the text. None when something does
+    not compile: the harness then reports which, as it does for text."""
+    try:
+        codes = [compile(text, name, "exec", dont_inherit=True, optimize=0)
+                 for text, name in [(context, "<task>"), *((t, "<check>") for t in tests)]]  # fmt: skip
+    except (SyntaxError, ValueError):
+        return None
+    return base64.b64encode(marshal.dumps(codes)).decode()
 
 
 def job_stdin(nonce: str, job: dict[str, Any]) -> str:

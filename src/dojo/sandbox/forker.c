@@ -48,7 +48,17 @@ enum {
     ROOTLESS = 4,    /* a nested user namespace where the slot's root appears as ``uid`` */
     PROTECT = 8,     /* a trusted harness: not dumpable, every signal blocked */
     RUN_FILTER = 16, /* install the syscall filter at ``filter`` last */
+    SPLIT = 32,      /* a grading harness: fork its candidate's process here too (split_harness) */
 };
+
+/* What ``dojo_forker_serve`` returns in a run's process: the length of its message, with its role
+ * in the bits from ROLE_SHIFT up (a plain run's is 0). */
+#define ROLE_SHIFT 24
+enum { ROLE_TRUSTED = 1, ROLE_CANDIDATE = 2 };
+#define TRUSTED_CALL_FD 4  /* the trusted process's ends of the channel (close-on-exec) */
+#define TRUSTED_REPLY_FD 5
+#define CANDIDATE_CALL_FD 3 /* the candidate's ends */
+#define CANDIDATE_REPLY_FD 4
 
 struct run_rlimit {
     int32_t resource;
@@ -164,6 +174,58 @@ static void reseed(uintptr_t random_state, int exc) {
     *(int *)(random_state - sizeof(int)) = MT_N;
 }
 
+/* A grading harness's two processes (dojo.rewards.programs.harness), made before either runs any
+ * Python: the run's process, set up and protected (non-dumpable, signals blocked), forks the
+ * candidate's process here, so that the candidate's process starts from the forker's pristine
+ * memory (as a plain run does) rather than from a trusted process that has been running Python, and
+ * neither pays the other's copy-on-write faults for what the harness did in Python before the fork.
+ * The candidate's process: fd 0 /dev/null, fds 1 and 2 the run's stderr, fds 3 and 4 its ends of the
+ * channel (calls in, replies out), nothing else; every signal unblocked; ``random`` reseeded again
+ * (its own state, not the trusted process's). The trusted process: fds 4 and 5 its ends (calls out,
+ * replies in), close-on-exec; the candidate's pid in the 4 bytes of ``payload`` after its message.
+ * Returns the role. A failure here ends the run as a set-up failure (the candidate's, as its exit
+ * status 125: the trusted process reports it gone). */
+static int split_harness(char *payload, size_t got, uint32_t capacity, uintptr_t random_state) {
+    int exc = 3;
+    int call[2], reply[2];
+    if (got + sizeof(int32_t) > capacity) {
+        errno = E2BIG;
+        fail(exc, "split_harness");
+    }
+    if (pipe2(call, O_CLOEXEC) < 0 || pipe2(reply, O_CLOEXEC) < 0) fail(exc, "pipe2");
+    pid_t pid = fork();
+    if (pid < 0) fail(exc, "fork");
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int in = fcntl(call[0], F_DUPFD_CLOEXEC, 16), out = fcntl(reply[1], F_DUPFD_CLOEXEC, 16);
+        if (null < 0 || in < 0 || out < 0) _exit(125);
+        if (dup2(null, 0) < 0 || dup2(2, 1) < 0 || dup2(in, CANDIDATE_CALL_FD) < 0 ||
+            dup2(out, CANDIDATE_REPLY_FD) < 0)
+            _exit(125);
+        if (syscall(SYS_close_range, CANDIDATE_REPLY_FD + 1, ~0U, 0) < 0) {
+            if (errno != ENOSYS) _exit(125);
+            for (int fd = CANDIDATE_REPLY_FD + 1; fd < 65536; fd++) close(fd);
+        }
+        if (random_state) reseed(random_state, 2);
+        if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) _exit(125);
+        return ROLE_CANDIDATE;
+    }
+    int out = fcntl(call[1], F_DUPFD_CLOEXEC, 16), in = fcntl(reply[0], F_DUPFD_CLOEXEC, 16);
+    if (out < 0 || in < 0) fail(exc, "fcntl");
+    close(call[0]);
+    close(call[1]);
+    close(reply[0]);
+    close(reply[1]);
+    if (dup3(out, TRUSTED_CALL_FD, O_CLOEXEC) < 0 || dup3(in, TRUSTED_REPLY_FD, O_CLOEXEC) < 0) fail(exc, "dup3");
+    close(out);
+    close(in);
+    int32_t child = (int32_t)pid;
+    memcpy(payload + got, &child, sizeof child);
+    return ROLE_TRUSTED;
+}
+
 /* glibc's fork() cannot take CLONE_PARENT, so this is the clone it makes, with that flag added:
  * the kernel writes the child's tid into glibc's thread descriptor (found with PR_GET_TID_ADDRESS),
  * and the child re-registers its robust-mutex list, as glibc's _Fork does. */
@@ -180,7 +242,8 @@ static long clone_run(int *tid_address) {
 
 /* Serve fork requests on ``sock`` until the zygote closes it. Returns -1 (errno set; 0 at the end
  * of the stream) in the forker; returns the length of the run's message, which is in ``payload``, in
- * each run's process, set up (and ``random`` reseeded where ``random_state`` is not 0: see reseed). */
+ * each run's process, set up (and ``random`` reseeded where ``random_state`` is not 0: see reseed),
+ * with the process's role in a split harness from bit ROLE_SHIFT up (see split_harness). */
 int dojo_forker_serve(int sock, char *payload, uint32_t capacity, uintptr_t random_state) {
     int *tid_address = NULL;
     void *robust_head = NULL;
@@ -235,7 +298,8 @@ int dojo_forker_serve(int sock, char *payload, uint32_t capacity, uintptr_t rand
                 if (write(fds[3], &me, sizeof me) != sizeof me) _exit(127);
                 if (random_state) reseed(random_state, fds[3]);
                 set_up_run(&s, fds);
-                return (int)((size_t)n - sizeof s);
+                int role = (s.flags & SPLIT) ? split_harness(payload, got, capacity, random_state) : 0;
+                return (int)(got | ((size_t)role << ROLE_SHIFT));
             }
             if (pid < 0) {
                 int32_t err = -errno;

@@ -2,17 +2,22 @@
 boundary it keeps is described in ``dojo.rewards.harness``, which builds its jobs and reads its
 reports).
 
-Its top level only defines: each slot runs it once (``AsyncSandbox.run(harness=True)``) and every
-run calls ``main()``, which forks the candidate's process first thing. It carries its shared
-modules with it (``dojo.sandbox.bundle``): the value encoding and the framing of its channel.
+Its top level only defines: each slot runs it once (``AsyncSandbox.run(harness=True)``). Where the
+slot has its forker, the forker makes both of a run's processes before either runs Python
+(forker.c's ``split_harness``): the trusted one calls ``main(split)``, the candidate's
+``candidate_main()``. Otherwise (no forker, strict isolation) the run calls ``main()``, which forks
+the candidate's process first thing. It carries its shared modules with it
+(``dojo.sandbox.bundle``): the value encoding and the framing of its channel.
 """
 
 # ruff: noqa: SIM105 (plain try/except: contextlib would be one more module in the sandbox)
 
 from __future__ import annotations
 
+import binascii as _binascii
 import builtins as _builtins
 import json as _json
+import marshal as _marshal
 import os as _os
 import sys as _sys
 from collections.abc import Callable
@@ -75,6 +80,8 @@ def describe(e: BaseException) -> str:
 
 
 def candidate_process(call_r: int, reply_w: int) -> NoReturn:
+    """The candidate's process, forked by the trusted one (``main``): its descriptors and signal
+    mask made as a split harness's are (``candidate_main``), then the calls served."""
     import fcntl
     import signal
 
@@ -91,6 +98,14 @@ def candidate_process(call_r: int, reply_w: int) -> NoReturn:
     except BaseException:
         _os._exit(125)
     _sys.path.insert(0, "/box")  # the trusted process dropped it: the candidate's files import each other
+    candidate_main()
+
+
+def candidate_main() -> NoReturn:
+    """The candidate's process, its descriptors set (fd 0 /dev/null, 1 and 2 the run's stderr, the
+    channel's ends at CALL_FD and REPLY_FD, no other) and every signal unblocked: serve calls until
+    the channel ends. The zygote's forker makes a split harness's candidate process so and calls
+    this directly (forker.c, ``split_harness``): /box is already first on its path."""
     try:
         serve_calls()
     except BaseException:
@@ -98,27 +113,37 @@ def candidate_process(call_r: int, reply_w: int) -> NoReturn:
     _os._exit(0)
 
 
-def serve_calls() -> None:
-    first = receive(CALL_FD)
-    if first is None:
-        return
-    entry_point = _json.loads(first)["entry_point"]
+def load_solution() -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Run /box/solution.py as a module: (None, its namespace), or (the load's failure as a reply,
+    {})."""
     with open("/box/solution.py", "rb") as f:
         source = f.read()
     ns = {"__name__": "solution", "__file__": "/box/solution.py", "__builtins__": _builtins}
     try:
         code = compile(source, "/box/solution.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:
-        send(REPLY_FD, {"load": "syntax", "error": describe(e)})
-        return
+        return {"load": "syntax", "error": describe(e)}, {}
     try:
         exec(code, ns)
     except BaseException as e:
         import traceback
 
         tb = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None))
-        send(REPLY_FD, {"load": "error", "error": describe(e), "traceback": tb[-2000:]})
+        return {"load": "error", "error": describe(e), "traceback": tb[-2000:]}, {}
+    return None, ns
+
+
+def serve_calls() -> None:
+    # The solution loads first, while the trusted process reads its job (on the other core, when
+    # there is one); the first message names the function.
+    failed, ns = load_solution()
+    first = receive(CALL_FD)
+    if first is None:
         return
+    if failed is not None:
+        send(REPLY_FD, failed)
+        return
+    entry_point = _json.loads(first)["entry_point"]
     fn = ns.get(entry_point)
     if not callable(fn):
         send(REPLY_FD, {"load": "missing", "error": "no function named " + entry_point})
@@ -265,16 +290,24 @@ def exception_from(text: str) -> Exception:
     return CandidateError(text)
 
 
-def dojo_main(pid: int, call_r: int, call_w: int, reply_r: int, reply_w: int) -> None:
-    import random
-
-    random.seed()  # the candidate's process has a copy of the state it had until now
-    _os.close(call_r)
-    _os.close(reply_w)
-    # Only now does anything secret enter this process.
-    nonce = _sys.stdin.readline().strip()
-    job = _json.loads(_sys.stdin.read())
+def read_job() -> tuple[str, dict[str, Any]]:
+    """The nonce and the job, from the private stdin (fd 0, closed after): the nonce's line, then
+    the job's JSON (``dojo.rewards.harness.job_stdin``). Read from the descriptor, not through
+    ``sys.stdin``: its text layer cost every run ~60 page faults."""
+    chunks = []
+    while True:
+        chunk = _os.read(0, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
     _os.close(0)
+    nonce, _, job = b"".join(chunks).partition(b"\n")
+    return nonce.strip().decode(), _json.loads(job)
+
+
+def dojo_main(pid: int, call_w: int, reply_r: int) -> None:
+    # Only now does anything secret enter this process.
+    nonce, job = read_job()
     report_fd = _os.dup(1)
     _os.dup2(2, 1)  # whatever the check code prints goes to stderr, not to the report channel
 
@@ -288,12 +321,24 @@ def dojo_main(pid: int, call_r: int, call_w: int, reply_r: int, reply_w: int) ->
         pass
     if candidate.gone is not None:
         emit({"gone": candidate.gone, "signal": candidate.signal, "malformed": candidate.malformed})
-    if candidate.gone is None:  # reap it, so that the run's CPU time includes the candidate's
-        try:
+    if candidate.gone is None:  # end it, without waiting for its exit: the zygote reaps it (and
+        try:  # counts its CPU time in the run's) while this process exits, on the other core
             _os.kill(pid, 9)
-            _os.waitpid(pid, 0)
         except OSError:
             pass
+
+
+def check_codes(job: dict[str, Any]) -> list[Any] | None:
+    """The task's code and its checks as the host compiled them (``compiled_checks``), where this
+    interpreter is of the host's version; None (compile the text) otherwise."""
+    compiled = job.get("compiled")
+    if type(compiled) is not dict or compiled.get("tag") != _sys.implementation.cache_tag:
+        return None
+    try:
+        codes = _marshal.loads(_binascii.a2b_base64(compiled["code"]))
+    except (KeyError, TypeError, ValueError, EOFError):
+        return None
+    return codes if type(codes) is list and len(codes) == 1 + len(job["tests"]) else None
 
 
 def run_job(job: dict[str, Any], candidate: Candidate, emit: Callable[[dict[str, Any]], None]) -> None:
@@ -332,8 +377,9 @@ def run_job(job: dict[str, Any], candidate: Candidate, emit: Callable[[dict[str,
         return candidate.call(encode_value(list(args)), encode_value(kwargs))
 
     base: dict[str, Any] = {"__name__": "dojo_check", "__builtins__": _builtins}
+    codes = check_codes(job)
     try:
-        exec(compile(job.get("context") or "", "<task>", "exec", dont_inherit=True), base)
+        exec(codes[0] if codes else compile(job.get("context") or "", "<task>", "exec", dont_inherit=True), base)
     except BaseException as e:
         emit({"task_error": "the task's own code failed: " + describe(e)})
         return
@@ -343,7 +389,7 @@ def run_job(job: dict[str, Any], candidate: Candidate, emit: Callable[[dict[str,
         tally[0] = tally[1] = 0
         tns = dict(base)
         try:
-            exec(compile(test, "<check>", "exec", dont_inherit=True), tns)
+            exec(codes[1 + index] if codes else compile(test, "<check>", "exec", dont_inherit=True), tns)
             tns["check"](proxy)
             emit({"test": index, "passed": tally[0], "failed": tally[1], "completed": True})
         except BaseException as e:
@@ -351,11 +397,19 @@ def run_job(job: dict[str, Any], candidate: Candidate, emit: Callable[[dict[str,
                   "error": describe(e)})  # fmt: skip
 
 
-def main() -> None:
+def main(split: tuple[int, int, int] | None = None) -> None:
+    """The trusted process. ``split``: (the candidate's pid, the call channel's write end, the reply
+    channel's read end) where the zygote's forker has already forked the candidate's process
+    (forker.c, ``split_harness``: this process was protected and both were reseeded there); else
+    this process forks it, first thing."""
     # Before any import here, and before the candidate's code runs (its first message): a run's
     # given files are in /box from the start (``call_function(like=...)``).
     _sys.path[:] = trusted_path(_sys.path)
+    if split is not None:
+        dojo_main(*split)
+        return
     import ctypes
+    import random
 
     # The zygote started this process non-dumpable, with every blockable signal blocked
     # (AsyncSandbox.run(harness=True)). After an execve (strict isolation: a fresh interpreter)
@@ -375,7 +429,10 @@ def main() -> None:
         _os._exit(70)
     if pid == 0:
         candidate_process(call_r, reply_w)
-    dojo_main(pid, call_r, call_w, reply_r, reply_w)
+    _os.close(call_r)
+    _os.close(reply_w)
+    random.seed()  # the candidate's process has a copy of the state it had until now
+    dojo_main(pid, call_w, reply_r)
 
 
 if __name__ == "__main__":  # a preloaded harness (the zygote's fast path) is called as main()

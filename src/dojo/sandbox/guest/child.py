@@ -54,6 +54,10 @@ SETUP_JOIN_NETNS = 2  # the host's network namespace
 SETUP_ROOTLESS = 4  # a nested user namespace instead of a uid change
 SETUP_PROTECT = 8  # a trusted harness: not dumpable, every signal blocked
 SETUP_RUN_FILTER = 16  # the run's own syscall filter, last
+SETUP_SPLIT = 32  # a split grading harness: its candidate's process forked in the set-up too
+# A forked run's role (forker.c's ``split_harness``): a plain run, or one of a split harness's two
+ROLE_RUN, ROLE_TRUSTED, ROLE_CANDIDATE = 0, 1, 2
+TRUSTED_CALL_FD, TRUSTED_REPLY_FD = 4, 5  # the trusted process's ends of a split harness's channel
 
 
 class RunChild:
@@ -136,8 +140,10 @@ class RunChild:
                 os._exit(127)
         os._exit(127)
 
-    def become_forked_run(self, message: memoryview) -> None:
-        """In a run's process the forker made and set up (``Forker``): run it; never returns."""
+    def become_forked_run(self, message: memoryview, role: int = ROLE_RUN, candidate: int = 0) -> None:
+        """In a run's process the forker made and set up (``Forker``): run it; never returns. A split
+        harness (``SETUP_SPLIT``) has two: the trusted one (``role``: ROLE_TRUSTED, ``candidate``
+        its candidate's pid) runs the harness's ``main``, the candidate's its ``candidate_main``."""
         try:
             run = marshal.loads(message)  # (see ``fork_or_start``)
             set_signal(SIGINT, _signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
@@ -147,10 +153,16 @@ class RunChild:
             if env is not None:
                 self.use_environment(env)
             cached = self.code_cache[key] if key is not None else None
+            if role == ROLE_CANDIDATE and isinstance(cached, dict):
+                cached["candidate_main"]()  # never returns (fd 3 is its channel now: nothing to report)
+                os._exit(125)
             source = message[len(message) - n :] if n is not None else None  # (the payload's last n bytes)
             reseeded = self.forker is not None and self.forker.random_state != 0
-            self.run_python_inline(filename, args, cached, source=source, forked=True, reseeded=reseeded)
+            split = (candidate, TRUSTED_CALL_FD, TRUSTED_REPLY_FD) if role == ROLE_TRUSTED else None
+            self.run_python_inline(filename, args, cached, source=source, forked=True, reseeded=reseeded, split=split)
         except BaseException as e:
+            if role == ROLE_CANDIDATE:
+                os._exit(125)
             try:
                 os.write(3, f"{type(e).__name__}: {e}".encode()[:4000])
             finally:
@@ -344,12 +356,14 @@ class RunChild:
     @staticmethod
     def run_python_inline(filename: str, args: list[str], cached: Any = None,
                           streams: tuple[Any, Any, Any] | None = None, source: Any = None,
-                          forked: bool = False, reseeded: bool = False) -> None:  # fmt: skip
+                          forked: bool = False, reseeded: bool = False,
+                          split: tuple[int, int, int] | None = None) -> None:  # fmt: skip
         """The fast path: run Python source in this already-warm interpreter, as `python main.py` would.
         The environment is already the run's (``use_environment``); the process is prepared
         with ``streams`` (``prepare_python_process``), unless the forker did it (``forked``);
         ``source``, where given, is the main file's content as the zygote wrote it (so it is not read
-        back); ``reseeded``: the forker has already reseeded ``random`` (``Forker.random_state``)."""
+        back); ``reseeded``: the forker has already reseeded ``random`` (``Forker.random_state``);
+        ``split``: a split harness's trusted process, what its ``main`` is given (``become_forked_run``)."""
         exc_fd = 3
         os.close(exc_fd)  # set-up succeeded: nothing to report
         main = sys.modules["__main__"] if forked else RunChild.prepare_python_process(streams)
@@ -362,7 +376,7 @@ class RunChild:
         status = 0
         try:
             if isinstance(cached, dict):  # a preloaded module (``preload_module``)
-                cached["main"]()
+                cached["main"](split) if split is not None else cached["main"]()
             else:
                 if cached is not None:
                     code = cached

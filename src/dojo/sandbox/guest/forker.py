@@ -16,7 +16,7 @@ import struct
 import sys
 from typing import TYPE_CHECKING, Any
 
-from dojo.sandbox.guest.child import RUN_UID, SETUP_JOIN_NETNS
+from dojo.sandbox.guest.child import RUN_UID, SETUP_JOIN_NETNS, SETUP_SPLIT
 from dojo.sandbox.guest.jail import BOX
 from dojo.sandbox.guest.syscalls import Syscalls
 from dojo.sandbox.guest.wire import RunStep
@@ -42,6 +42,7 @@ class Forker:
     MAX_RLIMITS = 8
     PAYLOAD_CAPACITY = 1 << 16  # a run's message; a larger one (huge argv or env) is forked directly
     SOURCE_CAPACITY = 1 << 15  # a main file up to this size travels in the message (else the run reads it)
+    ROLE_SHIFT = 24  # forker.c returns a run's message length, and its role from this bit up
     PID_TIMEOUT_S = 10.0  # a fork takes milliseconds; past this the forker is replaced, the run a SandboxError
 
     def __init__(self, library: str, sys_: Syscalls) -> None:
@@ -121,10 +122,12 @@ class Forker:
                     low = fd + 1
                 os.closerange(low, 1 << 16)
                 zygote.prepare_python_process(zygote.streams)  # for every run it forks, once
-                length = self.serve_forks(theirs_fd, self.payload_view, self.PAYLOAD_CAPACITY, self.random_state)
-                if length < 0:
+                served = self.serve_forks(theirs_fd, self.payload_view, self.PAYLOAD_CAPACITY, self.random_state)
+                if served < 0:
                     os._exit(0)  # the zygote closed its end (or the forker could not start)
-                zygote.become_forked_run(memoryview(self.payload)[:length])
+                role, length = served >> self.ROLE_SHIFT, served & ((1 << self.ROLE_SHIFT) - 1)
+                candidate = int.from_bytes(self.payload[length : length + 4], sys.byteorder) if role else 0
+                zygote.become_forked_run(memoryview(self.payload)[:length], role, candidate)
             finally:
                 os._exit(127)
         os.close(theirs_fd)
@@ -135,6 +138,8 @@ class Forker:
     def setup(self, zygote: RunChild, step: RunStep, req: dict[str, Any]) -> bytes:
         """The run's ``struct run_setup``: what ``RunChild.child`` does, as data."""
         flags = zygote.setup_flags(step, req)
+        if self.splits(zygote, step):
+            flags |= SETUP_SPLIT
         limits = zygote.run_rlimits(step)
         rows: list[int] = []
         for resource_, soft, hard in limits:
@@ -144,6 +149,14 @@ class Forker:
         uid = RUN_UID if zygote.rootless else zygote.uid
         netns = zygote.jail.host_netns if flags & SETUP_JOIN_NETNS and zygote.jail.host_netns is not None else -1
         return self.SETUP.pack(self.SETUP_VERSION, flags, netns, uid, len(limits), 0o022, address, *rows, BOX.encode())
+
+    @staticmethod
+    def splits(zygote: RunChild, step: RunStep) -> bool:
+        """Whether the run is a grading harness whose candidate's process the set-up forks too
+        (forker.c's ``split_harness``): a protected run of a preloaded main file that defines
+        ``candidate_main`` (``dojo.rewards.programs.harness``)."""
+        cached = zygote.cached_code
+        return bool(step.get("protect")) and isinstance(cached, dict) and callable(cached.get("candidate_main"))
 
     def send(self, parts: tuple[Any, ...], fds: tuple[int, int, int, int]) -> None:
         """Ask the forker for a run with ``fds`` as its stdin, stdout, stderr and set-up error pipe;

@@ -235,39 +235,47 @@ class RunProcesses(RunChild):
                 pass
         return others
 
-    def reap_all(self) -> None:
+    def reap_all(self) -> float:
         """Kill and reap every other process of the namespace (a spare included, the forker not),
-        until none is left; then make sure no IPC object of theirs outlives them."""
+        until none is left; then make sure no IPC object of theirs outlives them. The CPU seconds
+        of the processes it reaped (what a run's leftovers used: the run's own, too)."""
         if self.spare is not None:
             self.spare.close()
             self.spare = None
+        cpu = 0.0
         if self.forker is not None and self.forker.alive():
-            self.reap_all_but_the_forker()
+            cpu = self.reap_all_but_the_forker()
         else:
             while True:
                 self.kill_all()
                 try:
-                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                    pid, _, ru = os.wait4(-1, os.WNOHANG)
                 except ChildProcessError:
                     break
                 if pid == 0:
                     try:
-                        os.waitpid(-1, 0)
+                        _, _, ru = os.wait4(-1, 0)
                     except ChildProcessError:
                         break
+                cpu += ru.ru_utime + ru.ru_stime
         self.jail.drop_ipc_if_used()
+        return cpu
 
-    def reap_all_but_the_forker(self) -> None:
+    def reap_all_but_the_forker(self) -> float:
         """Kill and reap every process of the namespace but the forker (a child of ours that
-        ``waitpid(-1)`` would wait for forever). A process whose parent still lives is not ours to
-        reap: it is ours once that parent dies, on a later pass."""
+        ``waitpid(-1)`` would wait for forever), and say how many CPU seconds they used. A process
+        whose parent still lives is not ours to reap: it is ours once that parent dies, on a later
+        pass."""
+        cpu = 0.0
         while others := self.kill_all():
             reaped = False
             for pid in others:
                 try:
-                    os.waitpid(pid, 0)
+                    _, _, ru = os.wait4(pid, 0)
+                    cpu += ru.ru_utime + ru.ru_stime
                     reaped = True
                 except ChildProcessError:
                     pass
             if not reaped:
                 time.sleep(0.0005)
+        return cpu
