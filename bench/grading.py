@@ -6,7 +6,8 @@ Per round it grades, at once (the pool bounds concurrency): the 164 HumanEval re
 assert form, the 147 convertible ones in function form, and 164 wrong completions (``return
 None``); it prints tasks/s for each (median over --repeats rounds) and checks the verdicts (every
 reference 1.0, every wrong answer 0.0). It then times ``audit_tasks`` over all of HumanEval once
-per round. Prints a Markdown table.
+per round. Prints a Markdown table, with the machine's busy CPU time per task (all processes, from
+/proc/stat: on a shared VM a steadier figure than tasks/s, which other tenants move).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
 from typing import Any
@@ -24,12 +26,21 @@ from dojo.sandbox import AsyncSandbox
 from dojo.tasks import Task, load_humaneval
 
 
-async def timed_grading(grader: Grader, items: list[tuple[Task, str]], want: float) -> tuple[float, int]:
-    start = time.perf_counter()
+def busy_cpu_seconds() -> float:
+    """CPU time every core of this machine has spent busy since boot (/proc/stat: user, nice, system,
+    irq, softirq, steal), in seconds."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+async def timed_grading(grader: Grader, items: list[tuple[Task, str]], want: float) -> tuple[float, float, int]:
+    """Tasks/s, busy machine CPU ms per task, and how many verdicts were not ``want``."""
+    busy, start = busy_cpu_seconds(), time.perf_counter()
     rewards = await grader.grade_many(items)
-    elapsed = time.perf_counter() - start
+    elapsed, busy = time.perf_counter() - start, busy_cpu_seconds() - busy
     wrong = sum(r.value != want for r in rewards)
-    return len(items) / elapsed, wrong
+    return len(items) / elapsed, busy * 1e3 / len(items), wrong
 
 
 async def main() -> None:
@@ -47,6 +58,7 @@ async def main() -> None:
         "wrong completions (raise), assert form": ([(t, "    raise NotImplementedError\n") for t in asserts], 0.0),
     }
     rates: dict[str, list[float]] = {k: [] for k in workloads}
+    cpu_ms: dict[str, list[float]] = {k: [] for k in workloads}
     mistakes: dict[str, int] = {k: 0 for k in workloads}
     audits: list[float] = []
     unverifiable = 0
@@ -55,8 +67,9 @@ async def main() -> None:
         await grader.grade_many(workloads["HumanEval references, assert form"][0][:16])  # warm-up
         for _ in range(args.repeats):
             for name, (items, want) in workloads.items():
-                rate, wrong = await timed_grading(grader, items, want)
+                rate, cpu, wrong = await timed_grading(grader, items, want)
                 rates[name].append(rate)
+                cpu_ms[name].append(cpu)
                 mistakes[name] += wrong
             start = time.perf_counter()
             report = await audit_tasks(asserts, sandbox)
@@ -64,18 +77,20 @@ async def main() -> None:
             unverifiable += len(report.unverifiable)
         pool = sandbox.pool_size
     print(f"pool size {pool}, {args.repeats} rounds, medians\n")
-    print("| workload | tasks | tasks/s (median) | min-max | wrong verdicts |")
-    print("|---|---|---|---|---|")
+    print("| workload | tasks | tasks/s (median) | min-max | machine CPU ms/task (median) | wrong verdicts |")
+    print("|---|---|---|---|---|---|")
     for name, (items, _) in workloads.items():
-        r = rates[name]
-        print(f"| {name} | {len(items)} | {statistics.median(r):.0f} | {min(r):.0f}-{max(r):.0f} | {mistakes[name]} |")
+        r, c = rates[name], statistics.median(cpu_ms[name])
+        spread = f"{min(r):.0f}-{max(r):.0f}"
+        print(f"| {name} | {len(items)} | {statistics.median(r):.0f} | {spread} | {c:.2f} | {mistakes[name]} |")
     print(
         f"\n`dojo tasks audit humaneval` work (audit_tasks, 164 tasks, 2 reference runs + 9 trivial candidates each): "
         f"median {statistics.median(audits):.1f} s (min {min(audits):.1f}, max {max(audits):.1f}); "
         f"unverifiable tasks found: {unverifiable}"
     )
     if args.json_path:
-        out: dict[str, Any] = {"rates": rates, "mistakes": mistakes, "audit_seconds": audits, "pool_size": pool}
+        out: dict[str, Any] = {"rates": rates, "cpu_ms": cpu_ms, "mistakes": mistakes, "audit_seconds": audits,
+                               "pool_size": pool}  # fmt: skip
         with open(args.json_path, "w") as f:
             json.dump(out, f, indent=2)
 
