@@ -77,15 +77,26 @@ def test_parquet_export_is_verl_row_schema(tmp_path: Path) -> None:
         export_verl_parquet([], tmp_path / "empty.parquet")
 
 
+_reports: dict[Path, dict[str, Any]] = {}
+
+
+def _verl_script(tiny_model_dir: Path) -> dict[str, Any]:
+    """What verl_script.py reports (run once per model, in a subprocess with verl's classes)."""
+    if tiny_model_dir not in _reports:
+        # the repository first: verl's wheel ships a top-level ``tests`` package too
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(VERL_DEPS)])}
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("verl_script.py")), str(tiny_model_dir)],
+            capture_output=True, text=True, timeout=300, env=env, cwd=ROOT,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        _reports[tiny_model_dir] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return _reports[tiny_model_dir]
+
+
 @pytest.mark.skipif(not VERL_DEPS.is_dir(), reason="verl's classes are not installed (make test installs .verl-deps)")
 def test_tool_and_agent_loop_against_verl_classes(tiny_model_dir: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(VERL_DEPS), str(ROOT)])}
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("verl_script.py")), str(tiny_model_dir)],
-        capture_output=True, text=True, timeout=300, env=env, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = _verl_script(tiny_model_dir)
     assert report["tool_is_base_tool"] and report["loop_is_agent_loop_base"] and report["registered"]
     assert report["schema_names"] == ["run_code", "submit"]
     assert report["tool_names"] == ["run_code", "run_tests", "submit"]
@@ -96,3 +107,16 @@ def test_tool_and_agent_loop_against_verl_classes(tiny_model_dir: Path) -> None:
     assert report["mask_zeros"] > 0 and "did not pass the visible tests" in report["env_text"]
     assert 0.0 <= report["reward_score"] <= 1.0
     assert "rm_scores" in report["as_dict_keys"]
+    assert len(report["turn_scores"]) == 2  # one per turn, by the default process config
+
+
+@pytest.mark.skipif(not VERL_DEPS.is_dir(), reason="verl's classes are not installed (make test installs .verl-deps)")
+def test_agent_loop_turn_scores_are_the_episode_runners_process_rewards(tiny_model_dir: Path) -> None:
+    report = _verl_script(tiny_model_dir)
+    assert report["shipped_process"] == {"progress_weight": 1.0, "repeat_penalty": 0.2, "malformed_penalty": 0.2}
+    assert report["scripted_turns"] == 4 and report["scripted_reward"] == 1.0
+    # progress on the visible tests (0, +1/2, -1/2, +1), the repeated failing reply (-0.3) and the
+    # served process reward model's step score (0.5 x 1 on the right body)
+    assert report["scripted_turn_scores"] == pytest.approx([0.0, 0.5, -0.8, 1.5])
+    assert report["runner_turn_scores"] == pytest.approx(report["scripted_turn_scores"])
+    assert report["off_turns"] == 4 and report["off_turn_scores"] == []  # process: false

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.api_conversation import ApiConversation
 from dojo.agent.feedback import feedback_step
-from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams, ToolCall
+from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams
 from dojo.agent.tool_calls import format_tool_call, parse_tool_calls
 from dojo.agent.tools import Toolbox, ToolResult, held, tools_for
 from dojo.rewards.graders import Grader
@@ -327,19 +327,10 @@ class EpisodeRunner:
             ep.final = c.text
             if cfg.mode == "feedback":
                 step = await feedback_step(toolbox, c.text, last_turn=turn + 1 == cfg.max_turns)
-                if step.checked:
+                if (check := step.tool_result(c.text)) is not None:
                     record.tool_seconds = step.seconds
                     ep.tool_seconds += step.seconds
-                    check = ToolCall(id="feedback", name="run_tests", arguments={"code": c.text})
-                    record.tool_results.append(
-                        ToolResult(
-                            call=check,
-                            observation=step.observation,
-                            verdict=step.verdict,
-                            infra_error=step.error,
-                            seconds=step.seconds,
-                        )
-                    )
+                    record.tool_results.append(check)
                 if step.outcome == "infra_error":
                     ep.status, ep.error = "infra_error", step.error
                 elif step.outcome == "last_turn":

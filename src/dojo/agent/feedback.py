@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from dojo.agent.tools import Toolbox
+from dojo.agent.policy import ToolCall
+from dojo.agent.tools import Toolbox, ToolResult
 
 FEEDBACK_MESSAGE = "Your code did not pass the visible tests:\n{feedback}\nFix it and reply with the complete code."
 
@@ -48,6 +49,16 @@ class FeedbackStep:
         if self.outcome != "failed":
             return None
         return {"role": "user", "content": FEEDBACK_MESSAGE.format(feedback=self.observation)}
+
+    def tool_result(self, reply: str) -> ToolResult | None:
+        """The check as the turn's tool result (a ``run_tests`` call on ``reply``), as episodes record
+        it and per-turn rewards (``dojo.agent.turn_rewards``) read it; None when the tests did not run."""
+        if not self.checked:
+            return None
+        check = ToolCall(id="feedback", name="run_tests", arguments={"code": reply})
+        return ToolResult(
+            call=check, observation=self.observation, verdict=self.verdict, infra_error=self.error, seconds=self.seconds
+        )
 
 
 async def feedback_step(toolbox: Toolbox, reply: str, *, last_turn: bool) -> FeedbackStep:

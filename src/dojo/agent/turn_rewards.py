@@ -1,5 +1,6 @@
 """An episode's turns as process-reward signals (``dojo.rewards.process``), and the scorer an
-``EpisodeRunner`` takes (``process=ProcessScorer(...)``) to give each turn its reward.
+``EpisodeRunner`` takes (``process=ProcessScorer(...)``) to give each turn its reward
+(the verl agent loop, ``dojo.integrations.verl``, takes the same scorer on its turns' records).
 
 What each turn did is read from its record: the visible tests' result (``run_tests`` or the
 feedback check: ``<verdict>: <passed>/<total> tests passed``), its tool calls (as ``name`` +
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 
 from dojo.agent.episode import Episode, TurnRecord
 from dojo.rewards.judge_prompt import question_of
@@ -48,7 +50,12 @@ class ProcessScorer:
         self.prm = prm
 
     async def score(self, task: Task, episode: Episode) -> list[dict[str, float]]:
-        steps = [step_signal(t) for t in episode.turns]
+        return await self.score_turns(task, episode.turns)
+
+    async def score_turns(self, task: Task, turns: Sequence[TurnRecord]) -> list[dict[str, float]]:
+        """Each turn's reward parts and ``total``, from the turns' records (the episode runner's, or
+        the verl agent loop's, which records its turns the same way)."""
+        steps = [step_signal(t) for t in turns]
         prm_scores = None
         if self.prm is not None and self.config.prm_weight and steps:
             prm_scores = await self.prm.score_steps(question_of(task.prompt), [s.text for s in steps])

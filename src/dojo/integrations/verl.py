@@ -8,8 +8,10 @@
   by all three tools;
   ``config.action`` picks what the tool does: ``run_code``, ``run_tests`` or ``submit``;
 - ``DojoAgentLoop`` (registered as ``dojo_feedback``): dojo's feedback episode (code → visible
-  tests → feedback → fix) as a verl agent loop; feedback tokens get ``response_mask`` 0 and the
-  grade of the last reply is the trajectory's ``reward_score``.
+  tests → feedback → fix) as a verl agent loop; feedback tokens get ``response_mask`` 0, the
+  grade of the last reply is the trajectory's ``reward_score``, and each turn's process reward
+  (``dojo.agent.turn_rewards.ProcessScorer``, as ``EpisodeRunner(process=...)`` gives it) goes in
+  ``extra_fields["turn_scores"]``.
 
 See ``docs/verl.md`` for a working configuration. Importing this module needs verl.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
@@ -33,9 +36,11 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from dojo.agent.chat_turns import text_after_reply
+from dojo.agent.episode import TurnRecord
 from dojo.agent.feedback import feedback_step
-from dojo.agent.policy import ToolCall
+from dojo.agent.policy import Completion, ToolCall
 from dojo.agent.tools import TOOL_NAMES, Toolbox, tool_specs
+from dojo.agent.turn_rewards import ProcessScorer
 from dojo.integrations.event_loops import SANDBOXES
 from dojo.integrations.verl_data import (
     RewardUnavailable,
@@ -46,6 +51,8 @@ from dojo.integrations.verl_data import (
 )
 from dojo.rewards import Grader, GradingConfig
 from dojo.rewards.config import DEFAULT_GRADING
+from dojo.rewards.judge_client import JudgeEndpoint, JudgeUnavailable
+from dojo.rewards.process import ProcessRewardConfig, ServedPRM
 from dojo.sandbox import Limits
 from dojo.tasks.model import Task
 
@@ -158,7 +165,43 @@ class DojoSandboxTool(BaseTool):  # type: ignore[misc]
 @register("dojo_feedback")
 class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
     """dojo's feedback episode as a verl agent loop. Settings come from the dataset row's
-    ``extra_info``: ``max_turns`` (default 2) and ``reward_mode`` (default: ``GradingConfig``'s)."""
+    ``extra_info``: ``max_turns`` (default 2) and ``reward_mode`` (default: ``GradingConfig``'s).
+
+    Per-turn rewards come from the agent loop config (``agent_loop_config_path``'s entry, which
+    verl passes to the constructor): ``process``, the fields of ``ProcessRewardConfig`` (default:
+    its defaults; ``false`` or ``null`` for none), and ``prm``, the fields of ``JudgeEndpoint`` of a served
+    process reward model (``ServedPRM``, weighted by ``process.prm_weight``)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        process: Mapping[str, Any] | bool | None = True,
+        prm: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.process_config: ProcessRewardConfig | None = None
+        if process is True:
+            self.process_config = ProcessRewardConfig()
+        elif isinstance(process, Mapping):  # verl hands a DictConfig
+            self.process_config = ProcessRewardConfig.model_validate(dict(process))
+        self.prm_endpoint = JudgeEndpoint.model_validate(dict(prm)) if prm else None
+
+    async def turn_scores(self, task: Task, turns: list[TurnRecord]) -> list[float]:
+        """Each turn's process reward (its ``total``); [] without a process config, or when the
+        process reward model failed (no made-up scores)."""
+        if self.process_config is None:
+            return []
+        prm = ServedPRM(self.prm_endpoint) if self.prm_endpoint is not None else None
+        try:
+            rewards = await ProcessScorer(self.process_config, prm).score_turns(task, turns)
+        except JudgeUnavailable as e:
+            log.warning("no per-turn rewards for %s: the process reward model failed: %s", task.id, e)
+            return []
+        finally:
+            if prm is not None:
+                await prm.aclose()
+        return [parts["total"] for parts in rewards]
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         messages = [dict(m) for m in kwargs["raw_prompt"]]
@@ -176,6 +219,7 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
         logprobs: list[float] = []
         metrics = AgentLoopMetrics()
         final, turns, failed = "", 0, False
+        records: list[TurnRecord] = []  # as EpisodeRunner records a feedback episode's turns
         request_id = uuid4().hex
         for turn in range(max_turns):
             t0 = time.perf_counter()
@@ -190,6 +234,9 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
             turns += 1
             last = turn + 1 == max_turns or len(ids) >= response_length  # out of turns or of tokens
             step = await feedback_step(toolbox, final, last_turn=last)
+            check = step.tool_result(final)
+            completion = Completion(text=final, token_ids=list(out.token_ids))
+            records.append(TurnRecord(index=turn, completion=completion, tool_results=[check] if check else []))
             metrics.tool_calls += step.seconds
             failed = step.outcome == "infra_error"
             if step.done:
@@ -208,6 +255,7 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
             mask += [0] * len(env_ids)
             logprobs += [0.0] * len(env_ids)
         score: float | None = None
+        turn_scores: list[float] = []
         if not failed:
             t0 = time.perf_counter()
             reward = await Grader(sandbox, GradingConfig(mode=extra.get("reward_mode", DEFAULT_GRADING.mode))).grade(
@@ -215,6 +263,8 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
             )
             metrics.compute_score += time.perf_counter() - t0
             score = reward.value  # None after a sandbox failure: verl's reward function grades it instead
+            if score is not None:  # per-turn rewards of scored episodes only, as EpisodeRunner gives them
+                turn_scores = await self.turn_scores(task, records)
         return AgentLoopOutput(
             prompt_ids=prompt_ids,
             response_ids=ids[:response_length],
@@ -223,5 +273,5 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
             reward_score=score,
             num_turns=2 * turns,
             metrics=metrics,
-            extra_fields={"dojo_turns": turns, "dojo_final": final, "turn_scores": [], "tool_rewards": []},
+            extra_fields={"dojo_turns": turns, "dojo_final": final, "turn_scores": turn_scores, "tool_rewards": []},
         )
