@@ -20,6 +20,7 @@ ORDER = [
     "rollout",
     "integrations",
     "train",
+    "dashboard",
     "cli",
 ]
 # Modules at the top of the package, by the layer they belong to.

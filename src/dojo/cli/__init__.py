@@ -7,6 +7,7 @@
 - ``judge``: ``dojo judge sample|label|agreement``;
 - ``rollout``: ``dojo rollout``;
 - ``train``: ``dojo train``;
+- ``dashboard``: ``dojo dashboard``;
 - ``output``: the consoles and the one error helper.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import typer
 
+from dojo.cli.dashboard import dashboard
 from dojo.cli.env import env_app
 from dojo.cli.judge import judge_app
 from dojo.cli.policy import policy_app
@@ -27,7 +29,7 @@ app.add_typer(tasks_app, name="tasks")
 app.add_typer(env_app, name="env")
 app.add_typer(policy_app, name="policy")
 app.add_typer(judge_app, name="judge")
-for command in (run, serve, languages, demo, train, rollout):
+for command in (run, serve, languages, demo, train, rollout, dashboard):
     app.command()(command)
 
 __all__ = ["app"]

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from dojo.agent.episode import Episode, TurnRecord
 from dojo.errors import InputError
+from dojo.rewards.outcome import CaseOutcome
 from dojo.tasks.model import Task
 
 SCHEMA = pa.schema(
@@ -44,7 +45,9 @@ SCHEMA = pa.schema(
         pa.field("total", pa.int32()),
         pa.field("components", pa.string()),  # JSON object name -> value
         pa.field("flags", pa.list_(pa.string())),
+        pa.field("cases", pa.string()),  # JSON list: per-test outcomes (index, passed, detail); null before it existed
         pa.field("num_turns", pa.int32(), nullable=False),
+        pa.field("tool_calls", pa.int32()),  # tool calls over the episode (null in shards written before it)
         pa.field("prompt", pa.string(), nullable=False),  # JSON list of the task's chat messages
         pa.field("messages", pa.string(), nullable=False),  # JSON list: the whole conversation
         pa.field("final", pa.string()),  # the text that was graded
@@ -66,6 +69,9 @@ SCHEMA = pa.schema(
     ]
 )
 
+
+MAX_CASES = 200  # per-test outcomes kept per episode (the viewer shows them), each detail cut at:
+MAX_CASE_DETAIL = 300
 
 BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"})
 
@@ -121,7 +127,9 @@ def episode_row(ep: Episode, task: Task, run_id: str) -> dict[str, Any]:
         "total": r.total if r else None,
         "components": json.dumps(r.components) if r else None,
         "flags": list(r.flags) if r else None,
+        "cases": json.dumps([_case_json(c) for c in r.cases[:MAX_CASES]]) if r else None,
         "num_turns": len(ep.turns),
+        "tool_calls": sum(len(t.tool_results) for t in ep.turns),
         "prompt": json.dumps(prompt),
         "messages": json.dumps(ep.messages),
         "final": ep.final,
@@ -141,6 +149,10 @@ def episode_row(ep: Episode, task: Task, run_id: str) -> dict[str, Any]:
         "difficulty": task.metadata.difficulty,
         "error": ep.error,
     }
+
+
+def _case_json(case: CaseOutcome) -> dict[str, Any]:
+    return {"index": case.index, "passed": case.passed, "detail": case.detail[:MAX_CASE_DETAIL]}
 
 
 def _turn_json(turn: TurnRecord, ep: Episode, index: int) -> dict[str, Any]:
