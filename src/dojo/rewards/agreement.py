@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dojo.errors import InputError
-from dojo.rewards.review import LABELS, Label, ReviewItem, latest, read_items, read_labels
+from dojo.rewards.review import LABELS, SKIP, Label, ReviewItem, latest, read_items, read_labels
 
 log = logging.getLogger(__name__)
 
@@ -180,22 +180,32 @@ class AgreementMonitor:
 
     ``check()`` rereads the labels (people label while the run trains) and returns the metrics
     ``judge/agreement``, ``judge/agreement_items`` and ``judge/agreement_alert`` (1 when at least
-    ``min_items`` are labelled and the accuracy is below ``threshold``, with a warning logged)."""
+    ``min_items`` are labelled and the accuracy is below ``threshold``, with a warning logged).
+    A review set it cannot read (a line half written, a bad label) counts as nothing labelled, with
+    a warning: the run it watches goes on."""
 
     def __init__(self, review_dir: Path, *, threshold: float = 0.75, min_items: int = 20) -> None:
         self.review_dir = Path(review_dir)
         self.threshold = threshold
         self.min_items = min_items
         self.alerts = 0
+        self._problem = ""  # the last reason the review set could not be read
 
     def check(self) -> dict[str, float]:
+        nothing = {"judge/agreement_items": 0.0, "judge/agreement_alert": 0.0}
         if not (self.review_dir / LABELS).is_file():
-            return {"judge/agreement_items": 0.0, "judge/agreement_alert": 0.0}
-        labels = read_labels(self.review_dir / LABELS)
+            return nothing
         try:
+            labels = read_labels(self.review_dir / LABELS)
+            if all(label.label == SKIP for label in labels):
+                return nothing  # nothing labelled yet
             found = agreement(read_items(self.review_dir), labels)
-        except InputError:
-            return {"judge/agreement_items": 0.0, "judge/agreement_alert": 0.0}
+        except InputError as e:
+            if str(e) != self._problem:  # once per problem, not at every step
+                log.warning("judge agreement not checked (%s): %s", self.review_dir, e)
+            self._problem = str(e)
+            return nothing
+        self._problem = ""
         alert = found.items >= self.min_items and found.accuracy < self.threshold
         if alert:
             self.alerts += 1

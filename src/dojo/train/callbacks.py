@@ -1,5 +1,6 @@
 """What ``dojo train`` does around each GRPO step: metrics (CSV), the progress bar, trajectories,
-curriculum state in checkpoints, and a checkpoint on Ctrl-C."""
+curriculum state in checkpoints, a checkpoint on Ctrl-C, and (``judge_agreement``) the judge's
+agreement with the labels people have given so far."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from transformers import TrainerCallback
 
 from dojo.agent.episode import Episode
+from dojo.rewards.agreement import AgreementMonitor
 from dojo.rollout.mirror import mirror_dir
 from dojo.rollout.scheduler import Group
 from dojo.rollout.store import TrajectoryStore
@@ -30,6 +32,7 @@ METRIC_COLUMNS = [
     "groups_kept", "groups_failed", "curriculum_level", "entropy", "loss", "grad_norm", "learning_rate",
     "completion_length", "step_time", "wall_seconds",
 ]  # fmt: skip
+AGREEMENT_COLUMNS = ["judge/agreement", "judge/agreement_kappa", "judge/agreement_items", "judge/agreement_alert"]
 _DOJO_KEYS = (
     "pass_rate", "turns", "fixed_later", "groups_informative", "groups_kept", "groups_failed", "curriculum_level",
 )  # fmt: skip
@@ -85,8 +88,10 @@ class DojoCallback(TrainerCallback):
         periodic_eval: Callable[[Any, Any], EvalResult] | None = None,
         eval_every: int = 0,
         mirror: str | None = None,
+        agreement: AgreementMonitor | None = None,
     ) -> None:
         self.out = out
+        self.agreement = agreement
         self.mirror = mirror
         self.periodic_eval = periodic_eval
         self.eval_every = eval_every
@@ -180,9 +185,15 @@ class DojoCallback(TrainerCallback):
         for key in _DOJO_KEYS:
             if key in logs:
                 row[key] = logs[key]
+        if self.agreement is not None:
+            row.update(self.agreement.check())  # rereads the labels given so far; warns on a drop
         new = not self.csv_path.exists()
+        columns = METRIC_COLUMNS + (AGREEMENT_COLUMNS if self.agreement is not None else [])
+        if not new:  # a resumed run appends under the header its file already has
+            with self.csv_path.open(newline="") as f:
+                columns = next(csv.reader(f), columns)
         with self.csv_path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=METRIC_COLUMNS, extrasaction="ignore")
+            writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
             if new:
                 writer.writeheader()
             writer.writerow(row)
@@ -192,8 +203,16 @@ class DojoCallback(TrainerCallback):
             stats = (
                 f"reward {row.get('reward', 0.0):.3f}  pass {row.get('pass_rate', 0.0):.2f}  "
                 f"level {row.get('curriculum_level', 0.0):.1f}  {done / elapsed:.2f} steps/s"
-            )
+            ) + _agreement_stats(row)
             self.progress.update(self.task_id, completed=state.global_step, stats=stats)
+
+
+def _agreement_stats(row: dict[str, Any]) -> str:
+    """The progress line's judge part: agreement on the items labelled so far, and the alert."""
+    if "judge/agreement" not in row:
+        return ""
+    text = f"  judge {row['judge/agreement']:.2f} on {int(row['judge/agreement_items'])}"
+    return text + ("  [bold red]JUDGE AGREEMENT LOW[/]" if row["judge/agreement_alert"] else "")
 
 
 def drop_newer_shards(store: TrajectoryStore, step: int) -> int:

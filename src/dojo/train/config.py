@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dojo.agent.tiny_model import TinyModelSpec
 from dojo.errors import InputError
@@ -210,6 +210,35 @@ class OutputSettings(_Section):
     )
 
 
+class JudgeAgreementSettings(_Section):
+    """The run's judge checked against people's labels while it trains (``dojo.rewards.agreement``)."""
+
+    review_dir: Path = Field(
+        description="The review set `dojo judge sample` writes (items.jsonl); its labels.jsonl grows while people "
+        "label (`dojo judge label`). It need not exist yet when the run starts: labels may come later."
+    )
+    threshold: float = Field(
+        0.75,
+        description="Alert (judge/agreement_alert = 1, a warning logged) when the share of labelled items on which "
+        "the judge agrees with the people's majority falls below this (0..1).",
+    )
+    min_items: int = Field(20, ge=1, description="Labelled items needed before an alert can be raised.")
+
+    @field_validator("threshold")
+    @classmethod
+    def _share(cls, value: float) -> float:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"threshold is a share of items between 0 and 1 (0.75 = 75%), got {value}")
+        return value
+
+    @field_validator("review_dir")
+    @classmethod
+    def _directory(cls, value: Path) -> Path:
+        if value.exists() and not value.is_dir():
+            raise ValueError(f"{str(value)!r} is a file; give the review directory `dojo judge sample --out` wrote")
+        return value
+
+
 class TrainConfig(_Section):
     """Everything ``dojo train`` needs. Every section has defaults; a YAML file overrides any of them."""
 
@@ -227,6 +256,11 @@ class TrainConfig(_Section):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
     output: OutputSettings = Field(default_factory=OutputSettings)
+    judge_agreement: JudgeAgreementSettings | None = Field(
+        None,
+        description="Check a judge's agreement with people's labels at every logged step (review_dir, threshold, "
+        "min_items): judge/agreement* columns in metrics.csv. null: off.",
+    )
 
     def grading(self) -> GradingConfig:
         """The ``reward`` and ``sandbox`` sections as the one ``GradingConfig`` every grader takes."""

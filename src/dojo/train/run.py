@@ -354,6 +354,7 @@ def _grpo(
     from dojo.integrations.trl_rewards import task_rows
     from dojo.integrations.trl_rollout import episode_reward
     from dojo.integrations.trl_trainer import CurriculumBatches, DojoGRPOTrainer, index_tasks, tasks_per_step
+    from dojo.rewards.agreement import AgreementMonitor
     from dojo.train.callbacks import CURRICULUM_FILE, DojoCallback, StepRecorder, drop_newer_shards
 
     g = config.grpo
@@ -407,8 +408,10 @@ def _grpo(
     model, tokenizer = load_policy(warm)
     dataset = Dataset.from_list(task_rows(train_tasks))
     sampler = CurriculumBatches(curriculum, index_tasks(train_tasks), per_step, g.group_size)
+    ja = config.judge_agreement
+    agreement = AgreementMonitor(ja.review_dir, threshold=ja.threshold, min_items=ja.min_items) if ja else None
     callback = DojoCallback(out, recorder, store, g.steps, quiet, periodic_eval=periodic, eval_every=config.eval.every,
-                            mirror=config.output.mirror)  # fmt: skip
+                            mirror=config.output.mirror, agreement=agreement)  # fmt: skip
     os.environ["TENSORBOARD_LOGGING_DIR"] = str(out / "tensorboard")  # read by the TensorBoard callback
     trainer = DojoGRPOTrainer(
         model=model,
