@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from dojo.rewards import Grader
+from dojo.rewards.audit import COMPLIANCE_CLAIM
 from dojo.rewards.ifbench import MAX_RESPONSE_CHARS, follows, registry
 from dojo.tasks import load_source
 from dojo.tasks.ifbench import NEEDS_DOWNLOAD, ifbench_rows, sample_responses
@@ -157,17 +158,26 @@ async def test_dojo_agrees_with_ifbench_on_every_instruction() -> None:
 
 def test_references_follow_every_instruction_and_what_is_left_out_says_why() -> None:
     tasks = {t.id: t for t in load_source("ifbench?all=1")}
-    assert len(tasks) == 265 and len(load_source("ifbench")) == 265 - 39
+    assert len(tasks) == 265 and len(load_source("ifbench")) == 265 - 64
     known = known_unverifiable("ifbench")
     without = {tid for tid, t in tasks.items() if t.reference is None}
     assert without == {"ifbench/105", "ifbench/286"} and without <= set(known)
     assert "format:newline" in known["ifbench/105"] and "random" in known["ifbench/286"]
     sources = collections.Counter((t.metadata.model_extra or {}).get("reference_from") for t in tasks.values())
     assert sources == {"sample": 66, "built": 197, None: 2}
+    trivially_followed = set()
     for row in ifbench_rows():  # every reference, by IFBench's own evaluation
         task = tasks.get(f"ifbench/{row['key']}")
-        if task is not None and task.reference is not None:
+        if task is None:
+            continue
+        if task.reference is not None:
             assert all(ifbench_verdicts(row, task.reference)), task.id
+        if any(all(ifbench_verdicts(row, trivial)) for trivial in (row["prompt"], COMPLIANCE_CLAIM)):
+            trivially_followed.add(task.id)
+    # what the prompt given back or a one-line claim follows is left out, with why
+    assert len(trivially_followed) == 37 + 25 and trivially_followed <= set(known)
+    claimed = {tid for tid, why in known.items() if "claim" in why}
+    assert len(claimed) == 25 and claimed <= trivially_followed
     with pytest.raises(ValueError, match="punkt"):
         follows("format:title_case", {}, "", "A Title")
 
