@@ -113,9 +113,11 @@ class TestCase(BaseModel):
       form; ``""`` allowed means the parameter may be left out), ``{"no_call": true}`` or
       ``{"any_call": true}``;
     - analysis: ``expected``, one field of the answer file and how it is compared, e.g.
-      ``{"field": "revenue.north", "value": 1234.5, "rel": 1e-6, "abs": 1e-6}`` (``"reference": true``
-      instead of a value: the reference's value in the same grading; ``"capture": [expr, ...]``
-      with ``code``, for tasks with an entry point);
+      ``{"field": "revenue.north", "value": 1234.5, "rel": 1e-6, "abs": 1e-6}`` (``"unordered": true``:
+      a list compared as a multiset; ``"reference": true`` instead of a value: the reference's value,
+      from its own sandbox run in the same grading). With an entry point (SciCode), ``code`` is the
+      test case's code, each assert rewritten into a capture of the values it compares, and the
+      field is that case's captures (``cases.<i>``), compared with the reference's;
     - shell: ``expected``, one check of the final state (``dojo.rewards.shell.CHECKS``), e.g.
       ``{"path": "out/a.txt", "sha256": "..."}``, ``{"path": "x.tmp", "exists": false}``;
     - document: ``expected``, one rule (``dojo.tasks.rules``), e.g. ``{"kind": "sections", "titles": [...]}``.
