@@ -16,7 +16,7 @@ from dojo.tasks import load_source
 from dojo.tasks.model import Task
 from dojo.tasks.scene3d import scene_checks
 from dojo.tasks.scene_api import SceneAPI
-from tests.tasks.test_documents import Recording
+from tests.tasks.recording import Recording
 
 
 @pytest.fixture(scope="module")

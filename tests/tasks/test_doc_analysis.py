@@ -15,7 +15,7 @@ from dojo.sandbox import AsyncSandbox
 from dojo.tasks import load_source
 from dojo.tasks.doc_analysis import DISCREPANCIES
 from dojo.tasks.model import Task, TestCase
-from tests.tasks.test_documents import Recording
+from tests.tasks.recording import Recording
 
 
 def report(task: Task) -> dict[str, object]:

@@ -5,28 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from dojo.rewards import Grader
 from dojo.rewards.audit import audit_tasks
 from dojo.rewards.documents import hollow_document
-from dojo.sandbox import AsyncSandbox, Limits, Program
+from dojo.sandbox import AsyncSandbox
 from dojo.tasks import generate_tasks, load_source
 from tests.sandbox.conftest import requires_isolation
-
-
-class Recording:
-    """A sandbox that keeps every program it is asked to run."""
-
-    def __init__(self, inner: AsyncSandbox) -> None:
-        self.inner, self.programs = inner, []  # type: ignore[var-annotated]
-
-    async def run(self, program: Program, limits: Limits | None = None, **kw: Any) -> Any:
-        self.programs.append(program)
-        return await self.inner.run(program, limits, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+from tests.tasks.recording import Recording
 
 
 async def test_references_pass_and_levels_add_rules(fast_sandbox: AsyncSandbox) -> None:
