@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 VERL_DEPS := .verl-deps
 VERL_STAMP := $(VERL_DEPS)/.installed
 
-.PHONY: test demo lint typecheck pytest bench clean toolchains fusion-env test-sandboxfusion test-cgroup2
+.PHONY: test demo lint typecheck pytest bench clean toolchains browser fusion-env test-sandboxfusion test-cgroup2
 
 # The language toolchains `dojo languages` reports on, from Debian's packages (root), then the npm
 # packages and the warm Go cache in the toolchain directory. Languages whose toolchain is absent
@@ -39,7 +39,16 @@ toolchains: $(STAMP)
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TOOLCHAIN_PACKAGES)
 	$(BIN)/dojo languages --prepare
 
-test: $(STAMP) $(VERL_STAMP) lint typecheck pytest
+test: $(STAMP) $(VERL_STAMP) browser lint typecheck pytest
+
+# Debian's Chromium for the dashboard's browser tests (Playwright drives it; nothing is downloaded
+# from a browser vendor). Installed as root where it is missing; without it those tests skip.
+browser:
+	@command -v chromium >/dev/null || { test "$$(id -u)" = 0 && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null || \
+		{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }; } || \
+		echo "no chromium (install Debian's chromium as root): the dashboard's browser tests will skip"
 
 # The cgroup tests as root on a real cgroup v2 kernel, in a VM (QEMU, software emulation; ~8 min).
 test-cgroup2: $(STAMP)

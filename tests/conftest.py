@@ -139,11 +139,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve_in_subprocess(*args: str, timeout: float = 120) -> tuple[subprocess.Popen[bytes], str]:
-    """``dojo serve ARGS`` in its own process on a free loopback port; returns it and its base URL once healthy."""
+def serve_in_subprocess(
+    *args: str, command: str = "serve", health: str = "/healthz", timeout: float = 120
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``dojo COMMAND ARGS`` (``dojo serve`` by default) in its own process on a free loopback port;
+    returns it and its base URL once ``health`` answers 200."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dojo.cli", "serve", "--port", str(port), *args],
+        [sys.executable, "-m", "dojo.cli", command, "--port", str(port), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
@@ -152,15 +155,16 @@ def serve_in_subprocess(*args: str, timeout: float = 120) -> tuple[subprocess.Po
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"dojo serve exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+            raise RuntimeError(f"dojo {command} exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
         try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+            if httpx.get(url + health, timeout=1).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
     proc.kill()
-    raise RuntimeError(f"dojo serve did not start within {timeout:.0f} s")
+    proc.wait()
+    raise RuntimeError(f"dojo {command} did not start within {timeout:.0f} s")
 
 
 def stop_subprocess(proc: subprocess.Popen[bytes]) -> None:

@@ -100,7 +100,7 @@ async function renderCurves() {
   const container = document.getElementById("charts");
   for (const spec of CHARTS) {
     const tables = [], labels = [], colors = [];
-    let points = 0;
+    let points = 0, last = "";
     runs.forEach((run, r) => {
       const { x, keys, ys } = seriesOf(spec, curves[r]);
       if (!x.length || !keys.length) return;
@@ -109,7 +109,10 @@ async function renderCurves() {
         labels.push(runs.length > 1 ? `${state.overview.runs[run].name}: ${k}` : k);
         colors.push(COLORS[(run * 3 + j) % COLORS.length]);
       });
-      if (r === 0) points = ys.reduce((n, y) => Math.max(n, y.filter(v => v !== null).length), 0);
+      if (r === 0) {
+        points = ys.reduce((n, y) => Math.max(n, y.filter(v => v !== null).length), 0);
+        last = String(x[x.length - 1]);
+      }
     });
     let box = document.getElementById("chart-" + spec.id);
     if (!box) {
@@ -117,6 +120,7 @@ async function renderCurves() {
       container.append(box);
     }
     box.dataset.points = points;
+    box.dataset.last = last;  // the x of the last point: episodes, step, or time
     const key = labels.join("|");
     const old = state.charts[spec.id];
     if (!tables.length) {

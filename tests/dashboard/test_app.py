@@ -1,0 +1,82 @@
+"""The dashboard's HTTP API and command line: what the page reads, the token off loopback, and bad
+input that gets a clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from dojo.cli import app as cli
+from dojo.dashboard import Dashboard, RunLocation, create_dashboard_app
+from dojo.rollout.store import TrajectoryStore
+from tests.dashboard.written_runs import write_groups
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    write_groups(TrajectoryStore(str(tmp_path / "s")), 6, size=2, pass_every=1)
+    return tmp_path / "s"
+
+
+def client(store: Path, token: str | None = None) -> httpx.AsyncClient:
+    board = Dashboard([RunLocation.parse(f"mine={store}")])
+    transport = httpx.ASGITransport(app=create_dashboard_app(board, token))
+    return httpx.AsyncClient(transport=transport, base_url="http://dashboard")
+
+
+async def test_the_api_serves_the_page_and_the_runs_figures(store: Path) -> None:
+    async with client(store) as c:
+        page = await c.get("/")
+        assert page.status_code == 200 and "dashboard.js" in page.text
+        assert (await c.get("/static/vendor/uPlot.iife.min.js")).status_code == 200
+        overview = (await c.get("/api/overview")).json()
+        assert overview["runs"][0]["name"] == "mine" and overview["runs"][0]["episodes"] == 12
+        assert overview["runs"][0]["pass_rate"] == 1.0
+        curves = (await c.get("/api/runs/0/curves")).json()
+        assert curves["by_episode"]["x"][-1] == 12
+        found = (await c.get("/api/runs/0/episodes", params={"verdict": "pass", "limit": 3})).json()
+        assert len(found) == 3
+        one = (await c.get(f"/api/runs/0/episodes/{found[0]['episode_id']}")).json()
+        assert one["episode_id"] == found[0]["episode_id"] and one["turns"][0]["tool_results"]
+        text = (await c.get("/metrics")).text
+        assert 'dojo_run_episodes{run="mine"} 12' in text and "dojo_dashboard_alerts_firing 0" in text
+
+
+async def test_bad_requests_say_what_is_wrong(store: Path) -> None:
+    async with client(store) as c:
+        missing = await c.get("/api/runs/3/curves")
+        assert missing.status_code == 404 and "runs 0 to 0" in missing.json()["detail"]
+        gone = await c.get("/api/runs/0/episodes/nope")
+        assert gone.status_code == 404 and "no episode 'nope'" in gone.json()["detail"]
+        too_many = await c.get("/api/runs/0/episodes", params={"limit": 5000})
+        assert too_many.status_code == 422
+
+
+async def test_a_token_guards_every_request(store: Path) -> None:
+    async with client(store, token="s3cret") as c:
+        refused = await c.get("/api/overview")
+        assert refused.status_code == 401 and "?token=" in refused.json()["error"]
+        assert (await c.get("/api/overview", headers={"Authorization": "Bearer s3cret"})).status_code == 200
+        assert (await c.get("/", params={"token": "s3cret"})).status_code == 200
+        assert (await c.get("/", params={"token": "wrong"})).status_code == 401
+
+
+def test_the_command_line_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
+    runner = CliRunner()
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "a.txt").write_text("x")
+    later = str(tmp_path / "run")  # a run about to start: fine in itself
+    cases = {
+        ("--host", "0.0.0.0", later): "without a token",
+        ("--service", "node-a:8080", later): "give the service's URL",
+        ("--webhook", "ftp://x", later): "give an http(s) URL",
+        (str(tmp_path / "junk"),): "neither a run directory",
+        ("--rules", str(tmp_path / "none.yaml"), later): "cannot read the rule file",
+    }
+    for args, message in cases.items():
+        result = runner.invoke(cli, ["dashboard", *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert message in " ".join(result.output.split()), (args, result.output)

@@ -1,0 +1,56 @@
+"""A sandbox service as the dashboard sees it: its own Prometheus metrics (``ServiceMetrics``, the
+registry ``dojo serve`` exports at /metrics), read twice, give runs/s, latency quantiles and errors."""
+
+from __future__ import annotations
+
+import httpx
+from prometheus_client import generate_latest
+
+from dojo.dashboard.fleet import ServiceWatch, quantile
+from dojo.service.metrics import ServiceMetrics
+
+
+def serving(metrics: ServiceMetrics) -> httpx.Client:
+    def answer(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/metrics" and request.headers.get("authorization") == "Bearer t"
+        return httpx.Response(200, content=generate_latest(metrics.registry))
+
+    return httpx.Client(transport=httpx.MockTransport(answer))
+
+
+def test_rates_between_two_scrapes() -> None:
+    metrics = ServiceMetrics()
+    watch = ServiceWatch("http://node-a:8080/", token="t")
+    with serving(metrics) as client:
+        watch.scrape(client)
+        assert "runs_per_second" not in watch.figures()  # one scrape: no rate yet
+        for _ in range(98):
+            metrics.runs.labels(verdict="Accepted", language="python").inc()
+            metrics.latency.labels(endpoint="/run").observe(0.004)
+        metrics.runs.labels(verdict="SandboxError", language="python").inc(2)
+        metrics.latency.labels(endpoint="/run").observe(2.0)
+        metrics.latency.labels(endpoint="/run").observe(2.0)
+        metrics.queue_depth.set(7)
+        metrics.admitted.set(11)
+        assert watch.latest is not None
+        watch.latest.at -= 10.0  # as if the first scrape were 10 s ago
+        watch.scrape(client)
+    figures = watch.figures()
+    assert figures["url"] == "http://node-a:8080" and figures["unreachable"] == 0.0
+    assert abs(figures["runs_per_second"] - 10.0) < 0.1
+    assert figures["error_rate"] == 0.02 and figures["queue_depth"] == 7 and figures["admitted"] == 11
+    assert figures["p50_seconds"] == 0.005 and figures["p99_seconds"] == 2.5  # the buckets' upper bounds
+
+
+def test_a_node_that_cannot_be_read_is_unreachable_not_an_error_of_the_page() -> None:
+    watch = ServiceWatch("http://127.0.0.1:9")
+    with httpx.Client() as client:
+        watch.scrape(client)
+    figures = watch.figures()
+    assert figures["unreachable"] == 1.0 and "ConnectError" in figures["error"]
+
+
+def test_quantile_of_a_cumulative_histogram() -> None:
+    assert quantile({0.1: 50.0, 1.0: 99.0, float("inf"): 100.0}, 0.5) == 0.1
+    assert quantile({0.1: 50.0, 1.0: 99.0, float("inf"): 100.0}, 0.99) == 1.0
+    assert quantile({}, 0.5) is None and quantile({1.0: 0.0}, 0.5) is None
