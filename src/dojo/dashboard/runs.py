@@ -132,10 +132,10 @@ class Episodes:
         column once for them all: appending shard by shard copied a 100,000-episode run ~200 times."""
         parts: dict[str, list[np.ndarray]] = {}
         for table, shard_index in tables:
-            for key, values in self._columns(table, shard_index).items():
-                parts.setdefault(key, []).append(values)
-        for key, values in parts.items():
-            setattr(self, key, np.concatenate([getattr(self, key), *values]))
+            for key, column in self._columns(table, shard_index).items():
+                parts.setdefault(key, []).append(column)
+        for key, columns in parts.items():
+            setattr(self, key, np.concatenate([getattr(self, key), *columns]))
 
     @staticmethod
     def _columns(table: pa.Table, shard_index: int) -> dict[str, np.ndarray]:
