@@ -78,8 +78,13 @@ pytest: $(STAMP)
 	# a frozen run (GIL held: pytest-timeout cannot fire) still ends, with every thread's stack (SIGABRT)
 	timeout --signal=ABRT --kill-after=60 2700 $(BIN)/python -m pytest -q
 
+# The embedded default run, with its live dashboard on 127.0.0.1 (the URL is printed first; a port
+# in use only costs the page: DOJO_DASHBOARD_PORT picks another).
 demo: $(STAMP)
-	$(BIN)/dojo train --out runs/demo-$$(date +%Y%m%d-%H%M%S)
+	@out=runs/demo-$$(date +%Y%m%d-%H%M%S); \
+	$(BIN)/dojo dashboard $$out --port $${DOJO_DASHBOARD_PORT:-8766} & dashboard=$$!; \
+	trap 'kill $$dashboard 2>/dev/null' EXIT INT TERM; \
+	$(BIN)/dojo train --out $$out
 
 bench: $(STAMP)
 	$(BIN)/python bench/sandbox.py

@@ -114,3 +114,11 @@ def test_training_metrics_give_step_curves(tmp_path: Path) -> None:
     steps = view.curves()["by_step"]
     assert steps["step"] == [1.0, 2.0, 3.0, 4.0] and steps["reward"] == pytest.approx([0.1, 0.2, 0.3, 0.4])
     assert "loss" not in steps  # a column the run never wrote is no curve
+
+
+def test_watching_a_run_that_has_not_started_creates_nothing(tmp_path: Path) -> None:
+    """``make demo`` starts the dashboard before ``dojo train --out``, which refuses a directory that
+    is not empty: the dashboard only reads."""
+    view = RunView(RunLocation.parse(str(tmp_path / "demo")))
+    assert view.refresh() == 0 and view.error is None
+    assert not (tmp_path / "demo").exists()

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -214,6 +215,9 @@ class RunView:
             added = 0
             try:
                 if self._store is None:
+                    fs, root = fsspec.core.url_to_fs(self.location.store_url)
+                    if not fs.exists(root):  # not written yet; and never made here (dojo train --out
+                        raise FileNotFoundError(root)  # refuses a directory that is not empty)
                     self._store = TrajectoryStore(self.location.store_url)
                 known = set(self.shards)
                 paths = [path for path in self._store.shards() if path not in known]

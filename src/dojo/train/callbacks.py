@@ -137,9 +137,10 @@ class DojoCallback(TrainerCallback):
         if self.interrupted:
             control.should_save = True
             control.should_training_stop = True
-        if control.should_save or state.global_step >= state.max_steps:
-            # Trajectories reach the store before the checkpoint that covers them; a resumed run
-            # drops any shard newer than its checkpoint (see drop_newer_shards), so none is lost or doubled.
+        # Each step's trajectories reach the store as the step ends (``dojo dashboard`` follows them
+        # live), so the ones a checkpoint covers are there before it; a resumed run drops any shard
+        # newer than its checkpoint (see drop_newer_shards), so none is lost or doubled.
+        if self.recorder.pending:
             self.store.write_groups(self.recorder.pending)
             self.recorder.pending = []
         step = state.global_step
