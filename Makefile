@@ -68,8 +68,8 @@ test-sandboxfusion: $(STAMP) fusion-env
 	DOJO_SANDBOXFUSION=1 $(BIN)/python -m pytest -q tests/service/test_sandboxfusion_runners.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

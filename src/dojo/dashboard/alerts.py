@@ -5,7 +5,7 @@ A rule watches one metric of every run (over its last ``window_groups`` groups) 
 sandbox node (its latest scrape), and fires while the value is ``above`` (or ``below``) its
 threshold. ``DEFAULT_RULES`` are on unless a rule file replaces them (``dojo dashboard --rules
 FILE``, YAML: ``rules: [...]`` and optionally ``webhook: URL``); docs/dashboard.md lists them and
-docs/prometheus/ holds the same rules for Prometheus.
+deploy/prometheus/dojo-alerts.yml holds the same rules for Prometheus.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from dojo.dashboard.runs import RunLocation, RunView
 from dojo.rewards.agreement import AgreementMonitor
 
 REFRESH_S = 2.0  # a live run's new points reach the page within this plus the page's own poll (2 s)
+PROMETHEUS_WINDOW = 20  # groups: the window of /metrics' recent rates (the default rules' window)
 STATIC = Path(str(resources.files("dojo.dashboard") / "static"))
 
 
@@ -108,22 +109,40 @@ class Dashboard:
         }
 
     def prometheus(self) -> str:
-        """The runs' figures and the firing alerts in Prometheus's text format (docs/grafana/)."""
-        lines = []
+        """The runs' figures and the firing alerts in Prometheus's text format: what
+        deploy/grafana/dojo.json draws and deploy/prometheus/dojo-alerts.yml alerts on."""
         gauges = {
-            "dojo_run_episodes": ("episodes", "Episodes the run has written"),
-            "dojo_run_groups": ("groups", "Groups the run has written"),
-            "dojo_run_mean_reward": ("mean_reward", "Mean reward of the run's scored episodes"),
-            "dojo_run_pass_rate": ("pass_rate", "Share of the run's scored episodes that passed"),
-            "dojo_run_hack_rate": ("hack_rate", "Share of the run's scored episodes flagged as hacks"),
-            "dojo_run_infra_failure_rate": ("infra_failure_rate", "Share of the run's episodes lost to infra"),
+            "dojo_run_episodes": "Episodes the run has written",
+            "dojo_run_groups": "Groups the run has written",
+            "dojo_run_mean_reward": "Mean reward of the run's scored episodes",
+            "dojo_run_pass_rate": "Share of the run's scored episodes that passed",
+            "dojo_run_hack_rate": "Share of the run's scored episodes flagged as hacks",
+            "dojo_run_infra_failure_rate": "Share of the run's episodes lost to infrastructure failures",
+            "dojo_run_recent_hack_rate": f"Hack rate over the run's last {PROMETHEUS_WINDOW} groups",
+            "dojo_run_recent_infra_failure_rate": f"Infra failure rate over the last {PROMETHEUS_WINDOW} groups",
+            "dojo_run_recent_pass_rate": f"Pass rate over the run's last {PROMETHEUS_WINDOW} groups",
+            "dojo_run_recent_throughput": f"Episodes per second over the run's last {PROMETHEUS_WINDOW} groups",
+            "dojo_run_throughput": "Episodes per second over the whole run",
+            "dojo_run_judge_agreement": "The judge's agreement with people (metrics.csv's judge/agreement)",
         }
-        summaries = [run.summary() for run in self.runs]
-        for metric, (key, text) in gauges.items():
-            lines += [f"# HELP {metric} {text}", f"# TYPE {metric} gauge"]
-            for summary in summaries:
-                if summary[key] is not None:
-                    lines.append(f'{metric}{{run="{_label(summary["name"])}"}} {float(summary[key]):g}')
+        values: dict[str, list[tuple[str, float | None]]] = {name: [] for name in gauges}
+        for run in self.runs:
+            s, w = run.summary(), run.window(PROMETHEUS_WINDOW)
+            for name, value in (
+                ("dojo_run_episodes", s["episodes"]), ("dojo_run_groups", s["groups"]),
+                ("dojo_run_mean_reward", s["mean_reward"]), ("dojo_run_pass_rate", s["pass_rate"]),
+                ("dojo_run_hack_rate", s["hack_rate"]), ("dojo_run_infra_failure_rate", s["infra_failure_rate"]),
+                ("dojo_run_recent_hack_rate", w.get("hack_rate")),
+                ("dojo_run_recent_infra_failure_rate", w.get("infra_failure_rate")),
+                ("dojo_run_recent_pass_rate", w.get("pass_rate")), ("dojo_run_recent_throughput", w.get("throughput")),
+                ("dojo_run_throughput", w.get("throughput_overall")),
+                ("dojo_run_judge_agreement", _last(run.train_rows, "judge/agreement")),
+            ):  # fmt: skip
+                values[name].append((run.name, value))
+        lines = []
+        for name, text in gauges.items():
+            lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
+            lines += [f'{name}{{run="{_label(run)}"}} {float(v):g}' for run, v in values[name] if v is not None]
         lines += ["# HELP dojo_dashboard_alerts_firing Alerts firing now", "# TYPE dojo_dashboard_alerts_firing gauge",
                   f"dojo_dashboard_alerts_firing {len(self.engine.firing)}"]  # fmt: skip
         return "\n".join(lines) + "\n"

@@ -13,13 +13,13 @@ const state = { overview: null, selected: new Set([0]), charts: {}, episodeKey: 
 // What each chart draws: from which of a run's curve sets, which keys (or a map of keys).
 const CHARTS = [
   { id: "reward", title: "Reward (mean of scored episodes)", set: "by_episode", keys: ["reward"] },
-  { id: "pass_rate", title: "Pass rate", set: "by_episode", keys: ["pass_rate"] },
-  { id: "pass_rate_by_level", title: "Pass rate by difficulty level", set: "by_episode", map: "pass_rate_by_level" },
-  { id: "hack_rate", title: "Hack rate", set: "by_episode", keys: ["hack_rate"] },
-  { id: "infra_failure_rate", title: "Infrastructure failure rate", set: "by_episode", keys: ["infra_failure_rate"] },
+  { id: "pass_rate", share: true, title: "Pass rate", set: "by_episode", keys: ["pass_rate"] },
+  { id: "pass_rate_by_level", share: true, title: "Pass rate by difficulty level", set: "by_episode", map: "pass_rate_by_level" },
+  { id: "hack_rate", share: true, title: "Hack rate", set: "by_episode", keys: ["hack_rate"] },
+  { id: "infra_failure_rate", share: true, title: "Infrastructure failure rate", set: "by_episode", keys: ["infra_failure_rate"] },
   { id: "completion_tokens", title: "Response length (completion tokens)", set: "by_episode", keys: ["completion_tokens"] },
   { id: "turns", title: "Turns and tool calls per episode", set: "by_episode", keys: ["turns", "tool_calls"] },
-  { id: "time_split", title: "Episode time: policy / tools / grading (share)", set: "by_episode",
+  { id: "time_split", share: true, title: "Episode time: policy / tools / grading (share)", set: "by_episode",
     keys: ["policy_share", "tool_share", "grading_share"] },
   { id: "difficulty", title: "Difficulty of the tasks served (mean)", set: "by_episode", keys: ["difficulty"] },
   { id: "throughput", title: "Throughput (episodes/s)", set: "by_time", keys: ["episodes_per_second"], time: true },
@@ -134,7 +134,7 @@ async function renderCurves() {
     if (old) old.plot.destroy();
     const plot = new uPlot({
       width: Math.max(300, box.clientWidth - 12), height: 220,
-      scales: { x: { time: !!spec.time } },
+      scales: { x: { time: !!spec.time }, ...(spec.share ? { y: { range: [0, 1] } } : {}) },
       series: [{ label: spec.time ? "time" : spec.set === "by_episode" ? "episodes" : "step" },
         ...labels.map((label, j) => ({ label, stroke: colors[j], width: 1.5, spanGaps: true }))],
       axes: [{}, {}],
