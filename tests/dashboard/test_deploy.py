@@ -24,6 +24,9 @@ def exported(tmp_path: Path) -> set[str]:
     service.latency.labels(endpoint="/run").observe(0.01)
     service.rejected.labels(reason="queue").inc()
     service.fleet_nodes.labels(state="ready").set(1)
+    for gauge in (service.node_slots, service.node_outstanding, service.node_runs):
+        gauge.labels(node="n1", address="10.0.0.5").set(1)
+    service.node_state.labels(node="n1", address="10.0.0.5", state="ready").set(1)
     text = generate_latest(service.registry).decode() + Dashboard([RunLocation.parse(str(tmp_path))]).prometheus()
     names = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
     names |= {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}  # (a run with no data)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import httpx
 from prometheus_client import generate_latest
 
+from dojo.dashboard import DEFAULT_RULES, AlertEngine
 from dojo.dashboard.fleet import ServiceWatch, quantile
+from dojo.service.app import create_app
 from dojo.service.metrics import ServiceMetrics
 
 
@@ -54,3 +56,36 @@ def test_quantile_of_a_cumulative_histogram() -> None:
     assert quantile({0.1: 50.0, 1.0: 99.0, float("inf"): 100.0}, 0.5) == 0.1
     assert quantile({0.1: 50.0, 1.0: 99.0, float("inf"): 100.0}, 0.99) == 1.0
     assert quantile({}, 0.5) is None and quantile({1.0: 0.0}, 0.5) is None
+
+
+class FleetDouble:
+    """What the gateway's /metrics reads of a ``SandboxFleet``: its slots, reruns and per-node stats."""
+
+    pool_size = 8
+    reruns = 1
+
+    def stats(self) -> dict[str, dict[str, object]]:
+        return {
+            "n1": {"state": "ready", "address": "10.0.0.5", "slots": 4, "outstanding": 9, "sessions": 0, "runs": 120,
+                   "drained": None, "reason": None},
+            "n2": {"state": "dead", "address": "10.0.0.6", "slots": 4, "outstanding": 0, "sessions": 0, "runs": 30,
+                   "drained": None, "reason": "no answer"},
+        }  # fmt: skip
+
+
+async def test_a_fleet_gateway_shows_each_node_and_a_dead_one_alerts() -> None:
+    """``dojo serve --ray`` exports its nodes one by one; the dashboard draws a row per node, and the
+    default rule flags the dead node (unreachable); more runs in flight than slots is a queue."""
+    app = create_app(sandbox=FleetDouble())  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway") as c:
+        text = (await c.get("/metrics")).text
+    assert 'dojo_fleet_node_state{address="10.0.0.6",node="n2",state="dead"} 1.0' in text
+    watch = ServiceWatch("http://gateway")
+    with httpx.Client(transport=httpx.MockTransport(lambda _: httpx.Response(200, text=text))) as client:
+        watch.scrape(client)
+    nodes = {n["node"]: n for n in watch.figures()["nodes"]}
+    assert nodes["n1"]["state"] == "ready" and nodes["n1"]["queue_depth"] == 5.0 and nodes["n1"]["slots"] == 4
+    assert nodes["n2"]["state"] == "dead" and nodes["n2"]["unreachable"] == 1.0
+    engine = AlertEngine([r for r in DEFAULT_RULES if r.metric == "unreachable"])
+    engine.evaluate({f"node {n}": {"unreachable": row["unreachable"]} for n, row in nodes.items()}, {})
+    assert [a["subject"] for a in engine.state()["firing"]] == ["node n2"]

@@ -29,6 +29,7 @@ from dojo.dashboard.runs import RunLocation, RunView
 from dojo.rewards.agreement import AgreementMonitor
 
 REFRESH_S = 2.0  # a live run's new points reach the page within this plus the page's own poll (2 s)
+NODE_FIGURES = ("queue_depth", "error_rate", "unreachable", "p99_seconds")  # what node rules look at
 PROMETHEUS_WINDOW = 20  # groups: the window of /metrics' recent rates (the default rules' window)
 STATIC = Path(str(resources.files("dojo.dashboard") / "static"))
 
@@ -83,8 +84,10 @@ class Dashboard:
             groups[subject] = math.inf
         for service in self.services:
             figures = service.figures()
-            values[f"node {service.url}"] = {k: figures.get(k) for k in ("queue_depth", "error_rate", "unreachable",
-                                                                          "p99_seconds")}  # fmt: skip
+            values[f"node {service.url}"] = {k: figures.get(k) for k in NODE_FIGURES}
+            for node in figures.get("nodes", []):  # a fleet's own nodes, behind its gateway
+                subject = f"node {node['node']} ({service.url})"
+                values[subject] = {k: node.get(k) for k in ("queue_depth", "unreachable")}
         self.engine.post(self.engine.evaluate(values, groups))
         self.refreshed_at = time.time()
 

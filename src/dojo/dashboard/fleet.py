@@ -23,6 +23,7 @@ class Scrape:
     errors: float = 0.0  # SandboxError runs and refusals
     buckets: dict[float, float] = field(default_factory=dict)  # le -> cumulative count, run endpoints
     gauges: dict[str, float] = field(default_factory=dict)
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # a fleet's nodes, by node id
 
 
 def parse_metrics(text: str, at: float) -> Scrape:
@@ -45,6 +46,14 @@ def parse_metrics(text: str, at: float) -> Scrape:
                 scrape.gauges[name.removeprefix("dojo_")] = value
             elif name == "dojo_fleet_nodes":
                 scrape.gauges[f"fleet_nodes_{labels.get('state', '')}"] = value
+            elif name.startswith("dojo_fleet_node_") and "node" in labels:
+                fresh = {"node": labels["node"], "address": labels.get("address")}
+                node = scrape.nodes.setdefault(labels["node"], fresh)
+                if name == "dojo_fleet_node_state":
+                    if value >= 1.0:
+                        node["state"] = labels.get("state")
+                else:
+                    node[name.removeprefix("dojo_fleet_node_")] = value
     return scrape
 
 
@@ -91,6 +100,7 @@ class ServiceWatch:
             return out
         out.update(latest.gauges)
         out["runs_total"] = latest.runs
+        out["nodes"] = [self._node(node, latest, previous) for node in latest.nodes.values()]
         if previous is not None and latest.at > previous.at:
             runs = latest.runs - previous.runs
             out["runs_per_second"] = runs / (latest.at - previous.at)
@@ -99,3 +109,16 @@ class ServiceWatch:
             out["p50_seconds"] = quantile(window, 0.5)
             out["p99_seconds"] = quantile(window, 0.99)
         return out
+
+    @staticmethod
+    def _node(node: dict[str, Any], latest: Scrape, previous: Scrape | None) -> dict[str, Any]:
+        """One fleet node's row: its gauges, runs/s since the previous scrape, and the figures the
+        alert rules look at (``unreachable`` when the fleet holds it dead or unusable)."""
+        row = dict(node)
+        row["unreachable"] = 1.0 if node.get("state") in ("dead", "unusable") else 0.0
+        row["queue_depth"] = max(0.0, float(node.get("outstanding", 0.0)) - float(node.get("slots", 0.0)))
+        before = previous.nodes.get(node["node"]) if previous is not None else None
+        if before is not None and previous is not None and latest.at > previous.at:
+            runs = float(node.get("runs", 0.0)) - float(before.get("runs", 0.0))
+            row["runs_per_second"] = runs / (latest.at - previous.at)
+        return row

@@ -324,6 +324,17 @@ def create_app(
                 metrics.fleet_nodes.labels(state=state).set(nodes.get(state, 0))
             metrics.fleet_slots.set(sb.pool_size)
             metrics.fleet_reruns.set(getattr(sb, "reruns", 0))
+            per_node = (metrics.node_state, metrics.node_slots, metrics.node_outstanding, metrics.node_runs)
+            for gauge in per_node:
+                gauge.clear()  # (a node that left is no row)
+            for node_id, node in sb.stats().items():  # type: ignore[attr-defined]
+                labels = {"node": str(node_id), "address": str(node.get("address") or "")}
+                state = "drained" if node["state"] == "ready" and node["drained"] else node["state"]
+                for each in ("starting", "ready", "drained", "dead", "unusable"):
+                    metrics.node_state.labels(**labels, state=each).set(1.0 if state == each else 0.0)
+                metrics.node_slots.labels(**labels).set(node.get("slots") or 0)
+                metrics.node_outstanding.labels(**labels).set(node.get("outstanding") or 0)
+                metrics.node_runs.labels(**labels).set(node.get("runs") or 0)
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/v1/run", response_model=ExecutionResult, tags=["native"])

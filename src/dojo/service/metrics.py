@@ -26,3 +26,11 @@ class ServiceMetrics:
         self.fleet_nodes = Gauge("dojo_fleet_nodes", "Fleet nodes by state", ["state"], registry=self.registry)
         self.fleet_slots = Gauge("dojo_fleet_slots", "Slots on the fleet's ready nodes", registry=self.registry)
         self.fleet_reruns = Gauge("dojo_fleet_reruns", "Runs re-run because their node died", registry=self.registry)
+        # Per node of the fleet (dojo dashboard draws one row each): 1 in its state's series, 0 in the others.
+        node, reg = ["node", "address"], self.registry
+        self.node_state = Gauge("dojo_fleet_node_state", "A fleet node's state", [*node, "state"], registry=reg)
+        self.node_slots = Gauge("dojo_fleet_node_slots", "A fleet node's slots", node, registry=reg)
+        self.node_outstanding = Gauge(
+            "dojo_fleet_node_outstanding", "Runs sent to a fleet node and not yet answered", node, registry=reg
+        )
+        self.node_runs = Gauge("dojo_fleet_node_runs", "Runs a fleet node has answered", node, registry=reg)

@@ -203,10 +203,17 @@ async function renderEpisode(run, id) {
 
 // -- sandboxes and alerts ----------------------------------------------------------------------------
 function renderSandboxes(o) {
-  table(document.getElementById("services"), ["service", "state", "slots busy", "queue", "runs/s", "p50 s", "p99 s", "errors/run", "restarts"],
-    o.services.map(s => [s.url, s.error ? "unreachable: " + s.error : "up",
+  const rows = [];
+  for (const s of o.services) {
+    rows.push([s.url, s.error ? "unreachable: " + s.error : "up",
       s.admitted !== undefined ? Math.max(0, s.admitted - (s.queue_depth || 0)) : "–", fmt(s.queue_depth, 0),
-      fmt(s.runs_per_second, 1), fmt(s.p50_seconds), fmt(s.p99_seconds), fmt(s.error_rate), fmt(s.slot_restarts, 0)]));
+      fmt(s.runs_per_second, 1), fmt(s.p50_seconds), fmt(s.p99_seconds), fmt(s.error_rate), fmt(s.slot_restarts, 0)]);
+    for (const n of s.nodes || []) {  // a fleet's nodes, behind this gateway
+      rows.push([el("span", { class: "fleet-node" }, `  ↳ node ${n.node} ${n.address || ""}`), n.state || "–",
+        `${fmt(n.outstanding, 0)} of ${fmt(n.slots, 0)}`, fmt(n.queue_depth, 0), fmt(n.runs_per_second, 1), "", "", "", ""]);
+    }
+  }
+  table(document.getElementById("services"), ["service / node", "state", "slots busy", "queue", "runs/s", "p50 s", "p99 s", "errors/run", "restarts"], rows);
   document.getElementById("review").textContent = o.review
     ? `judge agreement with people: ${fmt(o.review["judge/agreement"])} on ${o.review["judge/agreement_items"]} labelled item(s)`
     : "";
