@@ -122,3 +122,17 @@ def test_watching_a_run_that_has_not_started_creates_nothing(tmp_path: Path) -> 
     view = RunView(RunLocation.parse(str(tmp_path / "demo")))
     assert view.refresh() == 0 and view.error is None
     assert not (tmp_path / "demo").exists()
+
+
+def test_the_idle_share_is_the_time_no_episode_was_in_flight() -> None:
+    """Two bursts of episodes with a pause between them (a training step): the buckets of the pause
+    are idle, the others are not."""
+    import numpy as np
+
+    from dojo.dashboard.runs import Episodes, _time_curves
+
+    starts = np.array([0.0, 0.5, 1.0, 1.5, 2.0] * 2) + np.repeat([0.0, 7.0], 5)  # busy 0-3 and 7-10
+    eps = Episodes(finished=starts + 1.0, wall=np.ones(10))
+    curves = _time_curves(eps)
+    assert len(curves["t"]) == 2 and curves["episodes_per_second"] == [1.0, 1.0]  # 5 finish in each 5 s
+    assert curves["idle_share"] == pytest.approx([2 / 5, 2 / 5])  # [3, 5) idle, then [5, 7)

@@ -442,15 +442,44 @@ def _episode_curves(eps: Episodes) -> dict[str, Any]:
 
 
 def _time_curves(eps: Episodes) -> dict[str, list[float]]:
-    """Episodes finished per second, in at most ``MAX_POINTS`` buckets of equal length."""
-    finished = eps.finished[~np.isnan(eps.finished)]
+    """In at most ``MAX_POINTS`` buckets of equal length: episodes finished per second, and the idle
+    share, the part of each bucket when no episode was in flight (neither the policy nor a sandbox had
+    work: a training step, a stall). The store has no per-turn times, so the policy's own idle time
+    within an episode (waiting on tools or grading) is in the time split instead."""
+    known = ~np.isnan(eps.finished)
+    finished = eps.finished[known]
     if len(finished) < 2 or finished.max() <= finished.min():
-        return {"t": [], "episodes_per_second": []}
-    span = finished.max() - finished.min()
+        return {"t": [], "episodes_per_second": [], "idle_share": []}
+    started = finished - np.nan_to_num(eps.wall[known])
+    lo, hi = float(started.min()), float(finished.max())
     buckets = int(min(MAX_POINTS, max(1, len(finished) // 5)))
-    counts, edges = np.histogram(finished, bins=buckets)
-    width = span / buckets
-    return {"t": [float(e) for e in edges[1:]], "episodes_per_second": [float(c) / width for c in counts]}
+    counts, edges = np.histogram(finished, bins=buckets, range=(lo, hi))
+    width = (hi - lo) / buckets
+    return {
+        "t": [float(e) for e in edges[1:]],
+        "episodes_per_second": [float(c) / width for c in counts],
+        "idle_share": _idle_shares(started, finished, edges),
+    }
+
+
+def _idle_shares(started: np.ndarray, finished: np.ndarray, edges: np.ndarray) -> list[float]:
+    """For each bucket between consecutive ``edges``: the share of it that no episode's
+    [started, finished] interval covers (the intervals merged first)."""
+    order = np.argsort(started, kind="stable")
+    busy: list[tuple[float, float]] = []
+    for a, b in zip(started[order].tolist(), finished[order].tolist(), strict=True):
+        if busy and a <= busy[-1][1]:
+            busy[-1] = (busy[-1][0], max(busy[-1][1], b))
+        else:
+            busy.append((a, b))
+    covered = np.zeros(len(edges) - 1)
+    for a, b in busy:
+        first = max(0, int(np.searchsorted(edges, a, side="right")) - 1)
+        last = min(len(covered) - 1, int(np.searchsorted(edges, b, side="left")) - 1)
+        for i in range(first, last + 1):
+            covered[i] += max(0.0, min(b, edges[i + 1]) - max(a, edges[i]))
+    widths = np.diff(edges)
+    return [float(max(0.0, 1.0 - c / w)) if w > 0 else 0.0 for c, w in zip(covered, widths, strict=True)]
 
 
 def _throughput(finished: np.ndarray) -> float | None:

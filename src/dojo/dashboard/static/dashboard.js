@@ -23,6 +23,8 @@ const CHARTS = [
     keys: ["policy_share", "tool_share", "grading_share"] },
   { id: "difficulty", title: "Difficulty of the tasks served (mean)", set: "by_episode", keys: ["difficulty"] },
   { id: "throughput", title: "Throughput (episodes/s)", set: "by_time", keys: ["episodes_per_second"], time: true },
+  { id: "idle", title: "Idle: share of time with no episode in flight", set: "by_time", keys: ["idle_share"], time: true,
+    share: true },
   { id: "step_reward", title: "Training: reward and pass rate by step", set: "by_step", keys: ["reward", "pass_rate"] },
   { id: "curriculum", title: "Training: curriculum level by step", set: "by_step", keys: ["curriculum_level"] },
   { id: "step_time", title: "Training: seconds per step", set: "by_step", keys: ["step_time"] },
