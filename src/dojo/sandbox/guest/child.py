@@ -153,8 +153,9 @@ class RunChild:
             if env is not None:
                 self.use_environment(env)
             cached = self.code_cache[key] if key is not None else None
-            if role == ROLE_CANDIDATE and isinstance(cached, dict):
-                cached["candidate_main"]()  # never returns (fd 3 is its channel now: nothing to report)
+            if role == ROLE_CANDIDATE:  # never goes on as a run (fd 3 is its channel now: nothing to report)
+                if isinstance(cached, dict):
+                    cached["candidate_main"]()  # never returns
                 os._exit(125)
             source = message[len(message) - n :] if n is not None else None  # (the payload's last n bytes)
             reseeded = self.forker is not None and self.forker.random_state != 0
