@@ -48,7 +48,16 @@ def probe():
     iov_local = (ctypes.c_void_p * 2)(ctypes.addressof(local), 16)
     iov_remote = (ctypes.c_void_p * 2)(0x400000, 16)
     fds = sorted(int(x) for x in os.listdir("/proc/self/fd"))
+    # every other process it can see: the zygote, the forker, and the slot's judge where there is one
+    others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
     return {
+        "others_memory": [p for p in others if _can(lambda: open(f"/proc/{p}/mem", "rb").read(1))],
+        # (rootless: a non-dumpable process's /proc files belong to the slot's one user, so the
+        # numbers of its fds can be listed; what they are cannot be reached)
+        "others_fds": [p for p in others if _can(lambda: os.readlink(f"/proc/{p}/fd/0"))],
+        "others_environ": [p for p in others if _can(lambda: open(f"/proc/{p}/environ", "rb").read(1))],
+        "others_ptrace": [p for p in others if libc.ptrace(16, p, 0, 0) == 0],
+        "others_vm_readv": [p for p in others if libc.process_vm_readv(p, iov_local, 1, iov_remote, 1, 0) >= 0],
         "parent_memory": _can(lambda: open(f"/proc/{ppid}/mem", "rb").read(1)),
         "parent_maps": _can(lambda: open(f"/proc/{ppid}/maps").read(1)),
         "parent_fd_report": _can(lambda: open(f"/proc/{ppid}/fd/1", "w")),
@@ -68,6 +77,7 @@ def probe():
 """
 )
 CLEAN = {
+    "others_memory": [], "others_fds": [], "others_environ": [], "others_ptrace": [], "others_vm_readv": [],
     "parent_memory": False, "parent_maps": False, "parent_fd_report": False, "parent_fd_job": False,
     "parent_environ": False, "ptrace_parent": False, "process_vm_readv": False,
     "holds_report_channel": False, "stray_fds": [], "signals_blocked": [], "stdin": "", "job_in_memory": False,

@@ -279,3 +279,103 @@ async def test_the_forker_forks_a_harness_candidate_process_before_any_python_ru
     assert seen["fds"] == ["0", "1", "2", "3", "4", "5"]  # 5: the listing's own
     assert seen["stdin"] == "" and seen["stdout_is_stderr"] and int(seen["sigblk"], 16) == 0
     assert report["stdin"] == "job"
+
+
+# The grading harness's judge (dojo.sandbox.guest.judge): where the forker makes runs, a grading
+# run's trusted side is a process that lives as long as the slot, forked before any job.
+LOOK_AROUND = """import os
+
+
+def look():
+    me, uids = os.getpid(), []
+    for p in os.listdir("/proc"):
+        if p.isdigit() and int(p) not in (1, me):
+            try:
+                uids += [int(l.split()[1]) for l in open(f"/proc/{p}/status") if l.startswith("Uid:")]
+            except OSError:
+                pass
+    return [os.getuid(), sorted(uids)]
+"""
+
+# Stops, then kills, every process it can see, at load and again in the call.
+ATTACK = """import os, signal
+
+
+def everyone_else():
+    for p in os.listdir("/proc"):
+        if p.isdigit() and int(p) != os.getpid():
+            for sig in SIGNALS:
+                try:
+                    os.kill(int(p), sig)
+                except OSError:
+                    pass
+
+
+def f(x):
+    everyone_else()
+    return x + 1
+
+
+SIGNALS = (SENT)
+everyone_else()
+"""
+
+
+@pytest.mark.asyncio
+async def test_a_grading_run_is_judged_by_a_process_of_its_own_uid(both: tuple[AsyncSandbox, AsyncSandbox]) -> None:
+    """The candidate's process sees the judge, of a uid of its own (root mode: the run's + 2**30;
+    rootless: one user outside, but a user namespace of its own), and the same judge grades run
+    after run; without a forker there is none."""
+    from dojo.rewards.harness import call_function
+
+    forked, direct = both
+    program = Program(language="python", source=LOOK_AROUND)
+    first = await call_function(forked, program, "look", [], {}, Limits())
+    second = await call_function(forked, program, "look", [], {}, Limits())
+    plain = await call_function(direct, program, "look", [], {}, Limits())
+    assert first.returned and second.returned and plain.returned, (first.result, plain.result)
+    uid, others = first.value
+    if uid != 1000:  # root mode (rootless runs see themselves as 1000)
+        assert uid + 2**30 in others and uid + 2**30 in second.value[1]
+        assert uid + 2**30 not in plain.value[1]
+    assert len(others) == len(second.value[1])  # no judge left over, none added
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("signals", ["signal.SIGSTOP, signal.SIGKILL", "signal.SIGSTOP,"])
+async def test_a_candidate_that_signals_everyone_never_breaks_a_grade_or_the_slot(
+    both: tuple[AsyncSandbox, AsyncSandbox], signals: str
+) -> None:
+    """Root mode: no signal of the candidate's reaches the judge, so its right answer counts. Rootless
+    (one user outside): a judge killed or stopped fails that grade (a value of its own, never a
+    sandbox error), and the next grade on the slot is judged again."""
+    from dojo.rewards.harness import call_function
+
+    forked, _ = both
+    attack = Program(language="python", source=ATTACK.replace("SENT", signals))
+    hit = await call_function(forked, attack, "f", [1], {}, Limits(wall_time=3))
+    assert hit.result.verdict is not Verdict.SANDBOX_ERROR, hit.result
+    uid_probe = await call_function(forked, Program(language="python", source=LOOK_AROUND), "look", [], {}, Limits())
+    if uid_probe.value[0] != 1000:
+        assert hit.returned and hit.value == 2, hit.result
+    else:
+        assert hit.value in (None, 2)
+    after = await call_function(forked, Program(language="python", source="def g():\n    return 7\n"), "g", [], {},
+                                Limits())  # fmt: skip
+    assert after.returned and after.value == 7, after.result
+
+
+@pytest.mark.asyncio
+async def test_check_code_that_never_ends_stops_at_the_wall_limit_and_the_judge_is_replaced(
+    both: tuple[AsyncSandbox, AsyncSandbox],
+) -> None:
+    from dojo.rewards.harness import assert_job, rewrite_asserts, run_harness
+
+    forked, _ = both
+    job = assert_job("f", ["def check(candidate):\n    while True:\n        pass\n"], 1e-6)
+    run = await run_harness(forked, "def f():\n    return 1\n", job, Limits(wall_time=2))
+    assert run.result.limit is not None and run.result.limit.value == "wall_time", run.result
+    assert run.load == {"load": "ok"} and run.tests == {}
+    job = assert_job("f", [rewrite_asserts("def check(candidate):\n    assert candidate() == 1\n")[0]], 1e-6)
+    run = await run_harness(forked, "def f():\n    return 1\n", job, Limits())
+    assert run.tests[0]["passed"] == 1 and run.tests[0]["failed"] == 0, run

@@ -19,6 +19,12 @@ Two processes inside one sandbox run, and only data crosses between them:
   fd 0 (``/dev/null``), fds 1 and 2 (the run's stderr: its prints never reach the report channel)
   and its two pipe ends; then it loads ``/box/solution.py`` and answers calls.
 
+Where the slot has its forker, the trusted process is the slot's **judge**
+(``dojo.sandbox.guest.judge``): one process per slot, forked before the slot held any job, of a uid
+of its own (rootless: a user namespace of its own), non-dumpable and with every blockable signal
+blocked, given each run's job, channel, report pipe and stderr by the zygote; each run then makes
+only the candidate's process (forker.c's ``become_candidate``). A grade costs one process, not two.
+
 The program is ``dojo.rewards.programs.harness``. The channel: JSON messages, each a frame of the
 one framing (``dojo.sandbox.guest.wire``). Trusted -> candidate: ``{"entry_point": name}``, then
 ``{"args": ..., "kwargs": ...}`` per call. Candidate -> trusted: ``{"load": "ok"|"syntax"|"error"|
@@ -62,6 +68,7 @@ from typing import Any
 
 from dojo.errors import InputError
 from dojo.rewards.programs import program_source
+from dojo.rewards.programs.harness import ended_by
 from dojo.sandbox import ExecutionResult, InputFile, LimitKind, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.guest import wire
 from dojo.tasks import values
@@ -277,6 +284,11 @@ async def run_harness(
             run.malformed = int(report.get("malformed") or 0)
         elif "task_error" in report:
             run.task_error = str(report["task_error"])
+    if run.gone is not None and run.gone_signal is None and result.signal is not None:
+        # a judged run (``dojo.sandbox.guest.judge``): the judge is not the candidate's parent, and the
+        # run's status is the candidate's own wherever it stopped answering
+        run.gone_signal = result.signal
+        run.gone += ended_by(result.signal)
     return run
 
 

@@ -49,6 +49,7 @@ enum {
     PROTECT = 8,     /* a trusted harness: not dumpable, every signal blocked */
     RUN_FILTER = 16, /* install the syscall filter at ``filter`` last */
     SPLIT = 32,      /* a grading harness: fork its candidate's process here too (split_harness) */
+    CANDIDATE = 64,  /* a judged harness's candidate: the slot's judge is its trusted side (become_candidate) */
 };
 
 /* What ``dojo_forker_serve`` returns in a run's process: the length of its message, with its role
@@ -174,6 +175,34 @@ static void reseed(uintptr_t random_state, int exc) {
     *(int *)(random_state - sizeof(int)) = MT_N;
 }
 
+/* A candidate's process laid out (see split_harness, become_candidate): fd 0 /dev/null, fds 1 and 2
+ * the run's stderr (its prints never reach the report channel), fds 3 and 4 its ends of the channel
+ * (calls in from ``call_in``, replies out to ``reply_out``), nothing else; every signal unblocked.
+ * Returns ROLE_CANDIDATE; a failure ends the process with status 125 (its trusted side then reports
+ * it gone). */
+static int lay_out_candidate(int call_in, int reply_out) {
+    sigset_t none;
+    sigemptyset(&none);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int in = fcntl(call_in, F_DUPFD_CLOEXEC, 16), out = fcntl(reply_out, F_DUPFD_CLOEXEC, 16);
+    if (null < 0 || in < 0 || out < 0) _exit(125);
+    if (dup2(null, 0) < 0 || dup2(2, 1) < 0 || dup2(in, CANDIDATE_CALL_FD) < 0 || dup2(out, CANDIDATE_REPLY_FD) < 0)
+        _exit(125);
+    if (syscall(SYS_close_range, CANDIDATE_REPLY_FD + 1, ~0U, 0) < 0) {
+        if (errno != ENOSYS) _exit(125);
+        for (int fd = CANDIDATE_REPLY_FD + 1; fd < 65536; fd++) close(fd);
+    }
+    if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) _exit(125);
+    return ROLE_CANDIDATE;
+}
+
+/* A judged harness's run: the candidate's process alone, whose trusted side is the slot's judge, a
+ * process that lives as long as the slot (dojo.sandbox.guest.judge). It arrives with the channel's
+ * ends as its fds 0 and 1 (calls in, replies out) and the run's stderr as fd 2, and is laid out as a
+ * split harness's candidate is; its set-up error pipe (fd 3) is replaced by the channel's end, which
+ * tells the zygote that the set-up succeeded. */
+static int become_candidate(void) { return lay_out_candidate(0, 1); }
+
 /* A grading harness's two processes (dojo.rewards.programs.harness), made before either runs any
  * Python: the run's process, set up and protected (non-dumpable, signals blocked), forks the
  * candidate's process here, so that the candidate's process starts from the forker's pristine
@@ -196,21 +225,8 @@ static int split_harness(char *payload, size_t got, uint32_t capacity, uintptr_t
     pid_t pid = fork();
     if (pid < 0) fail(exc, "fork");
     if (pid == 0) {
-        sigset_t none;
-        sigemptyset(&none);
-        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        int in = fcntl(call[0], F_DUPFD_CLOEXEC, 16), out = fcntl(reply[1], F_DUPFD_CLOEXEC, 16);
-        if (null < 0 || in < 0 || out < 0) _exit(125);
-        if (dup2(null, 0) < 0 || dup2(2, 1) < 0 || dup2(in, CANDIDATE_CALL_FD) < 0 ||
-            dup2(out, CANDIDATE_REPLY_FD) < 0)
-            _exit(125);
-        if (syscall(SYS_close_range, CANDIDATE_REPLY_FD + 1, ~0U, 0) < 0) {
-            if (errno != ENOSYS) _exit(125);
-            for (int fd = CANDIDATE_REPLY_FD + 1; fd < 65536; fd++) close(fd);
-        }
         if (random_state) reseed(random_state, 2);
-        if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) _exit(125);
-        return ROLE_CANDIDATE;
+        return lay_out_candidate(call[0], reply[1]);
     }
     int out = fcntl(call[1], F_DUPFD_CLOEXEC, 16), in = fcntl(reply[0], F_DUPFD_CLOEXEC, 16);
     if (out < 0 || in < 0) fail(exc, "fcntl");
@@ -298,7 +314,9 @@ int dojo_forker_serve(int sock, char *payload, uint32_t capacity, uintptr_t rand
                 if (write(fds[3], &me, sizeof me) != sizeof me) _exit(127);
                 if (random_state) reseed(random_state, fds[3]);
                 set_up_run(&s, fds);
-                int role = (s.flags & SPLIT) ? split_harness(payload, got, capacity, random_state) : 0;
+                int role = (s.flags & SPLIT)       ? split_harness(payload, got, capacity, random_state)
+                           : (s.flags & CANDIDATE) ? become_candidate()
+                                                   : 0;
                 return (int)(got | ((size_t)role << ROLE_SHIFT));
             }
             if (pid < 0) {

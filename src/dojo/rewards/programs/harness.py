@@ -3,10 +3,12 @@ boundary it keeps is described in ``dojo.rewards.harness``, which builds its job
 reports).
 
 Its top level only defines: each slot runs it once (``AsyncSandbox.run(harness=True)``). Where the
-slot has its forker, the forker makes both of a run's processes before either runs Python
-(forker.c's ``split_harness``): the trusted one calls ``main(split)``, the candidate's
-``candidate_main()``. Otherwise (no forker, strict isolation) the run calls ``main()``, which forks
-the candidate's process first thing. It carries its shared modules with it
+slot has its forker, the trusted side is the slot's judge (``dojo.sandbox.guest.judge``), which
+calls ``judge_main`` once and grades job after job, and each run's process calls
+``candidate_main()``; where the judge cannot be started, the forker makes both of a run's processes
+before either runs Python (forker.c's ``split_harness``): the trusted one calls ``main(split)``, the
+candidate's ``candidate_main()``. Otherwise (no forker, strict isolation) the run calls ``main()``,
+which forks the candidate's process first thing. It carries its shared modules with it
 (``dojo.sandbox.bundle``): the value encoding and the framing of its channel.
 """
 
@@ -23,7 +25,17 @@ import sys as _sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from dojo.sandbox.guest.wire import FRAME_PREFIX, read_exact, write_all
+from dojo.sandbox.guest.wire import (
+    ANSWERED,
+    FAILED,
+    FRAME_PREFIX,
+    GONE,
+    JUDGE_JOB_FDS,
+    JUDGE_OUTCOME,
+    JUDGE_READY,
+    read_exact,
+    write_all,
+)
 from dojo.tasks.values import decode_value, encode_value, values_equal
 
 MAX_MESSAGE = 16 << 20  # bytes of one channel message; a longer reply is malformed
@@ -64,6 +76,12 @@ def receive(fd: int) -> bytes | None:
         return read_exact(fd, length)
     except EOFError:
         return None
+
+
+def ended_by(sig: int) -> str:
+    """How a signal that ended the candidate's process is told (after why it stopped answering)."""
+    named = {24: "its cpu limit", 25: "its file_size limit"}.get(sig)
+    return " (it hit " + named + ")" if named else " (killed by signal " + str(sig) + ")"
 
 
 def describe(e: BaseException) -> str:
@@ -218,9 +236,8 @@ class Candidate:
             try:
                 _, status = _os.waitpid(self.pid, 0)
                 if _os.WIFSIGNALED(status):
-                    sig = self.signal = _os.WTERMSIG(status)
-                    named = {24: "its cpu limit", 25: "its file_size limit"}.get(sig)
-                    self.gone = why + (" (it hit " + named + ")" if named else " (killed by signal " + str(sig) + ")")
+                    self.signal = _os.WTERMSIG(status)
+                    self.gone = why + ended_by(self.signal)
                 elif _os.WIFEXITED(status) and eof:
                     self.gone = why + " (exit code " + str(_os.WEXITSTATUS(status)) + ")"
             except OSError:
@@ -290,42 +307,110 @@ def exception_from(text: str) -> Exception:
     return CandidateError(text)
 
 
-def read_job() -> tuple[str, dict[str, Any]]:
-    """The nonce and the job, from the private stdin (fd 0, closed after): the nonce's line, then
-    the job's JSON (``dojo.rewards.harness.job_stdin``). Read from the descriptor, not through
-    ``sys.stdin``: its text layer cost every run ~60 page faults."""
+def read_job(fd: int = 0) -> tuple[str, dict[str, Any]]:
+    """The nonce and the job, from the private stdin (``fd``: the run's fd 0, or the memfd a judge
+    is given; closed after): the nonce's line, then the job's JSON (``dojo.rewards.harness.job_stdin``).
+    Read from the descriptor, not through ``sys.stdin``: its text layer cost every run ~60 page faults."""
     chunks = []
-    while True:
-        chunk = _os.read(0, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    _os.close(0)
+    try:
+        while True:
+            chunk = _os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        _os.close(fd)
     nonce, _, job = b"".join(chunks).partition(b"\n")
     return nonce.strip().decode(), _json.loads(job)
 
 
-def dojo_main(pid: int, call_w: int, reply_r: int) -> None:
-    # Only now does anything secret enter this process.
-    nonce, job = read_job()
-    report_fd = _os.dup(1)
-    _os.dup2(2, 1)  # whatever the check code prints goes to stderr, not to the report channel
+def grade(job_fd: int, report_fd: int, candidate: Candidate) -> None:
+    """One job, read from ``job_fd``, run against ``candidate``; its reports, each a line carrying the
+    nonce, written to ``report_fd``."""
+    nonce, job = read_job(job_fd)
 
     def emit(obj: dict[str, Any]) -> None:
         write_all(report_fd, (nonce + " " + _json.dumps(obj) + "\n").encode())
 
-    candidate = Candidate(pid, call_w, reply_r)
     try:
         run_job(job, candidate, emit)
     except CandidateGone:
         pass
     if candidate.gone is not None:
         emit({"gone": candidate.gone, "signal": candidate.signal, "malformed": candidate.malformed})
+
+
+def dojo_main(pid: int, call_w: int, reply_r: int) -> None:
+    # Only now does anything secret enter this process.
+    report_fd = _os.dup(1)
+    _os.dup2(2, 1)  # whatever the check code prints goes to stderr, not to the report channel
+    candidate = Candidate(pid, call_w, reply_r)
+    grade(0, report_fd, candidate)
     if candidate.gone is None:  # end it, without waiting for its exit: the zygote reaps it (and
         try:  # counts its CPU time in the run's) while this process exits, on the other core
             _os.kill(pid, 9)
         except OSError:
             pass
+
+
+def judge_main(sock: int) -> NoReturn:
+    """The slot's judge (``dojo.sandbox.guest.judge``: forked from the zygote before it held any job,
+    its own uid, not dumpable, every signal blocked): the trusted process of every judged run, one
+    job at a time from the zygote on ``sock`` (the protocol: ``dojo.sandbox.guest.wire``). Between
+    jobs it holds no descriptor of any run; the check code's prints go to the run's stderr."""
+    _sys.path[:] = trusted_path(_sys.path)  # before any import here
+    import array
+    import socket
+    import time
+
+    channel = socket.socket(fileno=sock)
+    null = _os.open("/dev/null", _os.O_RDWR)
+    recursion_limit = _sys.getrecursionlimit()
+    channel.send(JUDGE_READY)
+    while True:
+        try:
+            data, ancillary, _, _ = channel.recvmsg(8, socket.CMSG_LEN(JUDGE_JOB_FDS * 4))
+        except InterruptedError:
+            continue
+        except OSError:
+            _os._exit(0)
+        if not data:
+            _os._exit(0)  # the zygote is gone
+        fds = array.array("i")
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        if len(data) != 4 or len(fds) != JUDGE_JOB_FDS:
+            _os._exit(70)  # not the zygote's message: nothing here can be trusted to go on
+        job_fd, call_w, reply_r, report_fd, err_fd = fds
+        before = time.process_time()
+        candidate = Candidate(int.from_bytes(data, "little", signed=True), call_w, reply_r)
+        outcome = FAILED
+        try:
+            _os.dup2(err_fd, 1)
+            _os.dup2(err_fd, 2)
+            grade(job_fd, report_fd, candidate)
+            outcome = ANSWERED if candidate.gone is None else GONE
+        except BaseException as e:
+            try:
+                write_all(err_fd, ("dojo judge: " + describe(e) + "\n").encode())
+            except BaseException:
+                pass
+        finally:
+            for stream in (_sys.stdout, _sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            _os.dup2(null, 1)
+            _os.dup2(null, 2)
+            for fd in fds:
+                try:
+                    _os.close(fd)
+                except OSError:
+                    pass
+            _sys.setrecursionlimit(recursion_limit)
+        channel.send(JUDGE_OUTCOME.pack(outcome, time.process_time() - before))
 
 
 def check_codes(job: dict[str, Any]) -> list[Any] | None:

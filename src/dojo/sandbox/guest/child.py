@@ -55,6 +55,7 @@ SETUP_ROOTLESS = 4  # a nested user namespace instead of a uid change
 SETUP_PROTECT = 8  # a trusted harness: not dumpable, every signal blocked
 SETUP_RUN_FILTER = 16  # the run's own syscall filter, last
 SETUP_SPLIT = 32  # a split grading harness: its candidate's process forked in the set-up too
+SETUP_CANDIDATE = 64  # a judged grading harness's candidate process (``guest.judge``)
 # A forked run's role (forker.c's ``split_harness``): a plain run, or one of a split harness's two
 ROLE_RUN, ROLE_TRUSTED, ROLE_CANDIDATE = 0, 1, 2
 TRUSTED_CALL_FD, TRUSTED_REPLY_FD = 4, 5  # the trusted process's ends of a split harness's channel

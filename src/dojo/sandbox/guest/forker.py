@@ -16,7 +16,7 @@ import struct
 import sys
 from typing import TYPE_CHECKING, Any
 
-from dojo.sandbox.guest.child import RUN_UID, SETUP_JOIN_NETNS, SETUP_SPLIT
+from dojo.sandbox.guest.child import RUN_UID, SETUP_CANDIDATE, SETUP_JOIN_NETNS, SETUP_PROTECT, SETUP_SPLIT
 from dojo.sandbox.guest.jail import BOX
 from dojo.sandbox.guest.syscalls import Syscalls
 from dojo.sandbox.guest.wire import RunStep
@@ -25,7 +25,43 @@ if TYPE_CHECKING:
     from dojo.sandbox.guest.child import RunChild
 
 
-class Forker:
+class Resident:
+    """A process of the zygote's that outlives runs, spoken to on a socket (``sock``): the forker,
+    the judge (``guest.judge``). Its pid is None when there is none."""
+
+    pid: int | None
+    sock: Any
+
+    def alive(self) -> bool:
+        """Whether it runs; reaps it if it died."""
+        if self.pid is None:
+            return False
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid = self.pid
+        if pid == 0:
+            return True
+        self.forget()
+        return False
+
+    def forget(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+        self.pid, self.sock = None, None
+
+    def stop(self) -> None:
+        """Kill and reap it."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        self.forget()
+
+
+class Forker(Resident):
     """The zygote's end of its forker (``forker.c``, built on the host): a fork of the warm zygote
     that forks each one-shot run and sets it up in C, running no Python between runs, so neither it
     nor the zygote pays copy-on-write faults for the other's pages (the zygote, which forks nothing
@@ -77,33 +113,6 @@ class Forker:
         index, *words = struct.unpack("=i624I", raw)
         return id(generator) + 20 if index == internal[624] and tuple(words) == internal[:624] else 0
 
-    def alive(self) -> bool:
-        """Whether the forker runs; reaps it if it died."""
-        if self.pid is None:
-            return False
-        try:
-            pid, _ = os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            pid = self.pid
-        if pid == 0:
-            return True
-        self.forget()
-        return False
-
-    def forget(self) -> None:
-        if self.sock is not None:
-            self.sock.close()
-        self.pid, self.sock = None, None
-
-    def stop(self) -> None:
-        if self.pid is not None:
-            try:
-                os.kill(self.pid, 9)
-                os.waitpid(self.pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-        self.forget()
-
     def spawn(self, zygote: RunChild) -> None:
         """Fork the forker from the zygote as it is now (replacing any earlier one)."""
         self.stop()
@@ -135,10 +144,13 @@ class Forker:
         self.snapshot = (frozenset(zygote.code_cache), zygote.jail.ipc_generation)
         self.environment = dict(os.environ)
 
-    def setup(self, zygote: RunChild, step: RunStep, req: dict[str, Any]) -> bytes:
-        """The run's ``struct run_setup``: what ``RunChild.child`` does, as data."""
+    def setup(self, zygote: RunChild, step: RunStep, req: dict[str, Any], candidate: bool = False) -> bytes:
+        """The run's ``struct run_setup``: what ``RunChild.child`` does, as data. ``candidate``: a
+        judged harness's candidate process (forker.c's ``become_candidate``), not protected."""
         flags = zygote.setup_flags(step, req)
-        if self.splits(zygote, step):
+        if candidate:
+            flags = (flags & ~SETUP_PROTECT) | SETUP_CANDIDATE
+        elif self.splits(zygote, step):
             flags |= SETUP_SPLIT
         limits = zygote.run_rlimits(step)
         rows: list[int] = []

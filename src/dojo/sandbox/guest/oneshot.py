@@ -16,7 +16,11 @@ from typing import Any
 
 from dojo.sandbox.guest.capture import Capture, classify_limit
 from dojo.sandbox.guest.processes import RunProcesses
-from dojo.sandbox.guest.wire import RunLimits, RunReply, RunStep
+from dojo.sandbox.guest.wire import ANSWERED, FAILED, RunLimits, RunReply, RunStep
+
+# Once a judged run's candidate is killed at its deadline, how long its judge has to report the
+# cases left (each fails at once: the channel is closed) before it is killed too, and replaced.
+JUDGE_GRACE_S = 1.0
 
 
 class OneShotRun(RunProcesses):
@@ -25,16 +29,51 @@ class OneShotRun(RunProcesses):
     oom_count: int  # the group's OOM kills so far
     private_stdin: int | None  # the request's private stdin, a memfd (``Zygote.read_request``)
 
+    def judged(self, step: RunStep, private: bool) -> bool:
+        """Whether the step is a judged grading run (``guest.judge``): a protected run of a preloaded
+        harness that defines ``judge_main``, its job on a private stdin, where the forker makes runs.
+        The judge is started here where none of this harness runs; where it cannot be, the run is
+        not judged (its own trusted process grades: ``Forker.splits``)."""
+        cached, key = self.cached_code, self.cached_key
+        if not (private and step.get("protect") and self.forker is not None and key is not None
+                and isinstance(cached, dict) and callable(cached.get("judge_main"))):  # fmt: skip
+            return False
+        if self.judge.ready(key, self.jail.ipc_generation):
+            return True
+        try:
+            self.judge.spawn(self, cached, key)
+        except OSError:
+            return False
+        return True
+
     def run_step(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
         lim: RunLimits = step["limits"]
         oom_before = self.oom_count
-        mem_base = self.cgroup.set_limits(lim, residents=1 if self.forker is None else 2)
+        private = bool(step.get("stdin") and self.private_stdin is not None)
+        judged = self.judged(step, private)
+        residents = 1 + (self.forker is not None) + (self.judge.pid is not None)  # the zygote, forker, judge
+        mem_base = self.cgroup.set_limits(lim, residents=residents)
         self.cgroup.reset_peak(mem_base)
 
-        private = bool(step.get("stdin") and self.private_stdin is not None)
-        spare = self.take_spare()
+        spare = None if judged else self.take_spare()
         start = time.monotonic()
-        if spare is not None and self.start_spare(spare, step, req, private):
+        judge_fd = -1  # the judge's socket while it is on this run's job
+        if judged:  # the candidate's process from the forker, the job to the judge
+            assert self.private_stdin is not None and self.judge.sock is not None
+            job, self.private_stdin, stdin, in_w = self.private_stdin, None, b"", -1
+            (call_r, call_w), (reply_r, reply_w) = os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)
+            (out_r, out_w), (err_r, err_w) = os.pipe2(os.O_CLOEXEC), os.pipe2(os.O_CLOEXEC)
+            judge_fds = (job, call_w, reply_r, out_w, err_w)
+            try:
+                self.marks.append(("fork", time.perf_counter()))
+                start = time.monotonic()
+                pid, exc_r = self.fork_or_start(step, req, (call_r, reply_w, os.dup(err_w)), candidate=True)
+                self.judge.send(pid, judge_fds)
+            finally:
+                for fd in judge_fds:
+                    os.close(fd)
+            judge_fd = self.judge.sock.fileno()
+        elif spare is not None and self.start_spare(spare, step, req, private):
             pid, in_w, out_r, err_r, exc_r = spare.pid, spare.stdin_w, spare.out, spare.err, spare.exc
             os.close(spare.ctl)
             os.close(spare.memfd)
@@ -68,6 +107,10 @@ class OneShotRun(RunProcesses):
             os.set_blocking(fd, False)
             poller.register(fd, select.POLLIN)
         poller.register(pidfd, select.POLLIN)
+        if judge_fd >= 0:
+            poller.register(judge_fd, select.POLLIN)
+        outcome: tuple[int, float] | None = None  # the judge's, once it has sent it
+        judge_grace = True  # past the deadline, the judge gets JUDGE_GRACE_S to end its job
         pending = memoryview(stdin)
         if pending:
             os.set_blocking(in_w, False)
@@ -78,19 +121,33 @@ class OneShotRun(RunProcesses):
         exited = False
         open_fds = set(fds)
         killed_all = False
-        while open_fds or not exited:
+        while open_fds or not exited or judge_fd >= 0:
             timeout = deadline - time.monotonic()
             if timeout <= 0:
-                if limit is None and not exited:
+                if limit is None and (not exited or judge_fd >= 0):
                     limit = "wall"
                 self.kill_all()
                 killed_all = True
+                if judge_fd >= 0 and judge_grace:  # the candidate is gone: its judge reports the rest now
+                    judge_grace, deadline = False, time.monotonic() + JUDGE_GRACE_S
+                    continue
+                if judge_fd >= 0:  # still on the job (check code that never ends): replaced next time
+                    poller.unregister(judge_fd)
+                    self.judge.stop()
+                    judge_fd = -1
                 deadline = time.monotonic() + 5.0
                 if exited:
                     break
                 timeout = 5.0
             for fd, _event in poller.poll(timeout * 1000):
-                if fd == pidfd:
+                if fd == judge_fd:  # the job is done (or the judge died): end the candidate's process
+                    poller.unregister(judge_fd)
+                    judge_fd = -1
+                    outcome = self.judge.read_outcome()
+                    if not killed_all:
+                        self.kill_all()
+                        killed_all = True
+                elif fd == pidfd:
                     exited = True
                     self.marks.append(("exited", time.perf_counter()))
                     poller.unregister(pidfd)
@@ -100,7 +157,7 @@ class OneShotRun(RunProcesses):
                         if not capture.drain(rfd, fds[rfd]):
                             open_fds.discard(rfd)
                             poller.unregister(rfd)
-                    if open_fds and not killed_all:
+                    if open_fds and not killed_all and judge_fd < 0:  # (a judge still writes: wait)
                         self.kill_all()
                         killed_all = True
                 elif fd == in_w:
@@ -140,6 +197,14 @@ class OneShotRun(RunProcesses):
         os.close(exc_r)
         cpu = ru.ru_utime + ru.ru_stime + leftovers_cpu
         exit_code = os.waitstatus_to_exitcode(status)
+        if judged:  # the run's status: the judge's where it decided the end, else the candidate's own
+            cpu += outcome[1] if outcome is not None else 0.0
+            if outcome is None:
+                exit_code = -9  # the judge was killed (by the wall-clock limit, or rootless: a run)
+            elif outcome[0] == ANSWERED:
+                exit_code = 0  # (the candidate's process was killed here once every call was answered)
+            elif outcome[0] == FAILED:
+                exit_code = 1
         sig = -exit_code if exit_code < 0 else None
         self.oom_count = self.cgroup.oom_kills()
         oom = self.oom_count > oom_before

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dojo.sandbox.guest.child import RunChild
+from dojo.sandbox.guest.judge import Judge
 from dojo.sandbox.guest.wire import RunStep, read_exact, write_all
 
 if TYPE_CHECKING:
@@ -55,14 +56,17 @@ class RunProcesses(RunChild):
     main_source: memoryview | None  # the step's main file as sent (``RunChild.sent_source``)
     marks: list[tuple[str, float]]  # the request's timings (``Zygote.handle_request``)
     sessions: Sessions
+    judge: Judge  # the slot's judge (``guest.judge``): the trusted side of judged grading runs
 
     # -- a run's process: from the forker, or forked here ----------------------------------------
 
-    def fork_or_start(self, step: RunStep, req: dict[str, Any], fds: tuple[int, int, int]) -> tuple[int, int]:
+    def fork_or_start(self, step: RunStep, req: dict[str, Any], fds: tuple[int, int, int],
+                      candidate: bool = False) -> tuple[int, int]:  # fmt: skip
         """A run's process, with ``fds`` as its stdin, stdout and stderr (closed here once the run has
         them): from the forker where there is one, else forked here and set up by ``RunChild.child``. Its pid,
         and the read end of its set-up error pipe (the run writes its pid there first, then any
-        set-up or exec error)."""
+        set-up or exec error). ``candidate``: a judged harness's candidate process (``guest.judge``),
+        which only the forker makes."""
         forker = self.forker
         env = req.get("env") or {}
         try:
@@ -88,7 +92,7 @@ class RunProcesses(RunChild):
                     env if env != forker.environment else None, source_len)  # fmt: skip
                 message = marshal.dumps(run)
                 if len(message) + (source_len or 0) <= forker.PAYLOAD_CAPACITY:
-                    setup = forker.setup(self, step, req)
+                    setup = forker.setup(self, step, req, candidate)
                     parts = (setup, message) if source is None else (setup, message, source)
                     # The stdio fds stay ours until the run has them, so that the run can be sent
                     # again; each try has an error pipe of its own, whose EOF with nothing written
@@ -115,6 +119,8 @@ class RunProcesses(RunChild):
                         os.close(exc_r)
                         forker.spawn(self)
                     raise OSError("the forker did not fork the run (twice)")
+            if candidate:
+                raise OSError("a judged run's candidate process is made by the forker only")
             self.use_environment(env)
             exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
             pid = self.fork_run()
@@ -216,18 +222,20 @@ class RunProcesses(RunChild):
     # -- ending runs: every other process of the namespace killed and reaped ---------------------
 
     def kill_all(self) -> list[int]:
-        """SIGKILL every other process of the namespace but the forker. The pids signalled, found in
-        /proc, where there is a forker to spare; else ``kill(-1)`` (every process but PID 1) and []."""
+        """SIGKILL every other process of the namespace but the forker and the judge. The pids
+        signalled, found in /proc, where there is a forker to spare; else ``kill(-1)`` (every process
+        but PID 1, the judge too) and []."""
         if self.forker is None or self.forker.pid is None:
             try:
                 os.kill(-1, 9)  # as PID 1 of the namespace: every process but ourselves
             except ProcessLookupError:
                 pass
+            self.judge.forget()  # (killed: ``Judge.ready`` would not find it again)
             return []
-        if self.cgroup.tasks() == 2:  # the zygote and the forker, nothing else: no need to look
+        spared = (1, self.forker.pid, self.judge.pid)
+        if self.cgroup.tasks() == len(spared) - (self.judge.pid is None):  # no one else: no need to look
             return []
-        forker = self.forker.pid
-        others = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if pid not in (1, forker)]
+        others = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if pid not in spared]
         for pid in others:
             try:
                 os.kill(pid, 9)
@@ -236,7 +244,8 @@ class RunProcesses(RunChild):
         return others
 
     def reap_all(self) -> float:
-        """Kill and reap every other process of the namespace (a spare included, the forker not),
+        """Kill and reap every other process of the namespace (a spare included, the forker and the
+        judge not),
         until none is left; then make sure no IPC object of theirs outlives them. The CPU seconds
         of the processes it reaped (what a run's leftovers used: the run's own, too)."""
         if self.spare is not None:

@@ -35,6 +35,7 @@ The parts, in import order (each imports only those before it):
 - ``jail``: loopback, the new root, hidden paths, the watched IPC namespace, scratch wiping;
 - ``child``: a run's process: its set-up (``RunChild.child``) and the inline-Python run path;
 - ``forker``: the zygote's end of the forker (``forker.c``);
+- ``judge``: the zygote's end of the slot's judge, the trusted side of judged grading runs;
 - ``processes``: a run's process made (forker, own fork, spare) and every process ended;
 - ``oneshot``: the one-shot run path (``OneShotRun.run_step``);
 - ``preload``: the modules imported and the run rehearsed once per slot, an environment's imports;
@@ -58,6 +59,7 @@ from dojo.sandbox.guest.cgroup import CgroupHandle
 from dojo.sandbox.guest.child import set_signal
 from dojo.sandbox.guest.forker import Forker
 from dojo.sandbox.guest.jail import BOX, Jail
+from dojo.sandbox.guest.judge import Judge
 from dojo.sandbox.guest.oneshot import OneShotRun
 from dojo.sandbox.guest.preload import preload, preload_environment
 from dojo.sandbox.guest.processes import Spare
@@ -105,6 +107,7 @@ class Zygote(OneShotRun):
         self.forker: Forker | None = None
         self.previous_env: dict[str, str] | None = None  # the last run's environment (``fork_or_start``)
         self.forker_error: str | None = None
+        self.judge = Judge()  # forked at the first judged grading run (``OneShotRun.judged``)
         if config.get("forker") and not self.spares:
             try:
                 self.forker = Forker(config["forker"], self.sys)
