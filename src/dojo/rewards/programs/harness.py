@@ -30,6 +30,7 @@ from dojo.sandbox.guest.wire import (
     FAILED,
     FRAME_PREFIX,
     GONE,
+    JUDGE_JOB,
     JUDGE_JOB_FDS,
     JUDGE_OUTCOME,
     JUDGE_READY,
@@ -369,7 +370,7 @@ def judge_main(sock: int) -> NoReturn:
     channel.send(JUDGE_READY)
     while True:
         try:
-            data, ancillary, _, _ = channel.recvmsg(8, socket.CMSG_LEN(JUDGE_JOB_FDS * 4))
+            data, ancillary, _, _ = channel.recvmsg(JUDGE_JOB.size + 1, socket.CMSG_LEN(JUDGE_JOB_FDS * 4))
         except InterruptedError:
             continue
         except OSError:
@@ -380,11 +381,12 @@ def judge_main(sock: int) -> NoReturn:
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-        if len(data) != 4 or len(fds) != JUDGE_JOB_FDS:
+        if len(data) != JUDGE_JOB.size or len(fds) != JUDGE_JOB_FDS:
             _os._exit(70)  # not the zygote's message: nothing here can be trusted to go on
         job_fd, call_w, reply_r, report_fd, err_fd = fds
         before = time.process_time()
-        candidate = Candidate(int.from_bytes(data, "little", signed=True), call_w, reply_r)
+        pid, number = JUDGE_JOB.unpack(data)
+        candidate = Candidate(pid, call_w, reply_r)
         outcome = FAILED
         try:
             _os.dup2(err_fd, 1)
@@ -410,7 +412,7 @@ def judge_main(sock: int) -> NoReturn:
                 except OSError:
                     pass
             _sys.setrecursionlimit(recursion_limit)
-        channel.send(JUDGE_OUTCOME.pack(outcome, time.process_time() - before))
+        channel.send(JUDGE_OUTCOME.pack(number, outcome, time.process_time() - before))
 
 
 def check_codes(job: dict[str, Any]) -> list[Any] | None:

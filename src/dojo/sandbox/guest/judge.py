@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from dojo.sandbox.guest.forker import Resident
 from dojo.sandbox.guest.syscalls import PR_SET_DUMPABLE
-from dojo.sandbox.guest.wire import JUDGE_JOB_FDS, JUDGE_OUTCOME, JUDGE_READY
+from dojo.sandbox.guest.wire import JUDGE_JOB, JUDGE_JOB_FDS, JUDGE_OUTCOME, JUDGE_READY
 
 if TYPE_CHECKING:
     from dojo.sandbox.guest.child import RunChild
@@ -58,6 +58,9 @@ class Judge(Resident):
     def __init__(self) -> None:
         self.pid: int | None = None
         self.sock: socket.socket | None = None
+        # each job's number, which its outcome carries: an outcome of an earlier job (its request
+        # failed while the judge was on it, and no one read it) is never taken for this one's
+        self.job = 0
         self.snapshot: tuple[str | None, int] = (None, 0)  # (the harness's code cache key, IPC generation)
 
     def ready(self, key: str, ipc_generation: int) -> bool:
@@ -116,12 +119,13 @@ class Judge(Resident):
         """One job for the judge: the candidate's pid, and ``fds`` (see ``wire.JUDGE_JOB_FDS``).
         OSError if the judge is gone."""
         assert self.sock is not None and len(fds) == JUDGE_JOB_FDS
-        self.sock.sendmsg([candidate.to_bytes(4, "little", signed=True)],
+        self.job = (self.job + 1) & 0xFFFFFFFF
+        self.sock.sendmsg([JUDGE_JOB.pack(candidate, self.job)],
                           [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])  # fmt: skip
 
-    def read_outcome(self) -> tuple[int, float] | None:
-        """The judge's outcome of its job and the CPU seconds it took; None if the judge died (it is
-        reaped and forgotten then)."""
+    def read_outcome(self) -> tuple[int, float] | bool | None:
+        """The judge's outcome of this job and the CPU seconds it took; None if the judge died (it
+        is reaped and forgotten then); False for an earlier job's outcome (read again)."""
         assert self.sock is not None
         try:
             data = self.sock.recv(JUDGE_OUTCOME.size)
@@ -130,5 +134,5 @@ class Judge(Resident):
         if len(data) != JUDGE_OUTCOME.size:
             self.stop()
             return None
-        outcome, cpu = JUDGE_OUTCOME.unpack(data)
-        return int(outcome), float(cpu)
+        job, outcome, cpu = JUDGE_OUTCOME.unpack(data)
+        return (int(outcome), float(cpu)) if job == self.job else False

@@ -141,9 +141,12 @@ class OneShotRun(RunProcesses):
                 timeout = 5.0
             for fd, _event in poller.poll(timeout * 1000):
                 if fd == judge_fd:  # the job is done (or the judge died): end the candidate's process
+                    got = self.judge.read_outcome()
+                    if got is False:  # an earlier job's
+                        continue
                     poller.unregister(judge_fd)
                     judge_fd = -1
-                    outcome = self.judge.read_outcome()
+                    outcome = got if isinstance(got, tuple) else None
                     if not killed_all:
                         self.kill_all()
                         killed_all = True

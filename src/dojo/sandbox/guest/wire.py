@@ -16,12 +16,13 @@ from typing import Any, NotRequired, TypedDict
 FRAME_PREFIX = struct.Struct(">II")
 MAX_HEADER = 64 * 1024 * 1024
 
-# The slot's judge (``dojo.sandbox.guest.judge``) and the zygote: a job is the candidate's pid (4
-# bytes, little-endian) with JUDGE_JOB_FDS descriptors (the job, a memfd; the channel's ends, calls
-# out and replies in; the report pipe; the run's stderr); the judge answers each job with its
-# outcome and the CPU seconds it took.
+# The slot's judge (``dojo.sandbox.guest.judge``) and the zygote: a job is the candidate's pid and
+# the job's number, with JUDGE_JOB_FDS descriptors (the job, a memfd; the channel's ends, calls out
+# and replies in; the report pipe; the run's stderr); the judge answers each job with its number,
+# its outcome and the CPU seconds it took.
+JUDGE_JOB = struct.Struct("<iI")
 JUDGE_JOB_FDS = 5
-JUDGE_OUTCOME = struct.Struct("=Bd")
+JUDGE_OUTCOME = struct.Struct("=IBd")
 JUDGE_READY = b"r"  # the judge's first message, once it is set up
 ANSWERED, GONE, FAILED = 0, 1, 2  # every call answered; the candidate stopped answering; the judge failed
 
