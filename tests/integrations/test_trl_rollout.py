@@ -217,6 +217,13 @@ def test_an_episode_without_a_token_record_is_unscorable(tiny_model_dir: Path) -
     chained = ep.model_copy(update={"turns": [ep.turns[0]]})
     tokens, value = rollout._row(chained, tokenizer)
     assert value == 1.0 and tokens.prompt_ids == [1, 2] and tokens.completion_ids == [5]
+    # a prompt that filled the model's context: nothing sampled (HFPolicy), so nothing to train on;
+    # TRL needs a token in every row (an empty one crashed dojo train on SciCode's longest prompts)
+    nothing = Completion(text="", finish_reason="length", token_ids=[], logprobs=[], prompt_token_ids=[1, 2])
+    overflow = ep.model_copy(update={"turns": [TurnRecord(index=0, completion=nothing)]})
+    tokens, value = rollout._row(overflow, tokenizer)
+    assert value is None and tokens.completion_ids == [tokenizer.eos_token_id] and tokens.env_mask == [0]
+    assert rollout.context_overflows == 1
 
 
 def _serve(model_dir: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -29,6 +29,7 @@ advantage; it is never a 0.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -48,6 +49,8 @@ from dojo.tasks.model import Task
 
 EpisodeMode = Literal["single", "feedback", "tools"]
 GroupHook = Callable[[list[Group]], None]
+
+logger = logging.getLogger(__name__)
 
 
 def episode_reward(
@@ -142,6 +145,9 @@ class DojoRollout:
         self.max_attempts = max_attempts
         self.process = process
         self.token_mismatches = 0
+        # episodes whose prompt filled the model's context: no token was sampled (HFPolicy), so there
+        # is nothing to train on (SciCode's longest prompts against the embedded tiny model)
+        self.context_overflows = 0
         self.last_groups: list[Group] = []
         self._local: HFPolicy | None = None
         self._synced_step: int | None = None
@@ -238,18 +244,29 @@ class DojoRollout:
         return ordered
 
     def _row(self, ep: Episode, tokenizer: Any) -> tuple[EpisodeTokens, float | None]:
-        """An episode's tokens and reward; one without a reward or a token record is unscorable."""
+        """An episode's tokens and reward; one without a reward or a token record, or without a
+        sampled token, is unscorable (a row of one masked end-of-sequence token: TRL needs one)."""
         try:
             tokens = episode_tokens(ep)
         except TokenRecordError:
             if ep.turns:  # replies that do not chain: count it; a failed episode has no turns
                 self.token_mismatches += 1
-            prompt = ep.turns[0].completion.prompt_token_ids if ep.turns else None
-            if not prompt:
-                prompt = list(tokenizer(ep.messages[0].get("content") or " ", add_special_tokens=False)["input_ids"])
-            eos = tokenizer.eos_token_id
-            return EpisodeTokens(prompt_ids=prompt, completion_ids=[eos], logprobs=[0.0], env_mask=[0]), None
-        return tokens, ep.value if ep.scored else None
+            tokens = None
+        if tokens is not None and tokens.completion_ids:
+            return tokens, ep.value if ep.scored else None
+        if tokens is not None:
+            self.context_overflows += 1
+            if self.context_overflows == 1:
+                logger.warning(
+                    "an episode's prompt (%d tokens) filled the policy's context: nothing was sampled, the episode "
+                    "is not trained on; give the model a longer context or the task a shorter prompt",
+                    len(tokens.prompt_ids),
+                )
+        prompt = ep.turns[0].completion.prompt_token_ids if ep.turns else None
+        if not prompt:
+            prompt = list(tokenizer(ep.messages[0].get("content") or " ", add_special_tokens=False)["input_ids"])
+        eos = tokenizer.eos_token_id
+        return EpisodeTokens(prompt_ids=prompt, completion_ids=[eos], logprobs=[0.0], env_mask=[0]), None
 
     def close(self) -> None:
         if self._loop.started:
