@@ -301,6 +301,22 @@ async def test_odd_answers_and_exits_score_zero_not_none(sb: AsyncSandbox, name:
     scored_zero(await g.grade(SECRET_TASK, code))
 
 
+@pytest.mark.parametrize("sig", [6, 9, 11, 24, 25, 31])
+@pytest.mark.parametrize("when", ["load", "call"])
+async def test_a_candidate_that_kills_itself_with_any_signal_scores_zero_not_none(
+    sb: AsyncSandbox, sig: int, when: str
+) -> None:
+    """A judged run's status is the candidate's own where the judge reports it gone: no signal of its
+    (SIGABRT, SIGKILL, SIGSEGV, SIGXCPU, SIGXFSZ, SIGSYS) makes the grade a sandbox error."""
+    kill = f"import os, signal\nsignal.signal({sig}, signal.SIG_DFL)\nos.kill(os.getpid(), {sig})\n"
+    code = (
+        kill + RIGHT
+        if when == "load"
+        else RIGHT.replace("    return", kill.replace("\n", "\n    ")[:-4] + "    return")
+    )
+    scored_zero(await grader(sb).grade(PLUS_ONE, code))
+
+
 # -- raw frames on the channel: the judge parses what the candidate writes ------------------------
 
 RAW = """import os, struct, json
