@@ -103,6 +103,41 @@ async def test_hf_policy_locally(tiny_model_dir: Path) -> None:
         HFPolicy.from_dir(tiny_model_dir / "missing")
 
 
+async def test_a_prompt_sampled_many_times_is_computed_once_with_the_same_tokens(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GRPO group's copies of one prompt share one prefill (its KV cache copied to each row); what
+    they sample is what a batch that computes every row gives."""
+    import asyncio
+
+    policy = HFPolicy.from_dir(tiny_model_dir)
+    other = [{"role": "user", "content": "say something longer"}]
+    shared: list[int] = []
+    prefill = HFPolicy._shared_prefill
+
+    def counting(self: HFPolicy, input_ids: Any, attention: Any) -> dict[str, Any]:
+        out = prefill(self, input_ids, attention)
+        shared.append(len(out))
+        return out
+
+    async def batch() -> list[list[Completion]]:
+        sampled = SamplingParams(max_tokens=16, temperature=1.0, seed=7)
+        greedy = SamplingParams(max_tokens=16, temperature=0.0)
+        return [
+            *await asyncio.gather(*(policy.generate(m, sampled) for m in (HI, HI, other, HI))),
+            *await asyncio.gather(*(policy.generate(m, greedy) for m in (HI, other, HI))),
+        ]
+
+    monkeypatch.setattr(HFPolicy, "_shared_prefill", counting)
+    once = await batch()
+    assert shared == [1, 1]  # both batches repeat a prompt: one cache each
+    monkeypatch.setattr(HFPolicy, "_shared_prefill", lambda self, *a: {})
+    every_row = await batch()
+    assert [[c.token_ids for c in cs] for cs in once] == [[c.token_ids for c in cs] for cs in every_row]
+    for a, b in zip(once, every_row, strict=True):
+        assert a[0].logprobs == pytest.approx(b[0].logprobs, abs=1e-4)
+
+
 async def test_stop_sequences_cut_the_text(tiny_model_dir: Path) -> None:
     policy = HFPolicy.from_dir(tiny_model_dir)
     out = await policy.generate(HI, SamplingParams(max_tokens=60, temperature=1.0, seed=0), n=4)

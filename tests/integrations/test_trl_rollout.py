@@ -5,6 +5,7 @@ the environment added."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from dojo.agent.weight_sync import ServedWeights
 from dojo.errors import InputError
 from dojo.integrations.event_loops import SANDBOXES
 from dojo.integrations.trl import DojoRollout, episode_reward, task_rows
+from dojo.integrations.trl_rollout import GradeOnce
 from dojo.rewards import Reward
 from dojo.rollout.scheduler import Group
 from tests.conftest import free_port
@@ -301,3 +303,30 @@ def test_bad_input_is_a_clear_error() -> None:
         rollout.task_of("an unknown prompt")
     with pytest.raises(InputError, match="no `dojo_reward`"):
         episode_reward(["p"], ["c"])
+
+
+async def test_a_reply_given_twice_to_a_task_is_graded_once() -> None:
+    """GradeOnce: the copies of a reply take its first copy's reward; a copy that finds an
+    infrastructure failure is graded itself; the stats count every copy."""
+    runs: list[tuple[str, str]] = []
+    failing = {"x + 2"}
+
+    class Counting(GradeOnce):
+        async def _grade(self, task: Any, completion: str, seed: int | None) -> Reward:
+            runs.append((task.id, completion))
+            await asyncio.sleep(0.01)  # the copies arrive while the first is still being graded
+            if completion in failing:
+                failing.discard(completion)  # the sandbox fails once
+                return Reward(value=None, verdict="infrastructure_error", error="slot died")
+            return Reward(value=float(completion == task.reference), verdict="pass")
+
+    grader = Counting(DeadSandbox())  # type: ignore[arg-type]
+    a, b = TASKS
+    ref = a.reference
+    assert ref is not None
+    items = [(a, ref), (a, ref), (b, ref), (a, "x + 2"), (a, "x + 2"), (a, ref)]
+    rewards = await asyncio.gather(*(grader.grade(t, c) for t, c in items))
+    assert [r.value for r in rewards] == [1.0, 1.0, 0.0, None, 0.0, 1.0]
+    # a.reference on a once, on b once; "x + 2" failed, so its copy ran again
+    assert sorted(runs) == sorted([(a.id, ref), (b.id, ref), (a.id, "x + 2"), (a.id, "x + 2")])
+    assert grader.shared == 2 and grader.stats.scored == 5 and sum(grader.stats.verdicts.values()) == 6

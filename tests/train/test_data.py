@@ -25,6 +25,24 @@ def test_no_held_out_prompt_is_ever_trained_on() -> None:
     assert all(held_out(t) for t in test) and not any(held_out(t) for t in train)
 
 
+def test_the_split_is_the_one_a_full_pool_gives() -> None:
+    """split_tasks generates only as many tasks as it keeps (and the whole pool when a prefix is short):
+    the same tasks as filtering the whole pool of 2x training and 40x held-out candidates."""
+    from dojo.tasks.families import generate_tasks
+
+    for size, held in ((3000, 100), (40, 30)):
+        train, test = split_tasks(TaskSettings(source="family:identify", train_size=size, held_out_size=held), seed=5)
+        pool = generate_tasks("identify", 2 * size, seed=5)
+        assert train == [t for t in pool if not held_out(t)][:size]
+        seen: set[str] = set()
+        full = []
+        for t in generate_tasks("identify", 40 * held, seed=10_007):
+            if held_out(t) and t.prompt_text() not in seen:
+                seen.add(t.prompt_text())
+                full.append(t)
+        assert test == full[:held]
+
+
 def test_reference_demonstrations_are_the_reference_solutions() -> None:
     tasks = _tasks(200)
     rows = demonstrations(tasks, "reference", seed=0)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -273,6 +274,7 @@ class HFPolicy:
             self.model.eval()
             try:
                 with torch.no_grad():
+                    gen.update(self._shared_prefill(input_ids, attention))
                     result = self.model.generate(input_ids=input_ids, attention_mask=attention, **gen)
                     logits = torch.stack(result.logits, dim=1).float()
                     chosen = result.sequences[:, width:]
@@ -285,6 +287,29 @@ class HFPolicy:
             for i in fits:
                 out[i] = out[i] * requests[i].n
         return out
+
+    def _shared_prefill(self, input_ids: Any, attention: Any) -> dict[str, Any]:
+        """The KV cache of the batch's prompts but their last token, each distinct prompt computed once
+        and copied to its rows, for ``generate`` to go on from (``{}`` when no prompt repeats).
+
+        A GRPO group is one prompt sampled ``group_size`` times: computing it once per group cut the
+        generation of the embedded default's step (12 prompts x 8) from 441 to 164 ms of CPU, with
+        the same sampled tokens (logits equal to ~5e-6; ``bench/generate_prefill.py``)."""
+        import torch
+        from transformers import DynamicCache
+
+        first: dict[tuple[int, ...], int] = {}
+        rows = [first.setdefault(tuple(row), len(first)) for row in input_ids.tolist()]
+        if len(first) == len(rows) or input_ids.shape[1] < 2:
+            return {}
+        distinct = torch.tensor([rows.index(k) for k in range(len(first))], device=input_ids.device)
+        ids, mask = input_ids[distinct, :-1], attention[distinct, :-1]
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding: each prompt's own positions, as generate's
+        name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+        cache = DynamicCache(config=self.model.config)
+        self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **{name: cache})
+        cache.reorder_cache(torch.tensor(rows, device=input_ids.device))  # type: ignore[arg-type]
+        return {name: cache}
 
     def _completion(
         self, ids: list[int], lps: list[float], prompt_ids: list[int], params: SamplingParams

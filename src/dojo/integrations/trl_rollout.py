@@ -28,6 +28,7 @@ advantage; it is never a 0.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
@@ -42,9 +43,10 @@ from dojo.agent.turn_rewards import ProcessScorer
 from dojo.agent.weight_sync import ServedWeights
 from dojo.errors import DojoError, InputError
 from dojo.integrations.event_loops import SANDBOXES, BackgroundLoop
-from dojo.rewards import Grader, GradingConfig
+from dojo.rewards import Grader, GradingConfig, Reward
 from dojo.rewards.config import DEFAULT_GRADING
 from dojo.rollout.scheduler import Group, RolloutConfig, RolloutScheduler
+from dojo.sandbox import SandboxAPI
 from dojo.tasks.model import Task
 
 EpisodeMode = Literal["single", "feedback", "tools"]
@@ -95,6 +97,34 @@ def episode_config(mode: EpisodeMode, max_turns: int, sampling: SamplingParams) 
     return EpisodeConfig(mode="tools", max_turns=max_turns, sampling=sampling, native_tools=False)
 
 
+class GradeOnce(Grader):
+    """A ``Grader`` that grades each distinct reply to a task once: the other copies of it (in a
+    GRPO group most replies have a twin; the embedded default's groups of 8 hold 3 distinct replies
+    on average, 36 of a step's 96) take the first copy's ``Reward``, as a sandbox run of the same
+    code on the same tests gives. A copy that finds an infrastructure failure (no value) is graded
+    again on its own. Stats count every copy, as a ``Grader`` that graded each would."""
+
+    def __init__(self, sandbox: SandboxAPI, config: GradingConfig = DEFAULT_GRADING) -> None:
+        super().__init__(sandbox, config)
+        self._graded: dict[tuple[str, str, int | None], asyncio.Task[Reward]] = {}
+        self.shared = 0  # copies that took another copy's grade
+
+    async def grade(self, task: Task, completion: str, *, seed: int | None = None) -> Reward:
+        key = (task.id, completion, seed)
+        first = self._graded.get(key)
+        if first is None:
+            first = self._graded[key] = asyncio.ensure_future(self._grade(task, completion, seed))
+            reward = await asyncio.shield(first)  # a copy cancelled while it waits cancels no other
+        else:
+            reward = await asyncio.shield(first)
+            if reward.value is None:  # a failure is the sandbox's, not the reply's: try this copy itself
+                reward = await self._grade(task, completion, seed)
+            else:
+                self.shared += 1
+        self.stats.add(reward)
+        return reward
+
+
 class DojoRollout:
     """A ``rollout_func`` running dojo episodes (see the module doc).
 
@@ -103,6 +133,8 @@ class DojoRollout:
     the trainer (temperature, top-p, and ``max_completion_length`` tokens per reply).
     ``on_groups``: called with each step's groups (the full ``Episode`` records) in prompt order.
     ``max_attempts``: tries of an episode that failed for infrastructure reasons.
+    ``grade_once``: within one call (one step, one evaluation), a reply given more than once to the
+    same task is graded once (``GradeOnce``); off, every episode runs its own grading.
     """
 
     def __init__(
@@ -120,6 +152,7 @@ class DojoRollout:
         on_groups: GroupHook | None = None,
         max_attempts: int = 2,
         process: ProcessScorer | None = None,
+        grade_once: bool = True,
     ) -> None:
         if mode not in ("single", "feedback", "tools"):
             raise InputError(f"mode must be 'single', 'feedback' or 'tools', not {mode!r}")
@@ -144,6 +177,7 @@ class DojoRollout:
         self.on_groups = on_groups
         self.max_attempts = max_attempts
         self.process = process
+        self.grade_once = grade_once
         self.token_mismatches = 0
         # episodes whose prompt filled the model's context: no token was sampled (HFPolicy), so there
         # is nothing to train on (SciCode's longest prompts against the embedded tiny model)
@@ -233,7 +267,8 @@ class DojoRollout:
 
     async def _run(self, policy: Policy, config: RolloutConfig, tasks: list[Task], prefix: str) -> list[Group]:
         sandbox = await SANDBOXES.get(self.pool_size, self.ray)
-        scheduler = RolloutScheduler(policy, Grader(sandbox, self.grading), config, process=self.process)
+        grader = GradeOnce(sandbox, self.grading) if self.grade_once else Grader(sandbox, self.grading)
+        scheduler = RolloutScheduler(policy, grader, config, process=self.process)
         by_id = {group.group_id: group async for group in scheduler.run(tasks, prefix=prefix)}
         seen: dict[str, int] = {}
         ordered = []
