@@ -1,7 +1,7 @@
 """Rootless mode: the whole sandbox suite again, as an unprivileged user, through user namespaces.
 
 Run as root (as CI does), this test drops to ``nobody`` with ``setpriv`` and runs every other test
-of this directory (and the grading harness's trust-boundary tests) in that identity; tests of what
+of this directory (and the grading harness's trust-boundary and judge-attack tests) in that identity; tests of what
 only root offers are marked ``root_only``.
 """
 
@@ -46,9 +46,10 @@ def test_sandbox_suite_passes_without_root() -> None:
     os.chown(home, NOBODY, NOBODY)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C.UTF-8"}
     drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    # the sandbox's tests, and the grading harness's trust boundary (a second process per run)
+    # the sandbox's tests, and the grading harness's trust boundary (a second process per run; the
+    # slot's judge, which rootless runs share a user with)
     pytest_args = ["-p", "no:cacheprovider", "-q", "-rs", "tests/sandbox", "tests/rewards/test_harness.py",
-                   "--deselect", __file__]  # fmt: skip
+                   "tests/rewards/test_judge_attacks.py", "--deselect", __file__]  # fmt: skip
     try:
         proc = subprocess.run(
             [*drop, sys.executable, "-m", "pytest", *pytest_args],

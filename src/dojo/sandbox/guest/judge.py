@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import array
 import os
+import resource
 import select
 import signal
 import socket
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from dojo.sandbox.guest.child import RunChild
 
 JUDGE_UID_OFFSET = 1 << 30  # the judge's uid: the slot's run uid plus this (pool uids stay far below)
+# Every resource limit a process of the judge's user could lower from outside (``Judge.tampered``).
+RLIMITS = tuple(getattr(resource, n) for n in sorted(dir(resource)) if n.startswith("RLIMIT_"))
 READY_TIMEOUT_S = 10.0  # a judge starts in milliseconds; past this it is killed and the run not judged
 
 
@@ -61,6 +64,7 @@ class Judge(Resident):
         # each job's number, which its outcome carries: an outcome of an earlier job (its request
         # failed while the judge was on it, and no one read it) is never taken for this one's
         self.job = 0
+        self.state: tuple[Any, ...] = ()  # what a process of the same user could change (``tampered``)
         self.snapshot: tuple[str | None, int] = (None, 0)  # (the harness's code cache key, IPC generation)
 
     def ready(self, key: str, ipc_generation: int) -> bool:
@@ -114,6 +118,27 @@ class Judge(Resident):
         if not ready:
             self.stop()
             raise OSError("the judge did not start")
+        self.state = self.settings()
+
+    def settings(self) -> tuple[Any, ...]:
+        """What a process of the judge's user may change in it from outside, and what lasts: its
+        rlimits, nice value, OOM score and CPU affinity."""
+        assert self.pid is not None
+        with open(f"/proc/{self.pid}/oom_score_adj", "rb") as f:
+            oom = f.read()
+        limits = tuple(resource.prlimit(self.pid, r) for r in RLIMITS)
+        return limits, os.getpriority(os.PRIO_PROCESS, self.pid), oom, frozenset(os.sched_getaffinity(self.pid))
+
+    def tampered(self) -> bool:
+        """Whether the judge is not as it was set up. Rootless, each run is the judge's user outside
+        their namespaces, and the kernel lets a process of the same user set another's rlimits (an
+        RLIMIT_NOFILE of 3 made the judge fail the next grade, another task's), nice value, OOM score
+        and CPU affinity: a judge changed so is replaced before its next job (root mode: another
+        uid, so no run can)."""
+        try:
+            return self.settings() != self.state
+        except OSError:
+            return True
 
     def send(self, candidate: int, fds: tuple[int, ...]) -> None:
         """One job for the judge: the candidate's pid, and ``fds`` (see ``wire.JUDGE_JOB_FDS``).

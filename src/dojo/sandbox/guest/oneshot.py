@@ -38,7 +38,7 @@ class OneShotRun(RunProcesses):
         if not (private and step.get("protect") and self.forker is not None and key is not None
                 and isinstance(cached, dict) and callable(cached.get("judge_main"))):  # fmt: skip
             return False
-        if self.judge.ready(key, self.jail.ipc_generation):
+        if self.judge.ready(key, self.jail.ipc_generation) and not (self.rootless and self.judge.tampered()):
             return True
         try:
             self.judge.spawn(self, cached, key)
@@ -200,14 +200,18 @@ class OneShotRun(RunProcesses):
         os.close(exc_r)
         cpu = ru.ru_utime + ru.ru_stime + leftovers_cpu
         exit_code = os.waitstatus_to_exitcode(status)
-        if judged:  # the run's status: the judge's where it decided the end, else the candidate's own
+        if judged:  # the run's status is the judge's: an exit code the candidate chose says nothing
             cpu += outcome[1] if outcome is not None else 0.0
             if outcome is None:
                 exit_code = -9  # the judge was killed (by the wall-clock limit, or rootless: a run)
-            elif outcome[0] == ANSWERED:
-                exit_code = 0  # (the candidate's process was killed here once every call was answered)
             elif outcome[0] == FAILED:
                 exit_code = 1
+            elif outcome[0] == ANSWERED or exit_code > 0:
+                # every call answered (the candidate's process was killed here after), or it stopped
+                # answering and exited: 0, as a per-run trusted process exits (the host read a chosen
+                # 70 as "the harness could not start": an infrastructure error, not a 0); a signal
+                # that ended it stays the run's (its CPU limit is the run's)
+                exit_code = 0
         sig = -exit_code if exit_code < 0 else None
         self.oom_count = self.cgroup.oom_kills()
         oom = self.oom_count > oom_before
