@@ -23,7 +23,7 @@ from dojo.agent.weight_sync import ServedWeights
 from dojo.errors import InputError
 from dojo.integrations.event_loops import SANDBOXES
 from dojo.integrations.trl import DojoRollout, episode_reward, task_rows
-from dojo.integrations.trl_rollout import GradeOnce
+from dojo.integrations.trl_rollout import UNSCORABLE_PROMPT_TOKENS, GradeOnce
 from dojo.rewards import Reward
 from dojo.rollout.scheduler import Group
 from tests.conftest import free_port
@@ -226,6 +226,9 @@ def test_an_episode_without_a_token_record_is_unscorable(tiny_model_dir: Path) -
     tokens, value = rollout._row(overflow, tokenizer)
     assert value is None and tokens.completion_ids == [tokenizer.eos_token_id] and tokens.env_mask == [0]
     assert rollout.context_overflows == 1
+    long = Completion(text="", finish_reason="length", token_ids=[], logprobs=[], prompt_token_ids=list(range(5000)))
+    tokens, _ = rollout._row(ep.model_copy(update={"turns": [TurnRecord(index=0, completion=long)]}), tokenizer)
+    assert tokens.prompt_ids == list(range(5000))[-UNSCORABLE_PROMPT_TOKENS:]  # TRL runs the model over it all
 
 
 def _serve(model_dir: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -53,6 +53,7 @@ EpisodeMode = Literal["single", "feedback", "tools"]
 GroupHook = Callable[[list[Group]], None]
 
 logger = logging.getLogger(__name__)
+UNSCORABLE_PROMPT_TOKENS = 64  # the prompt an unscorable row keeps (``DojoRollout._row``)
 
 
 def episode_reward(
@@ -300,6 +301,9 @@ class DojoRollout:
         prompt = ep.turns[0].completion.prompt_token_ids if ep.turns else None
         if not prompt:
             prompt = list(tokenizer(ep.messages[0].get("content") or " ", add_special_tokens=False)["input_ids"])
+        # nothing is trained on this row, but TRL runs the model over all of it: a doc_analysis
+        # prompt of 126,089 tokens took the trainer past 22 GB (killed); its tail is enough
+        prompt = prompt[-UNSCORABLE_PROMPT_TOKENS:]
         eos = tokenizer.eos_token_id
         return EpisodeTokens(prompt_ids=prompt, completion_ids=[eos], logprobs=[0.0], env_mask=[0]), None
 
