@@ -21,6 +21,7 @@ booleans exactly, lists item by item, objects key by key, arrays by shape and va
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import base64
 import functools
@@ -104,10 +105,17 @@ def read_answer(result: ExecutionResult) -> tuple[Any, str | None]:
         how = result.verdict.value + (f" ({result.limit.value} limit)" if result.limit else "")
         tail = result.stderr.strip().splitlines()[-1][:300] if result.stderr.strip() else ""
         return None, f"no {ANSWER_FILE} was written ({how}{': ' + tail if tail else ''})"
-    if fetched.truncated or len(fetched.content) > ANSWER_MAX_BYTES:
+    if fetched.truncated:
+        return None, f"{ANSWER_FILE} is larger than {ANSWER_MAX_BYTES >> 20} MiB"
+    return parse_answer(fetched.content)
+
+
+def parse_answer(content: bytes) -> tuple[Any, str | None]:
+    """(an answer file's data, None) or (None, why it is not an answer)."""
+    if len(content) > ANSWER_MAX_BYTES:
         return None, f"{ANSWER_FILE} is larger than {ANSWER_MAX_BYTES >> 20} MiB"
     try:
-        return json.loads(fetched.content.decode()), None
+        return json.loads(content.decode()), None
     except (UnicodeDecodeError, ValueError) as e:
         return None, f"{ANSWER_FILE} is not JSON: {str(e)[:200]}"
 
@@ -267,9 +275,12 @@ async def _reference_run(task: Task, sandbox: SandboxAPI, limits: Limits, key: s
 
 
 async def grade_analysis(
-    task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None
+    task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None, *, written: bytes | None = None
 ) -> AnalysisGrade:
-    """Run the completion's program (see the module doc) and compare its answer file here."""
+    """Run the completion's program (see the module doc) and compare its answer file here.
+
+    ``written``: the answer file the program is known to write whatever it runs on (the audit's
+    own constant candidates, ``constant_answers``): compared the same way, without a run."""
     out = AnalysisGrade(total=len(task.tests))
     code = extract_code(completion, "python")
     if not code.strip():
@@ -283,11 +294,14 @@ async def grade_analysis(
             out.infrastructure_error = found
             return out
         reference = found
-    result = await sandbox.run(analysis_program(task, code), lim)
-    if result.verdict is Verdict.SANDBOX_ERROR:
-        out.infrastructure_error = result.sandbox_error or "sandbox error"
-        return out
-    answer, why = read_answer(result)
+    if written is not None:
+        answer, why = parse_answer(written)
+    else:
+        result = await sandbox.run(analysis_program(task, code), lim)
+        if result.verdict is Verdict.SANDBOX_ERROR:
+            out.infrastructure_error = result.sandbox_error or "sandbox error"
+            return out
+        answer, why = read_answer(result)
     if why is not None:
         out.cases.append(CaseOutcome(index=-1, passed=False, detail=why))
         return out
@@ -350,9 +364,53 @@ def trivial_analysis_candidates(task: Task) -> list[tuple[str, str]]:
             for r in ("None", "0")
         ]
     zeros = json.dumps(guessed_answer(task))
-    question = json.dumps(task.prompt_text()[:4000])
+    question = _question_literal(task)
     return [
         ("empty program", "```python\n\n```"),
         ("answer of zeros", f"```python\nimport json\njson.dump({zeros}, open({ANSWER_FILE!r}, 'w'))\n```"),
-        ("print the question", f"```python\nprint({question})\nopen({ANSWER_FILE!r}, 'w').write('{{}}')\n```"),
+        ("print the question", f"```python\nprint({question})\n{_EMPTY_ANSWER}\n```"),
     ]
+
+
+_EMPTY_ANSWER = f"open({ANSWER_FILE!r}, 'w').write('{{}}')"
+
+
+def _question_literal(task: Task) -> str:
+    """The question as a Python string literal with no backtick: the prompts' own words "in a
+    (three backticks)python block" inside the candidate's block ended it there, so the program run
+    was a cut-off ``print(`` (a syntax error), not the question printed (found 2026-12-04)."""
+    return json.dumps(task.prompt_text()[:4000]).replace("`", "\\u0060")
+
+
+def constant_answers(task: Task) -> dict[str, bytes]:
+    """The answer file each of ``trivial_analysis_candidates`` writes whatever its run sees, by the
+    candidate's name: those programs read nothing (an answer of zeros: ``json.dump`` of a literal;
+    the question printed, then ``{}`` written), so the audit compares the file without running them.
+
+    Measured (2026-12-04, 1,000 tasks each, 2 shared cores): they were half of ``family:data_analysis``'s
+    and ``family:scientific``'s 4,000 audit runs, ~9 ms of sandbox CPU each (a fork of a zygote
+    holding pandas and scipy); every one is still compared with every test, as before. An answer
+    is claimed only where the program's literal is the same data in Python as in JSON (a ``false``
+    or ``null`` would make the program fail, and it runs then)."""
+    if task.entry_point is not None:
+        return {}
+    zeros = json.dumps(guessed_answer(task))
+    question = _question_literal(task)
+    try:
+        same = ast.literal_eval(zeros) == json.loads(zeros)
+    except (ValueError, SyntaxError):
+        same = False
+    # The program a run would get (a fence inside the question would cut it short: then it runs).
+    wanted = {
+        "answer of zeros": (
+            f"import json\njson.dump({zeros}, open({ANSWER_FILE!r}, 'w'))",
+            zeros.encode() if same else None,
+        ),
+        "print the question": (f"print({question})\n{_EMPTY_ANSWER}", b"{}"),
+    }
+    out: dict[str, bytes] = {}
+    for name, completion in trivial_analysis_candidates(task):
+        code, written = wanted.get(name, (None, None))
+        if written is not None and extract_code(completion, "python").strip() == code:
+            out[name] = written
+    return out

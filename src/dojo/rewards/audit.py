@@ -26,9 +26,10 @@ from typing import Any
 from datasketch import MinHash, MinHashLSH
 
 from dojo.errors import InputError
-from dojo.rewards.analysis import trivial_analysis_candidates
+from dojo.rewards.analysis import constant_answers, trivial_analysis_candidates
 from dojo.rewards.calls import check_calls, parse_calls
-from dojo.rewards.documents import hollow_document
+from dojo.rewards.documents import fetch_document, hollow_document
+from dojo.rewards.extract import extract_code
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
@@ -381,6 +382,36 @@ async def audit_tasks(
     grader = Grader(sandbox)
     dups = near_duplicates(tasks, duplicate_threshold)
     done = 0
+    scripts: dict[str, asyncio.Future[bytes | None]] = {}  # a shared script's file, by what its run depends on
+
+    async def written_once(task: Task, script: str) -> bytes | None:
+        """The file a document script of the audit's own writes, from one run per distinct script and
+        run (``family:office``'s 1,000 headings-only candidates are 10 scripts); None when that run
+        wrote none (each task's grading then runs it and reports why)."""
+        assert task.document is not None
+        limits = grader.limits or task.limits
+        run_limits = limits.model_dump(mode="json") if limits is not None else None
+        key = json.dumps([script, task.environment, task.document.path, task.document.max_bytes, run_limits])
+        if key not in scripts:
+            future: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+            scripts[key] = future
+            try:
+                content, _, _ = await fetch_document(task, extract_code(script, "python"), sandbox, limits)
+            except BaseException:
+                future.set_result(None)
+                raise
+            future.set_result(content)
+        return await asyncio.shield(scripts[key])
+
+    async def grade_trivial(task: Task, name: str, completion: str, known: dict[str, bytes]) -> Reward:
+        """A trivial candidate graded; one whose output is known without a run (see
+        ``constant_answers``, ``written_once``) is judged on that output by the same grading."""
+        written = known.get(name)
+        if written is None and name == "headings only" and task.document is not None and task.document.path:
+            written = await written_once(task, completion)
+        if written is not None:
+            return await grader.grade_written(task, completion, written)
+        return await grader.grade(task, completion)
 
     async def judge(task: Task) -> TaskAudit:
         a = TaskAudit(id=task.id, form=task.form, source=task.metadata.source)
@@ -406,7 +437,8 @@ async def audit_tasks(
             else:
                 refs = list(await asyncio.gather(*(grader.grade(task, task.reference) for _ in range(repeats))))
             a.reference_ms = round((time.perf_counter() - t0) * 1000 / max(1, repeats), 2) if refs else None
-            others = await asyncio.gather(*(grader.grade(task, c) for _, c in trivial))
+            known = constant_answers(task) if task.form == "analysis" else {}
+            others = await asyncio.gather(*(grade_trivial(task, name, c, known) for name, c in trivial))
             if malformed := malformed_answer(task):
                 a.problems.append(f"answer_malformed: {'; '.join(malformed)}")
             checks_results = task.api is not None and task.api.check == "each_turn"  # (tau2's gold tries and fails)

@@ -81,6 +81,14 @@ async def fetch_document(
     return fetched.content, None, None
 
 
+def _written_document(task: Task, written: bytes) -> tuple[bytes | None, str | None, str | None]:
+    """``fetch_document``'s answer for a file already written (the size limit as a run has it)."""
+    assert task.document is not None
+    if len(written) > task.document.max_bytes:
+        return None, f"{task.document.path} is larger than {task.document.max_bytes} bytes", None
+    return written, None, None
+
+
 def hollow_document(task: Task) -> str | None:
     """A reply made of the task's required headings and nothing else (an audit's trivial
     candidate: it must earn nothing); None when the task requires no sections."""
@@ -111,16 +119,20 @@ def judge_document(rules: list[Rule], doc: ParsedDocument) -> tuple[int, int, li
 
 
 async def read_document(
-    task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None
+    task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None, written: bytes | None = None
 ) -> tuple[ParsedDocument | None, str | None, str | None, str | None]:
-    """(the parsed document, why there is no answer, why it does not parse, an infrastructure error)."""
+    """(the parsed document, why there is no answer, why it does not parse, an infrastructure error).
+    ``written``: a file format's file that the reply's script is known to write (see ``grade_document``)."""
     assert task.document is not None
     fmt = task.document.format
     if fmt in FILE_FORMATS:
         script = extract_code(completion, "python")
         if not script.strip():
             return None, "no_script: give the Python script that writes the file as a ```python block", None, None
-        content, why, infra = await fetch_document(task, script, sandbox, limits)
+        if written is not None:
+            content, why, infra = _written_document(task, written)
+        else:
+            content, why, infra = await fetch_document(task, script, sandbox, limits)
         if infra is not None or content is None:
             return None, None, why, infra
         raw: str | bytes = content
@@ -150,13 +162,19 @@ class DocumentGrade:
 
 
 async def grade_document(
-    task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None
+    task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None, *, written: bytes | None = None
 ) -> DocumentGrade:
     """Read the document (the reply, or the file its script writes in the sandbox), parse it here
-    and check every rule here: each rule one test (by its weight) and one component."""
+    and check every rule here: each rule one test (by its weight) and one component.
+
+    ``written``: for a file format, the file the reply's script wrote in an earlier run of the same
+    script (the audit runs its own headings-only scripts once per distinct script: they read
+    nothing); it is parsed and judged as a fetched one is, without a run."""
     rules = task_rules(task)
     out = DocumentGrade(total=sum(r.weight for r in rules))
-    doc, out.no_answer, unparsed, out.infrastructure_error = await read_document(task, completion, sandbox, limits)
+    doc, out.no_answer, unparsed, out.infrastructure_error = await read_document(
+        task, completion, sandbox, limits, written
+    )
     if doc is None and out.no_answer is None and out.infrastructure_error is None:
         out.compile_error = unparsed or "the document does not parse"
     elif doc is not None:

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dojo.errors import InputError
 from dojo.rewards.analysis import grade_analysis
 from dojo.rewards.calls import TOOL_CALL, check_calls, parse_calls
 from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
@@ -603,6 +604,24 @@ class Grader:
 
     async def grade(self, task: Task, completion: str, *, seed: int | None = None) -> Reward:
         reward = await self._grade(task, completion, seed)
+        self.stats.add(reward)
+        return reward
+
+    async def grade_written(self, task: Task, completion: str, written: bytes) -> Reward:
+        """Grade ``completion`` of an analysis task or of a document written to a file from
+        ``written``, the file its program is known to write, judged as if a run had written it,
+        without one: for the audit's own constant candidates (an answer of zeros, the headings
+        only). Never for a model's: what its program writes is only known by running it."""
+        if task.form == "analysis":
+            analysed = await grade_analysis(task, completion, self.sandbox, self.limits, written=written)
+            results = TestResults(**vars(analysed))
+        elif task.form == "document" and task.document is not None and task.document.path is not None:
+            results = TestResults(
+                **vars(await grade_document(task, completion, self.sandbox, self.limits, written=written))
+            )
+        else:
+            raise InputError(f"a written file is graded for analysis tasks and file documents, not {task.form!r} ones")
+        reward = self._reward(task, completion, results)
         self.stats.add(reward)
         return reward
 
