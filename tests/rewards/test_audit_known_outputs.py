@@ -75,3 +75,26 @@ async def test_a_task_that_an_answer_of_zeros_passes_is_still_reported(fast_sand
     else:
         assert any(p.startswith("do_nothing_earns: answer of zeros") for p in problems), problems
     assert all("answer.json', 'w')" not in p.source for p in recording.programs)  # judged without a run
+
+
+async def test_the_same_file_graded_twice_gives_the_same_verdicts_and_unshared_documents() -> None:
+    """A docx read twice (the audit's reference repeats) is parsed once; each reader gets its own copy."""
+    import io
+
+    import docx
+
+    from dojo.rewards.documents import read_document
+
+    task = next(t for t in load_source("family:office?n=6&seed=1") if t.document and t.document.format == "docx")
+    made = docx.Document()
+    made.add_heading("Summary", level=1)
+    made.add_paragraph("Total: $10.00")
+    buffer = io.BytesIO()
+    made.save(buffer)
+    script = "```python\nprint('writes the file')\n```"
+    first, *_ = await read_document(task, script, None, written=buffer.getvalue())  # type: ignore[arg-type]
+    again, *_ = await read_document(task, script, None, written=buffer.getvalue())  # type: ignore[arg-type]
+    assert first is not None and first == again and first is not again
+    assert [s.title for s in first.sections] == ["Summary"] and first.sections[0].fields == [("Total", "$10.00")]
+    first.sections.clear()
+    assert again.sections and (await read_document(task, script, None, written=buffer.getvalue()))[0] == again  # type: ignore[arg-type]

@@ -232,12 +232,18 @@ def parse_docx(data: bytes) -> ParsedDocument:
         raise DocumentError(f"the docx file does not open: {type(e).__name__}: {e}") from None
     current = Section(title="", level=0)
     sections = [current]
+    # A paragraph's style name, by the style id it names: python-docx looks a style up by scanning
+    # every style of the document, each time (half of a parse of the office family's documents).
+    style_names: dict[str | None, str] = {}
     for child in doc.element.body.iterchildren():
         tag = child.tag.rsplit("}", 1)[-1]
         if tag == "p":
             p = Paragraph(child, doc)
             text = p.text.strip()
-            style = (p.style.name if p.style is not None else "") or ""
+            style_id = child.style
+            if style_id not in style_names:
+                style_names[style_id] = (p.style.name if p.style is not None else "") or ""
+            style = style_names[style_id]
             if not text:
                 continue
             if style == "Title" or style.startswith("Heading"):
