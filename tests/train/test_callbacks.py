@@ -113,3 +113,21 @@ def test_the_config_section(tmp_path: Path) -> None:
         build_config({"judge_agreement": {"review_dir": str(tmp_path / "items.jsonl")}})
     with pytest.raises(ConfigError, match=r"judge_agreement\.min_items"):
         build_config({"judge_agreement": {"review_dir": "r", "min_items": 0}})
+
+
+def test_a_step_without_a_reward_shows_a_dash_not_a_crash(tmp_path: Path) -> None:
+    """A step whose every episode was unscorable (each prompt filled the model's context: SciCode,
+    doc_analysis and scene3d prompts against the embedded tiny model) logs no reward; the progress
+    line said so by crashing the run."""
+    cb = callback(tmp_path, None, quiet=False)
+    state: Any = SimpleNamespace(global_step=0, max_steps=10)
+    cb.on_train_begin(SimpleNamespace(), state, SimpleNamespace())
+    try:
+        cb.on_log(SimpleNamespace(), SimpleNamespace(global_step=1, max_steps=10), SimpleNamespace(),
+                  logs={"reward": None, "loss": 0.0, "pass_rate": None})  # fmt: skip
+        assert cb.progress is not None
+        stats = cb.progress.tasks[0].fields["stats"]
+    finally:
+        cb.on_train_end(SimpleNamespace(), state, SimpleNamespace())
+    assert stats.startswith("reward -  pass -")
+    assert pd.read_csv(tmp_path / "metrics.csv")["step"].tolist() == [1]

@@ -202,10 +202,16 @@ class DojoCallback(TrainerCallback):
             elapsed = max(1e-9, time.monotonic() - self.started)
             done = state.global_step - self.first_step
             stats = (
-                f"reward {row.get('reward', 0.0):.3f}  pass {row.get('pass_rate', 0.0):.2f}  "
-                f"level {row.get('curriculum_level', 0.0):.1f}  {done / elapsed:.2f} steps/s"
+                f"reward {_shown(row.get('reward'), '.3f')}  pass {_shown(row.get('pass_rate'), '.2f')}  "
+                f"level {_shown(row.get('curriculum_level'), '.1f')}  {done / elapsed:.2f} steps/s"
             ) + _agreement_stats(row)
             self.progress.update(self.task_id, completed=state.global_step, stats=stats)
+
+
+def _shown(value: Any, spec: str) -> str:
+    """A figure of the progress line; "-" for one the step has not got (a step whose every episode
+    was unscorable has no reward: its prompts all filled the model's context)."""
+    return "-" if value is None else format(value, spec)
 
 
 def _agreement_stats(row: dict[str, Any]) -> str:
