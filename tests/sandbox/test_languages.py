@@ -194,6 +194,20 @@ async def test_fetch_does_not_follow_symlinks_out_of_reach(sandbox: AsyncSandbox
     assert r.files["leak"].content is None  # read as the run's uid: permission denied
 
 
+async def test_fetch_reads_with_the_runs_permissions_never_roots(sandbox: AsyncSandbox) -> None:
+    """Root mode reads fetched files in the zygote with the run's uid as its filesystem identity,
+    which drops root's file capabilities: a file of the run's that its mode closes, the zygote's
+    environment, and a root-only file stay unread."""
+    src = (
+        "import os\nopen('locked', 'w').write('x')\nos.chmod('locked', 0)\n"
+        "os.symlink('/proc/1/environ', 'env')\nos.symlink('/etc/shadow', 'shadow')\nopen('ok', 'w').write('y')\n"
+    )
+    r = await sandbox.run(Program(language="python", source=src, fetch=["locked", "env", "shadow", "ok"]))
+    assert r.verdict is Verdict.ACCEPTED, r
+    assert [r.files[p].content for p in ("locked", "env", "shadow")] == [None, None, None]
+    assert r.files["ok"].content == b"y"  # and the fetch still reads what the run may read
+
+
 async def test_fetch_reads_only_regular_files_and_never_waits(sandbox: AsyncSandbox) -> None:
     """A FIFO left at a fetched path (no writer: a blocking open would wait forever and the slot
     die) and a device are refused at once; the run's verdict is its own."""

@@ -81,6 +81,15 @@ class Syscalls:
     def prctl(self, option: int, arg: int) -> None:
         self.check(self.libc.prctl(option, self.ctypes.c_ulong(arg), 0, 0, 0), "prctl")
 
+    def file_identity(self, uid: int, gid: int) -> None:
+        """Make ``uid`` and ``gid`` this process's filesystem identity (setfsuid, setfsgid): only
+        file access checks change; leaving 0 drops the file capabilities (CAP_DAC_OVERRIDE, ...) from
+        the effective set, coming back restores them. OSError where it did not take."""
+        self.libc.setfsgid(gid)
+        self.libc.setfsuid(uid)
+        if self.libc.setfsuid(-1) != uid or self.libc.setfsgid(-1) != gid:  # (-1: no change, the current one)
+            raise OSError(f"could not take uid {uid}, gid {gid} as the filesystem identity")
+
     def syscall_filter(self, program: bytes) -> Any:
         """A ``struct sock_fprog`` over the filter's instructions (built once, installed per run):
         an unsigned short count, padding, then the instructions' address (64-bit layout)."""
