@@ -118,7 +118,9 @@ class Judge(Resident):
         if not ready:
             self.stop()
             raise OSError("the judge did not start")
-        self.state = self.settings()
+        # rootless: what a run of the same user could change in it (root mode: no run can; the
+        # zygote, without CAP_SYS_RESOURCE, may not even read another uid's rlimits)
+        self.state = self.settings() if zygote.rootless else ()
 
     def settings(self) -> tuple[Any, ...]:
         """What a process of the judge's user may change in it from outside, and what lasts: its
