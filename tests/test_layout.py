@@ -68,6 +68,7 @@ PROGRAM_IMPORTS = {
     "rewards/programs/repo_driver.py": {"pytest"},
     "rewards/programs/repo_plugin.py": {"pytest", "_pytest"},
     "tasks/programs/tau2_adapter.py": {"tau2", "loguru"},
+    "tasks/programs/analysis_warmup.py": {"numpy", "pandas", "pyarrow", "scipy"},
 }
 SHARED_MODULES = {"dojo.tasks.values", "dojo.sandbox.guest.wire"}  # written once, for host and sandbox
 

@@ -436,3 +436,23 @@ def check_calls(calls: list[Call] | None, expected: dict[str, Any], rules: str |
         return True, ""
     refused = (check_call(calls[i], want, schemas, language, "strict") for want, i in zip(wanted, taken, strict=True))
     return False, next((r for r in refused if r is not None), why)
+
+
+def api_answer(completion: str) -> Any:
+    """A multi-turn answer: the completion as JSON (``{"turns": ...}``, what an episode writes), the
+    last JSON code block, else the calls in its text as the first turn's, and its words around
+    them as what it said (``said``; tau2 counts only the assistant's own words, never a call's)."""
+    for text in (completion, *reversed(re.findall(r"```(?:json)?\n(.*?)```", completion, re.DOTALL))):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "turns" in data:
+            return data
+    calls = parse_calls(completion) or []
+    words = completion
+    if calls:
+        words = re.sub(r"```(?:\w+)?\n.*?```", "", TOOL_CALL.sub("", completion), flags=re.DOTALL)
+        words = "" if parse_calls(words) else words  # (what is left is itself the calls: bare JSON or Python)
+    said = [words.strip()] if words.strip() else []
+    return {"turns": [[[{"name": name, "arguments": args} for name, args in calls]]], "said": said}

@@ -43,7 +43,7 @@ from typing import Any
 
 from dojo.errors import InputError
 from dojo.rewards.analysis import grade_analysis
-from dojo.rewards.calls import TOOL_CALL, check_calls, parse_calls
+from dojo.rewards.calls import api_answer, check_calls, parse_calls
 from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
 from dojo.rewards.documents import grade_document
 from dojo.rewards.edit_scan import scan_repo_edits
@@ -448,26 +448,6 @@ def grade_tools_task(task: Task, completion: str, rules: str | None = None) -> T
         out.cases.append(CaseOutcome(index=i, passed=ok, detail=why))
         out.passed += ok
     return out
-
-
-def api_answer(completion: str) -> Any:
-    """A multi-turn answer: the completion as JSON (``{"turns": ...}``, what an episode writes), the
-    last JSON code block, else the calls in its text as the first turn's, and its words around
-    them as what it said (``said``; tau2 counts only the assistant's own words, never a call's)."""
-    for text in (completion, *reversed(re.findall(r"```(?:json)?\n(.*?)```", completion, re.DOTALL))):
-        try:
-            data = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and "turns" in data:
-            return data
-    calls = parse_calls(completion) or []
-    words = completion
-    if calls:
-        words = re.sub(r"```(?:\w+)?\n.*?```", "", TOOL_CALL.sub("", completion), flags=re.DOTALL)
-        words = "" if parse_calls(words) else words  # (what is left is itself the calls: bare JSON or Python)
-    said = [words.strip()] if words.strip() else []
-    return {"turns": [[[{"name": name, "arguments": args} for name, args in calls]]], "said": said}
 
 
 async def grade_api_task(task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None) -> TestResults:

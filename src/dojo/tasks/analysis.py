@@ -15,6 +15,7 @@ from typing import Any
 
 from dojo.sandbox.environment import Environment, EnvironmentStore
 from dojo.tasks.model import TestCase
+from dojo.tasks.programs import program_source
 
 ANALYSIS_ENVIRONMENT = "dojo-analysis"
 ANSWER_FILE = "answer.json"
@@ -30,36 +31,12 @@ PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "pyarrow.dataset", "pyarrow.pan
 # tables, two merges, groupbys) in a process forked after the preload: 54 ms of CPU in the run with
 # the imports only, 39 ms with the modules above, 25 ms with this warm-up too. Only calls that start
 # no thread: Parquet through ``ParquetFile.read(use_threads=False)`` (``read_table``, the dataset
-# path, starts arrow's I/O threads, and a zygote must stay single-threaded to fork).
-WARMUP_CALLS = """
-import io
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
-from scipy import integrate, linalg, optimize, stats
-
-frame = pd.DataFrame({"key": ["a", "b", "a"], "n": [1, 2, 3], "x": [1.5, None, 2.5],
-                      "day": ["2024-01-02", "2024-02-03", "2024-03-04"]})
-sink = io.BytesIO()
-pq.write_table(pa.Table.from_pandas(frame, nthreads=1), sink)
-table = pq.ParquetFile(pa.BufferReader(sink.getvalue())).read(use_threads=False).to_pandas(use_threads=False)
-other = pd.read_csv(io.StringIO("key,name,w\\na,x,1\\nb,y,2\\n"))
-joined = table.merge(other, on="key")
-joined["v"] = joined["n"] * joined["x"].fillna(0) * (1 - joined["w"])
-joined["month"] = joined["day"].str[:7]
-joined["when"] = pd.to_datetime(joined["day"])
-by = joined.groupby("name")["v"].agg(["sum", "mean", "count"]).sort_values("sum", ascending=False)
-summary = ({k: float(v) for k, v in by["sum"].items()}, float(joined.loc[joined["name"] == "x", "v"].sum()),
-           joined.describe(), joined["x"].std(ddof=1), joined["n"].corr(joined["w"]))
-numbers = (integrate.quad(lambda t: t * t, 0, 1), optimize.brentq(lambda t: t * t - 2, 0, 2),
-           integrate.solve_ivp(lambda t, y: -y, (0, 1), [1.0], rtol=1e-8), linalg.solve(np.eye(2), np.ones(2)),
-           np.linalg.eigvalsh(np.eye(2)), stats.linregress([0.0, 1.0, 2.0], [1.0, 2.0, 3.5]))
-"""
+# path, starts arrow's I/O threads, and a zygote must stay single-threaded to fork). The calls are
+# ``dojo.tasks.programs.analysis_warmup``.
 WARMUP = (
     "import os\nos.environ.setdefault('JE_ARROW_MALLOC_CONF', 'background_thread:false')\n"
     + "".join(f"import {m}\n" for m in PRELOAD)
-    + WARMUP_CALLS
+    + program_source("analysis_warmup")
 )
 
 
