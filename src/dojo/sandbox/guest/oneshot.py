@@ -69,6 +69,10 @@ class OneShotRun(RunProcesses):
                 start = time.monotonic()
                 pid, exc_r = self.fork_or_start(step, req, (call_r, reply_w, os.dup(err_w)), candidate=True)
                 self.judge.send(pid, judge_fds)
+            except BaseException:
+                os.close(out_r)
+                os.close(err_r)
+                raise
             finally:
                 for fd in judge_fds:
                     os.close(fd)
