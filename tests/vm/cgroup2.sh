@@ -15,6 +15,7 @@ TESTS="tests/sandbox/test_cgroups.py tests/sandbox/test_limits.py tests/sandbox/
 # the forker is built here: the VM sees this file system read-only
 .venv/bin/python -c 'from dojo.sandbox.forker_build import forker_library; assert forker_library(), "no forker"'
 OUT="$(mktemp)"
+trap 'rm -f "$OUT"' EXIT
 # Inside: prove the machine is cgroup v2 only, then run the tests; the exit status travels in the output.
 INNER="cd $PWD && echo \"controllers: \$(cat /sys/fs/cgroup/cgroup.controllers)\" && \
   .venv/bin/python -c 'from dojo.sandbox.cgroups import detect; l = detect(); print(l.describe()); assert l.version == 2' && \
