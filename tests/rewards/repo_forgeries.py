@@ -125,6 +125,7 @@ def _fg_rewrite_when_written():
         if text.rstrip().endswith("</testsuites>") and text != forged:
             with open(_fg_report_path, "w") as out:
                 out.write(forged)
+            return
         _fg_time.sleep(0.0005)
 """
 
@@ -711,9 +712,23 @@ _fg_os.wait()
             ALL_PASSED_REPORT,
             LATE_REWRITE,
             """
+import os as _fg_os
 import threading as _fg_threading
 
-_fg_threading.Thread(target=_fg_rewrite_when_written, daemon=True).start()
+# not a daemon: a pytest that ends by returning from its main waits for the thread at shutdown
+_fg_thread = _fg_threading.Thread(target=_fg_rewrite_when_written)
+_fg_thread.start()
+_fg_real_exit = _fg_os._exit
+
+
+def _fg_exit_after_rewrite(code):
+    _fg_thread.join(15)
+    _fg_real_exit(code)
+
+
+# a driver that ends pytest's process with os._exit once the report is written: waiting for the
+# thread there too makes its rewrite certain rather than a race with the end of the process
+_fg_os._exit = _fg_exit_after_rewrite
 """,
         ),
         note="a thread of pytest's own process (no kill reaches it) rewrites the report once written",
