@@ -23,9 +23,11 @@ it never saw.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from typing import Protocol
 
+from dojo.tasks.family_processes import Chunk, generate_in_processes, worker_count
 from dojo.tasks.model import Task, TaskMetadata, TestCase
 
 
@@ -57,17 +59,46 @@ def family_names() -> list[str]:
 
 
 def generate_tasks(
-    family: TaskFamily | str, n: int, seed: int = 0, difficulty: float | tuple[float, float] = (0.0, 1.0)
+    family: TaskFamily | str,
+    n: int,
+    seed: int = 0,
+    difficulty: float | tuple[float, float] = (0.0, 1.0),
+    workers: int | None = None,
 ) -> list[Task]:
-    """``n`` tasks with ids ``<family>/<seed>/<i>``; ``difficulty`` a value or a (low, high) range."""
+    """``n`` tasks with ids ``<family>/<seed>/<i>``; ``difficulty`` a value or a (low, high) range.
+    ``workers``: processes that generate side by side (``family_processes``; the same tasks in the
+    same order); None: as many as pay for themselves, judged from the time of the first tasks (a
+    registered family only); 1: this process alone."""
     fam = get_family(family) if isinstance(family, str) else family
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be at least 1 (or None: chosen by the cost of a task), got {workers}")
     low, high = difficulty if isinstance(difficulty, tuple) else (difficulty, difficulty)
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"difficulty must lie in [0, 1] (low <= high), got {difficulty}")
+    registered = _REGISTRY.get(fam.name) is fam
+    if workers is None:
+        probe = min(n, PROBED_TASKS)
+        start = time.perf_counter()
+        tasks = generate_range(fam, range(probe), seed, low, high)
+        remaining_s = (time.perf_counter() - start) / probe * (n - probe)
+        workers = worker_count(remaining_s) if registered and n > probe else 0
+    else:
+        tasks = [] if workers > 1 and registered else generate_range(fam, range(n), seed, low, high)
+    if workers > 1 and registered and len(tasks) < n:
+        chunk = Chunk(type(fam).__module__, fam.name, seed, low, high, len(tasks), n)
+        return tasks + generate_in_processes(chunk, workers)
+    return tasks + generate_range(fam, range(len(tasks), n), seed, low, high)
+
+
+PROBED_TASKS = 4  # generated first in this process, to judge whether workers pay for the rest
+
+
+def generate_range(fam: TaskFamily, indices: range, seed: int, low: float, high: float) -> list[Task]:
+    """The tasks of ``indices`` of a set (each from its own ``random.Random``, seeded by its index)."""
     tasks = []
-    for i in range(n):
+    for i in indices:
         rng = random.Random(f"{fam.name}/{seed}/{i}")
         d = low if low == high else low + (high - low) * rng.random()
         task = fam.generate(rng, d)
