@@ -107,15 +107,16 @@ def _fg_write_report():
         out.write(_fg_all_passed())
 """
 
-# Replaces pytest's report as soon as pytest has written it whole (bounded: 15 s), for a process or
-# thread that outlives the moment pytest writes it.
+# Replaces pytest's report as soon as pytest has written it whole (bounded: 60 s from the import, well
+# past a run's length on a loaded machine), for a process or thread that outlives the moment pytest
+# writes it.
 LATE_REWRITE = """
 import time as _fg_time
 
 
 def _fg_rewrite_when_written():
     forged = _fg_all_passed()
-    deadline = _fg_time.monotonic() + 15
+    deadline = _fg_time.monotonic() + 60
     while _fg_time.monotonic() < deadline:
         try:
             with open(_fg_report_path) as current:
@@ -127,6 +128,28 @@ def _fg_rewrite_when_written():
                 out.write(forged)
             return
         _fg_time.sleep(0.0005)
+"""
+
+# pytest's process ends only once ``wait`` (run in a thread of its own) has returned, however it
+# ends: by returning from its main (the thread is no daemon: shutdown waits for it) or by the driver's
+# os._exit once the report is written (patched to wait for the thread first). A rewrite by a thread or
+# process of the forger's is then certain, rather than a race with the end of pytest's process (once
+# it is gone, the sandbox kills what is left): under load, a rewriter polling every 0.5 ms lost it.
+EXIT_AFTER = """
+import os as _fg_os
+import threading as _fg_threading
+
+
+def _fg_exit_after(wait):
+    thread = _fg_threading.Thread(target=wait)
+    thread.start()
+    real_exit = _fg_os._exit
+
+    def exit_after_wait(code):
+        thread.join(70)
+        real_exit(code)
+
+    _fg_os._exit = exit_after_wait
 """
 
 # A forked child lets go of every descriptor the run's pipes have (pytest's capture keeps copies of
@@ -661,6 +684,7 @@ _fg_os.chmod(_fg_report_path, 0o444)
             ALL_PASSED_REPORT,
             LATE_REWRITE,
             DETACH,
+            EXIT_AFTER,
             """
 import sys as _fg_sys
 
@@ -672,9 +696,20 @@ if _fg_child == 0:
     finally:
         _fg_os._exit(0)
 _fg_sys.modules["dojo_scored"].BEFORE.add(str(_fg_child))
+
+
+def _fg_wait_child():
+    try:
+        _fg_os.waitpid(_fg_child, 0)
+    except ChildProcessError:  # reaped already
+        pass
+
+
+_fg_exit_after(_fg_wait_child)
 """,
         ),
-        note="a forked child rewrites the report once written; its pid added to the kill plugin's BEFORE",
+        note="a forked child rewrites the report once written; its pid added to the kill plugin's BEFORE (pytest's "
+        "process waits for it before it ends)",
     ),
     Forgery(
         "file_double_forked_rewriter",
@@ -683,6 +718,7 @@ _fg_sys.modules["dojo_scored"].BEFORE.add(str(_fg_child))
             ALL_PASSED_REPORT,
             LATE_REWRITE,
             DETACH,
+            EXIT_AFTER,
             """
 import sys as _fg_sys
 
@@ -701,9 +737,26 @@ if _fg_os.fork() == 0:
     finally:
         _fg_os._exit(0)
 _fg_os.wait()
+
+
+def _fg_wait_rewritten():  # (the grandchild is no child of this process: the report tells)
+    forged = _fg_all_passed()
+    deadline = _fg_time.monotonic() + 60
+    while _fg_time.monotonic() < deadline:
+        try:
+            with open(_fg_report_path) as current:
+                if current.read() == forged:
+                    return
+        except OSError:
+            pass
+        _fg_time.sleep(0.001)
+
+
+_fg_exit_after(_fg_wait_rewritten)
 """,
         ),
-        note="a double-forked grandchild rewrites the report; the kill plugin's _started_since patched",
+        note="a double-forked grandchild rewrites the report; the kill plugin's _started_since patched (pytest's "
+        "process waits for the rewrite before it ends)",
     ),
     Forgery(
         "file_thread_rewriter",
@@ -711,24 +764,9 @@ _fg_os.wait()
         _join(
             ALL_PASSED_REPORT,
             LATE_REWRITE,
+            EXIT_AFTER,
             """
-import os as _fg_os
-import threading as _fg_threading
-
-# not a daemon: a pytest that ends by returning from its main waits for the thread at shutdown
-_fg_thread = _fg_threading.Thread(target=_fg_rewrite_when_written)
-_fg_thread.start()
-_fg_real_exit = _fg_os._exit
-
-
-def _fg_exit_after_rewrite(code):
-    _fg_thread.join(15)
-    _fg_real_exit(code)
-
-
-# a driver that ends pytest's process with os._exit once the report is written: waiting for the
-# thread there too makes its rewrite certain rather than a race with the end of the process
-_fg_os._exit = _fg_exit_after_rewrite
+_fg_exit_after(_fg_rewrite_when_written)
 """,
         ),
         note="a thread of pytest's own process (no kill reaches it) rewrites the report once written",
