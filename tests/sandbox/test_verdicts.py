@@ -134,8 +134,10 @@ async def test_threads_work_and_are_waited_for_like_in_a_fresh_interpreter(sandb
         "with cf.ThreadPoolExecutor(2) as ex:\n"
         "    s = sum(ex.map(lambda x: x * x, range(10)))\n"
         "print(sorted(out), s, threading.current_thread() is threading.main_thread(), threading.active_count())\n"
-        "threading.Thread(target=lambda: (time.sleep(0.2), print('late'))).start()\n"  # not a daemon
-        "cf.ThreadPoolExecutor(1).submit(lambda: (time.sleep(0.3), print('pool')))\n"  # never shut down
+        "late = threading.Thread(target=lambda: (time.sleep(0.2), print('late')))\n"  # not a daemon
+        "late.start()\n"
+        # never shut down; it prints after 'late' whatever the load (its sleep alone left it a race)
+        "cf.ThreadPoolExecutor(1).submit(lambda: (time.sleep(0.3), late.join(), print('pool')))\n"
     )
     r = await sandbox.run(Program(language="python", source=src))
     assert r.verdict is Verdict.ACCEPTED, r

@@ -72,7 +72,10 @@ def test_client_retries_429_until_admitted() -> None:
 
     with running_server(ServiceSettings(pool_size=1, queue=0)) as srv, concurrent.futures.ThreadPoolExecutor(1) as pool:
         busy = pool.submit(httpx.post, f"{srv.url}/v1/run", json=SLEEP, timeout=30)
-        time.sleep(0.3)
+        # the busy run admitted before the client asks (a fixed sleep left it a race under load)
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{srv.url}/healthz").json()["admitted"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
         with SandboxClient(srv.url, retry=RetryPolicy(attempts=20, budget=30)) as client:
             r = client.run(Program(language="python", source="print('admitted')"))
             assert r.stdout == "admitted\n"

@@ -44,7 +44,9 @@ def test_files_put_and_get(live: LiveServer, http: httpx.Client) -> None:
 
 
 def test_sessions_expire_and_the_cap_answers_429() -> None:
-    settings = ServiceSettings(pool_size=1, max_sessions=2, session_ttl=1.0)
+    # a TTL well past the time the two sessions take to open on a loaded machine: the cap is checked
+    # while both are live
+    settings = ServiceSettings(pool_size=1, max_sessions=2, session_ttl=2.0)
     with running_server(settings) as srv, httpx.Client(base_url=srv.url, timeout=30) as http:
         a = http.post("/v1/sessions", json={"language": "python"}).json()["id"]
         http.post("/v1/sessions", json={"language": "python"})
