@@ -76,8 +76,9 @@ async def test_a_backed_up_node_is_drained_until_it_recovers(fleet: SandboxFleet
 
     victim = next(n for n in fleet.ready_nodes())
     actor = ray.get_actor(ACTOR_PREFIX + victim.node_id, namespace="dojo")
-    # Another client (say, a second gateway) fills the node: 16 runs of 1.5 s on 2 slots.
-    sleeper = Program(language="python", source="import time; time.sleep(1.5)")
+    # Another client (say, a second gateway) fills the node: 16 runs of 2.5 s on 2 slots, a backlog
+    # of ~20 s: the 60 runs below must find the node still drained on a loaded machine too
+    sleeper = Program(language="python", source="import time; time.sleep(2.5)")
     from dojo.cluster.node import RunCall
 
     backlog = actor.run_batch.remote([RunCall(sleeper)] * 16)
