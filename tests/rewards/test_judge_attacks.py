@@ -17,7 +17,7 @@ import pytest_asyncio
 
 from dojo.rewards import Grader, GradingConfig, Reward
 from dojo.rewards.harness import assert_job, call_function, rewrite_asserts, run_harness
-from dojo.sandbox import AsyncSandbox, Limits, Program
+from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
 from dojo.tasks import Task, TestCase
 from tests.sandbox.conftest import SKIP_REASON
 
@@ -522,10 +522,17 @@ async def test_a_candidate_cannot_limit_the_judges_descriptors_to_fail_the_next_
     """Rootless, the judge and the candidate are one user outside their namespaces, and prlimit(2) on
     another process needs only that: an RLIMIT_NOFILE of 3 made the judge's next recvmsg get no
     descriptors and the NEXT grade (another task's right answer) score 0. The zygote replaces a judge
-    whose rlimits, nice value, OOM score or affinity changed before its next job (root mode: EPERM)."""
-    got = await call_function(sb, Program(language="python", source=poison("_nofile", "[_judge()]")), "f", [1],
-                              {}, LIMITS)  # fmt: skip
-    assert got.returned and got.value == 2, got.result
+    whose rlimits, nice value, OOM score or affinity changed before its next job (root mode: EPERM).
+
+    The poisoning run itself races its judge (the candidate loads while the judge reads its job): its
+    right answer where the judge held this job's descriptors first, else a failed run (the judge could
+    not take the job), never an infrastructure error that would spare it its 0."""
+    poisoned = Program(language="python", source=poison("_nofile", "[_judge()]"))
+    got = await call_function(sb, poisoned, "f", [1], {}, LIMITS)
+    failed = got.result.verdict is Verdict.RUNTIME_ERROR and got.result.sandbox_error is None
+    assert (got.returned and got.value == 2) or (not got.returned and failed), got.result
+    graded = await grader(sb).grade(PLUS_ONE, poisoned.source)
+    assert graded.value in (0.0, 1.0), (graded.value, graded.verdict, graded.error)
     later = await grader(sb).grade(PLUS_ONE, RIGHT)
     assert later.value == 1.0, (later.value, later.verdict, later.error, later.cases)
 
