@@ -4,12 +4,15 @@ a worker's failure said, with nothing left running."""
 from __future__ import annotations
 
 import importlib
+import random
+from pathlib import Path
 
 import pytest
 
 from dojo.tasks import families
 from dojo.tasks.families import generate_tasks
 from dojo.tasks.family_processes import PARALLEL_AFTER_S, worker_count
+from dojo.tasks.model import Task, TestCase
 
 
 def test_workers_make_the_same_tasks_in_the_same_order() -> None:
@@ -50,3 +53,63 @@ def test_a_cheap_family_is_generated_in_this_process(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(families, "generate_in_processes", refuse)
     assert len(generate_tasks("arith", n=200, seed=1)) == 200
+
+
+FAMILY_MODULE = """
+import random
+
+from dojo.tasks.families import register_family
+from dojo.tasks.model import Task, TestCase
+
+
+class OffPathFamily:
+    name = "off_path_for_tests"
+
+    def generate(self, rng: random.Random, difficulty: float) -> Task:
+        x = rng.randint(1, 99)
+        tests = [TestCase(args=[], expected=x)]
+        return Task(id="t", form="function", prompt=f"f() returns {x}", entry_point="f", tests=tests)
+
+
+FAMILY = OffPathFamily()
+register_family(FAMILY)
+"""
+
+
+def test_a_family_found_on_the_callers_path_is_found_by_the_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "off_path_family_for_tests.py").write_text(FAMILY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(families, "_REGISTRY", dict(families._REGISTRY))
+    families.register_family(importlib.import_module("off_path_family_for_tests").FAMILY)
+    alone = generate_tasks("off_path_for_tests", n=6, seed=2, workers=1)
+    assert [t.model_dump() for t in generate_tasks("off_path_for_tests", n=6, seed=2, workers=2)] == [
+        t.model_dump() for t in alone
+    ]
+
+
+def test_a_family_of_a_script_is_generated_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker cannot import a script's ``__main__``: such a family never goes to workers."""
+
+    class ScriptFamily:
+        name = "script_for_tests"
+
+        def generate(self, rng: random.Random, difficulty: float) -> Task:
+            return Task(
+                id="t",
+                form="function",
+                prompt="p",
+                entry_point="f",
+                tests=[TestCase(args=[], expected=rng.randint(1, 9))],
+            )
+
+    ScriptFamily.__module__ = "__main__"
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("workers started for a family they cannot import")
+
+    monkeypatch.setattr(families, "_REGISTRY", dict(families._REGISTRY))
+    monkeypatch.setattr(families, "generate_in_processes", refuse)
+    families.register_family(ScriptFamily())
+    assert len(generate_tasks("script_for_tests", n=5, workers=2)) == 5

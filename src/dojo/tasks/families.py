@@ -23,6 +23,7 @@ it never saw.
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -68,7 +69,7 @@ def generate_tasks(
     """``n`` tasks with ids ``<family>/<seed>/<i>``; ``difficulty`` a value or a (low, high) range.
     ``workers``: processes that generate side by side (``family_processes``; the same tasks in the
     same order); None: as many as pay for themselves, judged from the time of the first tasks (a
-    registered family only); 1: this process alone."""
+    family registered by an importable module only); 1: this process alone."""
     fam = get_family(family) if isinstance(family, str) else family
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
@@ -77,7 +78,9 @@ def generate_tasks(
     low, high = difficulty if isinstance(difficulty, tuple) else (difficulty, difficulty)
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"difficulty must lie in [0, 1] (low <= high), got {difficulty}")
-    registered = _REGISTRY.get(fam.name) is fam
+    # workers import the family's module by its name: a family registered by a script (``__main__``)
+    # is generated here
+    registered = _REGISTRY.get(fam.name) is fam and type(fam).__module__ != "__main__"
     if workers is None:
         probe = min(n, PROBED_TASKS)
         start = time.perf_counter()
@@ -87,7 +90,7 @@ def generate_tasks(
     else:
         tasks = [] if workers > 1 and registered else generate_range(fam, range(n), seed, low, high)
     if workers > 1 and registered and len(tasks) < n:
-        chunk = Chunk(type(fam).__module__, fam.name, seed, low, high, len(tasks), n)
+        chunk = Chunk(type(fam).__module__, fam.name, seed, low, high, len(tasks), n, tuple(sys.path))
         return tasks + generate_in_processes(chunk, workers)
     return tasks + generate_range(fam, range(len(tasks), n), seed, low, high)
 

@@ -37,7 +37,8 @@ GENERATION_TIMEOUT_S = 1800.0  # a bound on the workers' wait; generating 1,000 
 @dataclasses.dataclass(frozen=True)
 class Chunk:
     """What one worker generates: the family (its registered ``name`` and the ``module`` that
-    registers it), the set's ``seed`` and difficulty range, and the indices ``start`` .. ``stop``."""
+    registers it), the set's ``seed`` and difficulty range, the indices ``start`` .. ``stop``, and
+    where to find the module (``path``)."""
 
     module: str
     name: str
@@ -46,6 +47,7 @@ class Chunk:
     high: float
     start: int
     stop: int
+    path: tuple[str, ...] = ()  # the caller's sys.path, where the family's module was found
 
 
 def worker_count(remaining_s: float) -> int:
@@ -101,7 +103,9 @@ def main() -> None:
     and exit 1 when the family fails)."""
     from dojo.tasks.families import generate_range, get_family
 
-    chunk = Chunk(**json.loads(sys.argv[1]))
+    fields = json.loads(sys.argv[1])
+    chunk = Chunk(**{**fields, "path": tuple(fields.get("path", ()))})
+    sys.path[:0] = [p for p in chunk.path if p not in sys.path]
     try:
         importlib.import_module(chunk.module)
         family = get_family(chunk.name)
