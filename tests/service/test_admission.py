@@ -76,6 +76,7 @@ def test_client_retries_429_until_admitted() -> None:
         deadline = time.monotonic() + 10
         while httpx.get(f"{srv.url}/healthz").json()["admitted"] < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
+        assert httpx.get(f"{srv.url}/healthz").json()["admitted"] >= 1, "the busy run was never admitted"
         with SandboxClient(srv.url, retry=RetryPolicy(attempts=20, budget=30)) as client:
             r = client.run(Program(language="python", source="print('admitted')"))
             assert r.stdout == "admitted\n"

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from dojo.tasks import families
+from dojo.tasks.documents import DocumentFamily
 from dojo.tasks.families import generate_tasks
-from dojo.tasks.family_processes import PARALLEL_AFTER_S, worker_count
+from dojo.tasks.family_processes import WORKER_START_S, worker_count
 from dojo.tasks.model import Task, TestCase
 
 
@@ -30,7 +31,7 @@ def test_a_failing_worker_says_why_and_leaves_nothing(monkeypatch: pytest.Monkey
     families.register_family(failing.FAMILY)
     with pytest.raises(ValueError, match="cannot make a task"):
         generate_tasks("failing_for_tests", n=4, workers=1)
-    with pytest.raises(RuntimeError, match=r"family 'failing_for_tests' failed in a worker(.|\n)*cannot make a task"):
+    with pytest.raises(RuntimeError, match=r"family 'failing_for_tests' in a worker process failed(.|\n)*cannot make"):
         generate_tasks("failing_for_tests", n=4, workers=2)
 
 
@@ -41,10 +42,39 @@ def test_bad_worker_counts_are_refused() -> None:
 
 def test_workers_only_where_they_pay(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    assert worker_count(PARALLEL_AFTER_S / 2) == 0  # (a worker's start would cost more than it saves)
-    assert worker_count(PARALLEL_AFTER_S * 10) == 4  # one per CPU this process may use
+    assert worker_count(WORKER_START_S) == 0  # (their starts would cost more than they save)
+    assert worker_count(4 * WORKER_START_S) == 2  # each has at least two starts' worth of work
+    assert worker_count(100 * WORKER_START_S) == 4  # one per CPU this process may use
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0})
-    assert worker_count(PARALLEL_AFTER_S * 10) == 0
+    assert worker_count(100 * WORKER_START_S) == 0
+
+
+def test_the_first_tasks_and_the_workers_tasks_join_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chosen by the first tasks' time: those made here, the rest by the workers, one set."""
+    alone = generate_tasks("data_analysis", n=9, seed=4, difficulty=(0.2, 0.9), workers=1)
+    monkeypatch.setattr(families, "worker_count", lambda remaining_s: 2)
+    joined = generate_tasks("data_analysis", n=9, seed=4, difficulty=(0.2, 0.9))
+    assert [t.model_dump() for t in joined] == [t.model_dump() for t in alone]
+
+
+def test_a_family_registered_with_its_own_parameters_is_that_family_in_the_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The workers get the family itself, not the one a module registers under its name: an
+    ``office`` of docx files only (the module's draws docx and xlsx) stays docx only."""
+    monkeypatch.setattr(families, "_REGISTRY", dict(families._REGISTRY))
+    families.register_family(DocumentFamily("office", ("docx",)))
+    alone = generate_tasks("office", n=8, seed=3, workers=1)
+    shared = generate_tasks("office", n=8, seed=3, workers=2)
+    assert {t.document.path.rsplit(".", 1)[1] for t in alone if t.document and t.document.path} == {"docx"}
+    assert [t.model_dump() for t in shared] == [t.model_dump() for t in alone]
+
+
+def test_what_a_family_prints_does_not_spoil_the_workers_tasks() -> None:
+    chatty = importlib.import_module("tests.tasks.failing_family").ChattyFamily()
+    assert [t.model_dump() for t in generate_tasks(chatty, n=6, workers=2)] == [
+        t.model_dump() for t in generate_tasks(chatty, n=6, workers=1)
+    ]
 
 
 def test_a_cheap_family_is_generated_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:

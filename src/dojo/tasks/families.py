@@ -23,12 +23,11 @@ it never saw.
 from __future__ import annotations
 
 import random
-import sys
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from dojo.tasks.family_processes import Chunk, generate_in_processes, worker_count
+from dojo.tasks.family_processes import Chunk, family_payload, generate_in_processes, worker_count
 from dojo.tasks.model import Task, TaskMetadata, TestCase
 
 
@@ -69,7 +68,7 @@ def generate_tasks(
     """``n`` tasks with ids ``<family>/<seed>/<i>``; ``difficulty`` a value or a (low, high) range.
     ``workers``: processes that generate side by side (``family_processes``; the same tasks in the
     same order); None: as many as pay for themselves, judged from the time of the first tasks (a
-    family registered by an importable module only); 1: this process alone."""
+    family that a worker can load only: ``family_payload``); 1: this process alone."""
     fam = get_family(family) if isinstance(family, str) else family
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
@@ -78,24 +77,23 @@ def generate_tasks(
     low, high = difficulty if isinstance(difficulty, tuple) else (difficulty, difficulty)
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"difficulty must lie in [0, 1] (low <= high), got {difficulty}")
-    # workers import the family's module by its name: a family registered by a script (``__main__``)
-    # is generated here
-    registered = _REGISTRY.get(fam.name) is fam and type(fam).__module__ != "__main__"
+    payload = family_payload(fam)  # None: no worker could load it
     if workers is None:
         probe = min(n, PROBED_TASKS)
+        tasks = generate_range(fam, range(1), seed, low, high)  # (the first pays the family's imports: not timed)
         start = time.perf_counter()
-        tasks = generate_range(fam, range(probe), seed, low, high)
-        remaining_s = (time.perf_counter() - start) / probe * (n - probe)
-        workers = worker_count(remaining_s) if registered and n > probe else 0
+        tasks += generate_range(fam, range(1, probe), seed, low, high)
+        remaining_s = (time.perf_counter() - start) / max(1, probe - 1) * (n - probe)
+        workers = worker_count(remaining_s) if payload is not None and n > probe else 0
     else:
-        tasks = [] if workers > 1 and registered else generate_range(fam, range(n), seed, low, high)
-    if workers > 1 and registered and len(tasks) < n:
-        chunk = Chunk(type(fam).__module__, fam.name, seed, low, high, len(tasks), n, tuple(sys.path))
-        return tasks + generate_in_processes(chunk, workers)
+        tasks = [] if workers > 1 and payload is not None else generate_range(fam, range(n), seed, low, high)
+    if workers > 1 and payload is not None and len(tasks) < n:
+        chunk = Chunk(fam.name, seed, float(low), float(high), len(tasks), n)
+        return tasks + generate_in_processes(payload, chunk, workers)
     return tasks + generate_range(fam, range(len(tasks), n), seed, low, high)
 
 
-PROBED_TASKS = 4  # generated first in this process, to judge whether workers pay for the rest
+PROBED_TASKS = 5  # generated first in this process, to judge whether workers pay for the rest
 
 
 def generate_range(fam: TaskFamily, indices: range, seed: int, low: float, high: float) -> list[Task]:

@@ -1,13 +1,14 @@
 """A family's tasks generated in worker processes, for families whose generation is costly.
 
-``generate_tasks`` hands the tasks past its first ones to ``generate_in_processes`` when it
-projects more than ``PARALLEL_AFTER_S`` of generation in its own process: ``family:data_analysis``
-computes each task's answer with pandas (~15 ms of CPU a task, 15 s per 1,000 on one core, while
-the other core of a 2-core machine sat idle). Each worker is a fresh interpreter
-(``WORKER``) that imports the family's module, generates a range of
-indices and writes the tasks back, pickled, on its stdout; a task depends only on its index (its
-``random.Random`` is seeded by ``<family>/<seed>/<i>``), so the tasks are the same as one process
-would make, in the same order.
+``generate_tasks`` hands the tasks past its first ones to ``generate_in_processes`` when the time
+of those first tasks projects that workers save more than they cost to start (``worker_count``):
+``family:data_analysis`` computes each task's answer with pandas (~10 ms of CPU a task, 10.7 s per
+1,000 on one core, while the other core of a 2-core machine sat idle). Each worker is a fresh
+interpreter (``WORKER``, on the caller's ``sys.path``) that reads the family itself, pickled, on its
+stdin (its class by name, its state by value: a family registered at run time with parameters is
+the same family there), generates a range of indices and writes the tasks back, pickled. A task
+depends only on its index (its ``random.Random`` is seeded by ``<family>/<seed>/<i>``), so the tasks
+are the same as one process would make, in the same order.
 
 Plain subprocesses rather than ``concurrent.futures``: a process pool of the ``spawn`` context (no
 ``fork``: the caller may hold threads) starts ``multiprocessing``'s resource tracker, which outlives
@@ -17,75 +18,102 @@ the pool for the rest of the caller's life.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import itertools
 import json
 import os
 import pickle
 import subprocess
 import sys
+import time
 import traceback
+from typing import Any
 
 from dojo.tasks.model import Task
 
-PARALLEL_AFTER_S = 3.0  # projected generation in one process beyond which workers take the rest
-WORKER_START_S = 1.5  # (measured: a worker's interpreter, dojo.tasks and pandas imported, ~1.2 s)
-WORKER = "from dojo.tasks.family_processes import main; main()"  # (-m would import this module twice)
-GENERATION_TIMEOUT_S = 1800.0  # a bound on the workers' wait; generating 1,000 costly tasks takes ~15 s
+WORKER_START_S = 1.5  # a worker's start: its interpreter, dojo.tasks and the family's imports (~1 s measured)
+# (-m would import this module twice; -P: the worker's own directory shadows no module of the caller's)
+WORKER = "from dojo.tasks.family_processes import main; main()"
+GENERATION_TIMEOUT_S = 1800.0  # the bound on the workers' wait; generating 1,000 data_analysis tasks takes ~11 s
 
 
 @dataclasses.dataclass(frozen=True)
 class Chunk:
-    """What one worker generates: the family (its registered ``name`` and the ``module`` that
-    registers it), the set's ``seed`` and difficulty range, the indices ``start`` .. ``stop``, and
-    where to find the module (``path``)."""
+    """What one worker generates: the indices ``start`` .. ``stop`` of the set ``seed`` of a family
+    (``name``), difficulties drawn from ``low`` .. ``high``."""
 
-    module: str
     name: str
     seed: int
     low: float
     high: float
     start: int
     stop: int
-    path: tuple[str, ...] = ()  # the caller's sys.path, where the family's module was found
+
+
+def family_payload(family: Any) -> bytes | None:
+    """The family pickled for a worker, or None when a worker could not load it (a class defined by a
+    script, ``__main__``, or inside a function; state that does not pickle): then it is generated in
+    the caller's process."""
+    if type(family).__module__ == "__main__":
+        return None
+    try:
+        return pickle.dumps(family, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return None
 
 
 def worker_count(remaining_s: float) -> int:
-    """How many workers pay for themselves on ``remaining_s`` of one process's generation: none
-    (0) below ``PARALLEL_AFTER_S`` or on one CPU, else one per CPU this process may use."""
+    """How many workers pay for themselves on ``remaining_s`` of one process's generation: one per
+    CPU this process may use, each with at least two starts' worth of work; none (0) on one CPU, or
+    where they would save less than a worker's start."""
     cpus = len(os.sched_getaffinity(0))
-    if cpus < 2 or remaining_s < PARALLEL_AFTER_S:
+    if cpus < 2:
         return 0
-    return max(2, min(cpus, int(remaining_s / WORKER_START_S)))
+    workers = max(2, min(cpus, int(remaining_s / (2 * WORKER_START_S))))
+    saved = remaining_s * (1 - 1 / workers) - WORKER_START_S
+    return workers if saved >= WORKER_START_S else 0
 
 
-def generate_in_processes(chunk: Chunk, workers: int) -> list[Task]:
-    """The tasks of ``chunk``'s indices, generated by ``workers`` processes side by side, in index
-    order. A worker that fails raises RuntimeError with its traceback; every worker is gone when
-    this returns or raises."""
+def generate_in_processes(family: bytes, chunk: Chunk, workers: int) -> list[Task]:
+    """The tasks of ``chunk``'s indices of ``family`` (``family_payload``), generated by ``workers``
+    processes side by side, in index order. A worker that fails, or all of them past
+    ``GENERATION_TIMEOUT_S``, raise RuntimeError (with the worker's traceback); every worker is gone
+    when this returns or raises."""
     count = chunk.stop - chunk.start
     workers = max(1, min(workers, count))
     bounds = [chunk.start + count * k // workers for k in range(workers + 1)]
     parts = [dataclasses.replace(chunk, start=a, stop=b) for a, b in itertools.pairwise(bounds)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    deadline = time.monotonic() + GENERATION_TIMEOUT_S
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for part in parts:
-            command = [sys.executable, "-c", WORKER, json.dumps(dataclasses.asdict(part))]
-            procs.append(
-                subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            )
+            command = [sys.executable, "-P", "-c", WORKER, json.dumps(dataclasses.asdict(part))]
+            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=env)  # fmt: skip
+            procs.append(proc)
+            assert proc.stdin is not None
+            try:
+                with proc.stdin:  # (the worker reads it whole before it writes anything)
+                    proc.stdin.write(family)
+            except BrokenPipeError:
+                pass  # the worker ended at once: its exit and stderr say why, below
+            proc.stdin = None  # closed: communicate() has nothing to send
         tasks: list[Task] = []
         for part, proc in zip(parts, procs, strict=True):
-            out, err = proc.communicate(timeout=GENERATION_TIMEOUT_S)
+            what = f"generating tasks {part.start}..{part.stop - 1} of family {part.name!r} in a worker process"
+            try:
+                out, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(f"{what} took over {GENERATION_TIMEOUT_S:.0f} s: stopped") from None
             if proc.returncode != 0:
                 detail = err.decode(errors="replace").strip()[-3000:]
-                raise RuntimeError(
-                    f"generating tasks {part.start}..{part.stop - 1} of family {part.name!r} failed in a worker "
-                    f"process (exit {proc.returncode}):\n{detail}"
-                )
-            got = pickle.loads(out)
+                raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n{detail}")
+            try:
+                got = pickle.loads(out)
+            except Exception as e:
+                raise RuntimeError(f"{what}: its output was no list of tasks ({type(e).__name__}: {e})") from None
             if not isinstance(got, list) or len(got) != part.stop - part.start:
-                raise RuntimeError(f"a worker generating family {part.name!r} gave back no list of its tasks")
+                raise RuntimeError(f"{what}: it gave back no list of its {part.stop - part.start} tasks")
             tasks += got
         return tasks
     finally:
@@ -99,19 +127,20 @@ def generate_in_processes(chunk: Chunk, workers: int) -> list[Task]:
 
 
 def main() -> None:
-    """A worker: a ``Chunk`` as JSON, its only argument; its tasks pickled on stdout (a traceback on stderr
-    and exit 1 when the family fails)."""
-    from dojo.tasks.families import generate_range, get_family
+    """A worker: a ``Chunk`` as JSON, its only argument, and the family pickled on stdin; its tasks
+    pickled on stdout, which nothing else writes to (what the family prints goes to stderr); a
+    traceback on stderr and exit 1 when the family fails."""
+    from dojo.tasks.families import generate_range
 
-    fields = json.loads(sys.argv[1])
-    chunk = Chunk(**{**fields, "path": tuple(fields.get("path", ()))})
-    sys.path[:0] = [p for p in chunk.path if p not in sys.path]
+    result = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    chunk = Chunk(**json.loads(sys.argv[1]))
     try:
-        importlib.import_module(chunk.module)
-        family = get_family(chunk.name)
+        family = pickle.loads(sys.stdin.buffer.read())
         tasks = generate_range(family, range(chunk.start, chunk.stop), chunk.seed, chunk.low, chunk.high)
     except Exception:
         traceback.print_exc()
         sys.exit(1)
-    sys.stdout.buffer.write(pickle.dumps(tasks, protocol=pickle.HIGHEST_PROTOCOL))
-    sys.stdout.buffer.flush()
+    with result:
+        result.write(pickle.dumps(tasks, protocol=pickle.HIGHEST_PROTOCOL))
