@@ -27,7 +27,7 @@ def test_workers_make_the_same_tasks_in_the_same_order() -> None:
 
 def test_a_failing_worker_says_why_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(families, "_REGISTRY", dict(families._REGISTRY))
-    failing = importlib.import_module("tests.tasks.failing_family")
+    failing = importlib.import_module("tests.tasks.families_for_tests")
     families.register_family(failing.FAMILY)
     with pytest.raises(ValueError, match="cannot make a task"):
         generate_tasks("failing_for_tests", n=4, workers=1)
@@ -71,7 +71,7 @@ def test_a_family_registered_with_its_own_parameters_is_that_family_in_the_worke
 
 
 def test_what_a_family_prints_does_not_spoil_the_workers_tasks() -> None:
-    chatty = importlib.import_module("tests.tasks.failing_family").ChattyFamily()
+    chatty = importlib.import_module("tests.tasks.families_for_tests").ChattyFamily()
     assert [t.model_dump() for t in generate_tasks(chatty, n=6, workers=2)] == [
         t.model_dump() for t in generate_tasks(chatty, n=6, workers=1)
     ]

@@ -77,17 +77,16 @@ def generate_tasks(
     low, high = difficulty if isinstance(difficulty, tuple) else (difficulty, difficulty)
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"difficulty must lie in [0, 1] (low <= high), got {difficulty}")
-    payload = family_payload(fam)  # None: no worker could load it
+    tasks: list[Task] = []
     if workers is None:
         probe = min(n, PROBED_TASKS)
         tasks = generate_range(fam, range(1), seed, low, high)  # (the first pays the family's imports: not timed)
         start = time.perf_counter()
         tasks += generate_range(fam, range(1, probe), seed, low, high)
         remaining_s = (time.perf_counter() - start) / max(1, probe - 1) * (n - probe)
-        workers = worker_count(remaining_s) if payload is not None and n > probe else 0
-    else:
-        tasks = [] if workers > 1 and payload is not None else generate_range(fam, range(n), seed, low, high)
-    if workers > 1 and payload is not None and len(tasks) < n:
+        workers = worker_count(remaining_s) if n > probe else 0
+    payload = family_payload(fam) if workers > 1 and len(tasks) < n else None  # None: generated here
+    if payload is not None:
         chunk = Chunk(fam.name, seed, float(low), float(high), len(tasks), n)
         return tasks + generate_in_processes(payload, chunk, workers)
     return tasks + generate_range(fam, range(len(tasks), n), seed, low, high)
