@@ -68,7 +68,8 @@ PROGRAM_IMPORTS = {
     "rewards/programs/repo_driver.py": {"pytest"},
     "rewards/programs/repo_plugin.py": {"pytest", "_pytest"},
     "tasks/programs/tau2_adapter.py": {"tau2", "loguru"},
-    "tasks/programs/analysis_warmup.py": {"numpy", "pandas", "pyarrow", "scipy"},
+    "tasks/programs/data_warmup.py": {"pandas", "pyarrow"},
+    "tasks/programs/scipy_warmup.py": {"numpy", "scipy"},
 }
 SHARED_MODULES = {"dojo.tasks.values", "dojo.sandbox.guest.wire"}  # written once, for host and sandbox
 

@@ -179,6 +179,22 @@ async def test_a_missing_environment_is_an_input_error_naming_the_build_command(
 
 
 @requires_isolation
+async def test_names_that_share_their_files_each_start_their_slots_their_own_way(
+    env_sandbox: AsyncSandbox, store: EnvironmentStore
+) -> None:
+    toy = store.get("toy")
+    bare = store.build("toy-bare", lock=list(toy.lock), preload=[], warmup="import toydep")
+    assert bare.path == toy.path and bare.version == toy.version  # one copy of the files
+    source = "import sys; print('toyapp' in sys.modules, 'toydep' in sys.modules)"
+    seen = []
+    for name in ("toy", "toy-bare", "toy"):  # each name's slots, whichever started first
+        result = await env_sandbox.run(Program(language="python", source=source, environment=name))
+        assert result.verdict is Verdict.ACCEPTED, result.stderr or result.sandbox_error
+        seen.append(result.stdout.split())
+    assert seen == [["True", "True"], ["False", "True"], ["True", "True"]]
+
+
+@requires_isolation
 async def test_a_new_version_leaves_the_old_one_reachable(
     tmp_path: Path, wheels: Path, store: EnvironmentStore
 ) -> None:

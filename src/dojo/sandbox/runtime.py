@@ -163,7 +163,7 @@ class AsyncSandbox:
         # one proxies PyPI and the npm registry).
         self.packages = packages
         self._pool: SlotPool | None = None
-        self._extra_pools: dict[str, SlotPool] = {}  # by environment and network policy
+        self._extra_pools: dict[tuple[tuple[str, tuple[str, ...], str] | None, str], SlotPool] = {}  # see _pool_for
         self.builds = BuildCache()  # compiled languages' artifacts, by their exact inputs
         self._build_locks: dict[str, asyncio.Lock] = {}
         self._slot_config: SlotConfig | None = None
@@ -205,8 +205,9 @@ class AsyncSandbox:
 
     async def _pool_for(self, environment: str | None, network: NetworkPolicy) -> tuple[SlotPool, Environment | None]:
         """The warm slots a run needs: the sandbox's own, or (started on first use) those of an
-        environment (its packages read-only at /env, its modules imported in every zygote) and/or of
-        an ``allow`` network policy (its destinations relayed into each slot's namespace)."""
+        environment (its packages read-only at /env, its modules imported in every zygote; one pool for
+        each files, preload and warm-up: names that share their files may start their slots differently)
+        and/or of an ``allow`` network policy (its destinations relayed into each slot's namespace)."""
         if self._pool is None:
             await self.start()
         env = None
@@ -214,7 +215,8 @@ class AsyncSandbox:
             env = self.environments.cached(environment) or await asyncio.to_thread(self.environments.get, environment)
         if env is None and network.mode != "allow":
             return self.pool, None
-        key = f"{env.version if env else ''}|{network.model_dump_json() if network.mode == 'allow' else ''}"
+        started = (env.version, env.preload, env.warmup) if env else None
+        key = (started, network.model_dump_json() if network.mode == "allow" else "")
         pool = self._extra_pools.get(key)
         if pool is not None:
             return pool, env

@@ -1,11 +1,18 @@
-"""What the ``analysis`` task families share: the sandbox environment their programs run in, the
+"""What the ``analysis`` task families share: the sandbox environments their programs run in, the
 answer file and how a test names one of its fields.
 
-The environment, ``dojo-analysis``, is adopted from this interpreter's own installs of pandas,
-numpy, scipy and pyarrow (``EnvironmentStore.adopt``: no index, no network; ``pip install -e .``
-from PyPI is all it needs), once, on first use. Its zygotes import them before the first run, so a
-run forks with ``pandas`` already imported. pyarrow's allocator would start a background thread at
-import (a zygote must stay single-threaded to fork): the warm-up turns it off before importing.
+Two environments, adopted from this interpreter's own installs of pandas, numpy, scipy and pyarrow
+(``EnvironmentStore.adopt``: no index, no network; ``pip install -e .`` from PyPI is all it needs),
+once, on first use, and sharing one copy of the files: ``dojo-data`` (``family:data_analysis``),
+whose zygotes import pandas, numpy and pyarrow before the first run, and ``dojo-analysis``
+(``family:scientific``, ``scicode:``), whose zygotes import scipy's solvers too. scipy is installed
+in both; ``dojo-data`` leaves it to the runs that import it because what a zygote has imported
+is what every run's fork and exit pay for: measured (2026-12-04), fork and exit of an interpreter
+that imported pandas and pyarrow cost 5.2 ms of CPU, 12.7 ms with scipy's five modules too (their
+anonymous memory, 57 -> 98 MB, is copied page table by page table at every fork); a run of ``pass``
+cost 14.6 ms of the machine's CPU in ``dojo-analysis``. pyarrow's allocator would start a
+background thread at import (a zygote must stay single-threaded to fork): the warm-up turns it off
+before importing.
 """
 
 from __future__ import annotations
@@ -17,14 +24,15 @@ from dojo.sandbox.environment import Environment, EnvironmentStore
 from dojo.tasks.model import TestCase
 from dojo.tasks.programs import program_source
 
+DATA_ENVIRONMENT = "dojo-data"
 ANALYSIS_ENVIRONMENT = "dojo-analysis"
 ANSWER_FILE = "answer.json"
 DISTRIBUTIONS = ("pandas", "numpy", "scipy", "pyarrow", "python-dateutil", "six")
 # pyarrow.dataset, pandas_compat and pandas' arrow extension types are what ``pd.read_parquet`` imports
 # on its first call (14 modules): imported here, not in each run.
-PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "pyarrow.dataset", "pyarrow.pandas_compat",
-           "pandas.core.arrays.arrow.extension_types", "scipy.integrate", "scipy.optimize", "scipy.linalg",
-           "scipy.stats", "scipy.special")  # fmt: skip
+DATA_PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "pyarrow.dataset", "pyarrow.pandas_compat",
+                "pandas.core.arrays.arrow.extension_types")  # fmt: skip
+SCIPY_PRELOAD = ("scipy.integrate", "scipy.optimize", "scipy.linalg", "scipy.stats", "scipy.special")
 # Each run's first call of a pandas path (a CSV parsed, a merge, a groupby, the .str accessor, a
 # Parquet table converted) builds lazily what the next call reuses; done once here, in the zygote,
 # every run forks with it built. Measured (2026-12-04) on a level-3 reference (a Parquet and two CSV
@@ -32,22 +40,35 @@ PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "pyarrow.dataset", "pyarrow.pan
 # the imports only, 39 ms with the modules above, 25 ms with this warm-up too. Only calls that start
 # no thread: Parquet through ``ParquetFile.read(use_threads=False)`` (``read_table``, the dataset
 # path, starts arrow's I/O threads, and a zygote must stay single-threaded to fork). The calls are
-# ``dojo.tasks.programs.analysis_warmup``.
-WARMUP = (
+# ``dojo.tasks.programs.data_warmup``; ``dojo-analysis`` then warms scipy's solvers
+# (``dojo.tasks.programs.scipy_warmup``).
+DATA_WARMUP = (
     "import os\nos.environ.setdefault('JE_ARROW_MALLOC_CONF', 'background_thread:false')\n"
-    + "".join(f"import {m}\n" for m in PRELOAD)
-    + program_source("analysis_warmup")
+    + "".join(f"import {m}\n" for m in DATA_PRELOAD)
+    + program_source("data_warmup")
 )
+ANALYSIS_WARMUP = DATA_WARMUP + "".join(f"import {m}\n" for m in SCIPY_PRELOAD) + program_source("scipy_warmup")
+
+
+def data_environment(store: EnvironmentStore | None = None) -> Environment:
+    """The environment data-analysis programs run in (adopted on first use): pandas imported."""
+    return (store or EnvironmentStore()).adopt(DATA_ENVIRONMENT, list(DISTRIBUTIONS), warmup=DATA_WARMUP)
 
 
 def analysis_environment(store: EnvironmentStore | None = None) -> Environment:
-    """The environment analysis programs run in (adopted on first use)."""
-    return (store or EnvironmentStore()).adopt(ANALYSIS_ENVIRONMENT, list(DISTRIBUTIONS), warmup=WARMUP)
+    """The environment scientific programs run in (adopted on first use): pandas and scipy imported."""
+    return (store or EnvironmentStore()).adopt(ANALYSIS_ENVIRONMENT, list(DISTRIBUTIONS), warmup=ANALYSIS_WARMUP)
+
+
+@functools.cache
+def data_environment_ref() -> str:
+    """``dojo-data@<version>``: what a generated data-analysis task names (adopted once per process)."""
+    return data_environment().ref
 
 
 @functools.cache
 def analysis_environment_ref() -> str:
-    """``dojo-analysis@<version>``: what a generated task names (adopted once per process)."""
+    """``dojo-analysis@<version>``: what a generated scientific task names (adopted once per process)."""
     return analysis_environment().ref
 
 

@@ -28,9 +28,9 @@ from typing import Any
 
 from dojo.tasks.analysis import (
     ANSWER_FILE,
-    analysis_environment_ref,
     answer_instructions,
     computed_answer,
+    data_environment_ref,
     field_test,
     zero_like,
 )
@@ -269,7 +269,7 @@ class DataAnalysisFamily:
             tests=tests,
             reference=f"```python\n{reference}\n```",
             workspace=Workspace(files=files, binary=sorted(p for p in files if p.endswith(".parquet"))),
-            environment=analysis_environment_ref(),
+            environment=data_environment_ref(),
             metadata=TaskMetadata(
                 source="family:data_analysis",
                 difficulty=round(difficulty, 3),

@@ -1,17 +1,15 @@
-"""The data-analysis environment's warm-up (``dojo.tasks.analysis.WARMUP``): the zygote of a
-``dojo-analysis`` slot runs this once, after importing the preloaded modules, so each run's first
-call of a pandas path (a CSV parsed, a merge, a groupby, the ``.str`` accessor, a Parquet table
-converted) finds built what it builds lazily. Only calls that start no thread (see
+"""The data environments' warm-up (``dojo.tasks.analysis.DATA_WARMUP``): the zygote of a
+``dojo-data`` or ``dojo-analysis`` slot runs this once, after importing the preloaded modules, so
+each run's first call of a pandas path (a CSV parsed, a merge, a groupby, the ``.str`` accessor, a
+Parquet table converted) finds built what it builds lazily. Only calls that start no thread (see
 ``dojo.tasks.analysis``). Runs inside the sandbox; imports what the environment provides.
 """
 
 import io
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from scipy import integrate, linalg, optimize, stats
 
 frame = pd.DataFrame(
     {"key": ["a", "b", "a"], "n": [1, 2, 3], "x": [1.5, None, 2.5], "day": ["2024-01-02", "2024-02-03", "2024-03-04"]}
@@ -31,12 +29,4 @@ summary = (
     joined.describe(),
     joined["x"].std(ddof=1),
     joined["n"].corr(joined["w"]),
-)
-numbers = (
-    integrate.quad(lambda t: t * t, 0, 1),
-    optimize.brentq(lambda t: t * t - 2, 0, 2),
-    integrate.solve_ivp(lambda t, y: -y, (0, 1), [1.0], rtol=1e-8),
-    linalg.solve(np.eye(2), np.ones(2)),
-    np.linalg.eigvalsh(np.eye(2)),
-    stats.linregress([0.0, 1.0, 2.0], [1.0, 2.0, 3.5]),
 )
