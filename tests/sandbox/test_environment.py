@@ -266,11 +266,21 @@ def test_the_env_commands(tmp_path: Path, wheels: Path) -> None:
     assert built.exit_code == 0, built.output
     listed = runner.invoke(app, ["env", "list", *root])
     assert "toy" in listed.output and "toyapp" in listed.output
+    lock, warmup = tmp_path / "lock.txt", tmp_path / "warmup.py"
+    lock.write_text("toyapp==1.0\ntoydep==1.0\n")
+    warmup.write_text("import toydep\nVALUE = toydep.VALUE\n")
+    warm = runner.invoke(app, ["env", "build", "toy-warm", "--lock", str(lock), "--warmup", str(warmup), "--find-links",
+                               str(wheels), "--no-index", "--no-check", *root])  # fmt: skip
+    assert warm.exit_code == 0, warm.output
+    assert "2 lines" in runner.invoke(app, ["env", "list", *root]).output  # the only way the two names differ
+    assert "warm-up: 2 lines" in runner.invoke(app, ["env", "show", "toy-warm", *root]).output
+    assert "warm-up" not in runner.invoke(app, ["env", "show", "toy", *root]).output
     shown = runner.invoke(app, ["env", "show", "toy", "--json", *root])
     assert json.loads(shown.output)["lock"] == ["toyapp==1.0", "toydep==1.0"]
     missing = runner.invoke(app, ["env", "show", "nope", *root])
     assert missing.exit_code == 2 and "dojo env build nope" in missing.output
     neither = runner.invoke(app, ["env", "build", "toy", *root])
     assert neither.exit_code == 2 and "either -r" in neither.output
+    assert runner.invoke(app, ["env", "rm", "toy-warm", *root]).exit_code == 0
     removed = runner.invoke(app, ["env", "rm", "toy", *root])
     assert removed.exit_code == 0 and runner.invoke(app, ["env", "list", *root]).output.count("toy") == 0

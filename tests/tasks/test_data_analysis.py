@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 from dojo.rewards.audit import audit_tasks
-from dojo.sandbox import AsyncSandbox
+from dojo.sandbox import AsyncSandbox, Program
 from dojo.tasks import load_source
 from dojo.tasks.analysis import zero_like
 
@@ -57,3 +57,21 @@ async def test_audit_is_clean_on_both_families() -> None:
         report = await audit_tasks(tasks, sandbox)
     assert [t.id for t in report.unverifiable] == [], [t.problems for t in report.unverifiable]
     assert all(not t.trivial_passed for t in report.tasks)
+
+
+async def test_data_analysis_runs_fork_without_scipy_imported_yet_can_import_it() -> None:
+    """``dojo-data``'s zygotes import pandas but not scipy (every fork copies what a zygote imported);
+    a program that wants scipy still has it, and the scientific family's runs find it imported."""
+    data = load_source("family:data_analysis?n=1")[0]
+    science = load_source("family:scientific?n=1")[0]
+    assert (data.environment or "").startswith("dojo-data@") and (science.environment or "").startswith(
+        "dojo-analysis@"
+    )
+    probe = "import sys\nprint('pandas' in sys.modules, 'scipy.stats' in sys.modules)\n"
+    uses_scipy = probe + "from scipy import stats\nprint(stats.linregress([0, 1, 2], [1, 2, 3.5]).slope)\n"
+    async with AsyncSandbox(pool_size=1) as sandbox:
+        ran = [
+            await sandbox.run(Program(language="python", source=source, environment=task.environment))
+            for source, task in ((uses_scipy, data), (probe, science))
+        ]
+    assert [r.stdout.split() for r in ran] == [["True", "False", "1.25"], ["True", "True"]], [r.stderr for r in ran]

@@ -100,15 +100,20 @@ def build(
 @env_app.command("list")
 def list_(root: Root = None) -> None:
     """The environments on this machine."""
-    table = Table("name", "version", "packages", "preload", "versions")
+    table = Table("name", "version", "packages", "preload", "warm-up", "versions")
     store = EnvironmentStore(root)
     for environment in store.all():
         versions = len(store.versions(environment.name))
         table.add_row(
             environment.name, environment.version, str(len(environment.lock)), ", ".join(environment.preload),
-            str(versions),
+            _warmup_size(environment.warmup), str(versions),
         )  # fmt: skip
     console.print(table)
+
+
+def _warmup_size(warmup: str) -> str:
+    lines = len(warmup.splitlines())
+    return f"{lines} line{'s' if lines != 1 else ''}" if warmup else ""
 
 
 @env_app.command()
@@ -135,6 +140,8 @@ def show(
     for key in ("name", "version", "path", "python", "preload", "requirements", "versions", "size_bytes"):
         value = info[key]
         console.print(f"{key}: {', '.join(value) if isinstance(value, list) else value}")
+    if environment.warmup:  # (names that share their files may differ only here)
+        console.print(f"warm-up: {_warmup_size(environment.warmup)} (the code: --json)")
     console.print("lock:\n  " + "\n  ".join(environment.lock))
 
 

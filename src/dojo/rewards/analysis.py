@@ -6,7 +6,8 @@ Two ways a run is made:
 
 - no entry point (``family:data_analysis``, ``family:scientific``): the candidate's program itself
   runs, in the work dir holding the task's files (``workspace``; Parquet files are stored base64,
-  ``Workspace.binary``), in the task's environment (pandas, numpy, scipy preloaded);
+  ``Workspace.binary``), in the task's environment (``dojo-data``: pandas, numpy, pyarrow preloaded;
+  ``dojo-analysis``: scipy's solvers too);
 - an entry point (``scicode:``): the candidate's code is ``solution.py`` and dojo's driver
   (``dojo.rewards.programs.capture_driver``) runs each test's ``code`` after it, writing the values
   its asserts compared. A test's value is then ``"reference": true``: the task's reference through

@@ -8,9 +8,9 @@ whose zygotes import pandas, numpy and pyarrow before the first run, and ``dojo-
 (``family:scientific``, ``scicode:``), whose zygotes import scipy's solvers too. scipy is installed
 in both; ``dojo-data`` leaves it to the runs that import it because what a zygote has imported
 is what every run's fork and exit pay for: measured (2026-12-04), fork and exit of an interpreter
-that imported pandas and pyarrow cost 5.2 ms of CPU, 12.7 ms with scipy's five modules too (their
-anonymous memory, 57 -> 98 MB, is copied page table by page table at every fork); a run of ``pass``
-cost 14.6 ms of the machine's CPU in ``dojo-analysis``. pyarrow's allocator would start a
+that imported pandas and pyarrow cost 5.2 ms of CPU, 10.5-12.7 ms with scipy's five modules too
+(their anonymous memory, 57 -> 98 MB, is copied page table by page table at every fork); a run of
+``pass`` cost 14.6 ms of the machine's CPU in ``dojo-analysis``. pyarrow's allocator would start a
 background thread at import (a zygote must stay single-threaded to fork): the warm-up turns it off
 before importing.
 """
