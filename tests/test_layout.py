@@ -70,6 +70,7 @@ PROGRAM_IMPORTS = {
     "tasks/programs/tau2_adapter.py": {"tau2", "loguru"},
     "tasks/programs/data_warmup.py": {"pandas", "pyarrow"},
     "tasks/programs/scipy_warmup.py": {"numpy", "scipy"},
+    "tasks/programs/documents_warmup.py": {"docx", "openpyxl"},
 }
 SHARED_MODULES = {"dojo.tasks.values", "dojo.sandbox.guest.wire"}  # written once, for host and sandbox
 

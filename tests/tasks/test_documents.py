@@ -9,7 +9,7 @@ import re
 from dojo.rewards import Grader
 from dojo.rewards.audit import audit_tasks
 from dojo.rewards.documents import hollow_document
-from dojo.sandbox import AsyncSandbox
+from dojo.sandbox import AsyncSandbox, Program
 from dojo.tasks import generate_tasks, load_source
 from tests.sandbox.conftest import requires_isolation
 from tests.tasks.recording import Recording
@@ -84,3 +84,13 @@ async def test_the_audit_is_clean(fast_sandbox: AsyncSandbox) -> None:
     tasks = load_source("family:documents?n=60&seed=5") + load_source("family:office?n=6&seed=5")
     report = await audit_tasks(tasks, fast_sandbox, repeats=1)
     assert report.summary()["verifiable"] == len(tasks), [(t.id, t.problems) for t in report.unverifiable]
+
+
+@requires_isolation
+async def test_office_runs_fork_with_the_libraries_warmed_up(fast_sandbox: AsyncSandbox) -> None:
+    """The documents environment's zygotes wrote a docx and an xlsx once (``documents_warmup``), so
+    what python-docx and openpyxl load on a first save is loaded before any run forks."""
+    environment = generate_tasks("office", n=1)[0].environment
+    probe = "import sys\nprint('encodings.cp437' in sys.modules, 'openpyxl.packaging.extended' in sys.modules)\n"
+    result = await fast_sandbox.run(Program(language="python", source=probe, environment=environment))
+    assert result.stdout.split() == ["True", "True"], result.stderr or result.sandbox_error

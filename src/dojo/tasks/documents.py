@@ -27,6 +27,7 @@ import random
 from dojo.tasks.document_render import Block, Draft, render
 from dojo.tasks.families import difficulty_level, register_family
 from dojo.tasks.model import Task, TaskMetadata, TestCase
+from dojo.tasks.programs import program_source
 from dojo.tasks.rules import (
     ContainsRule,
     CrossReferenceRule,
@@ -100,10 +101,12 @@ TOPICS = {
 
 @functools.cache
 def documents_environment() -> str:
-    """The ``documents`` environment (python-docx and openpyxl preloaded), adopted on first use: its ref."""
+    """The ``documents`` environment (python-docx and openpyxl preloaded, then warmed up:
+    ``dojo.tasks.programs.documents_warmup``), adopted on first use: its ref."""
     from dojo.sandbox.environment import EnvironmentStore
 
-    return EnvironmentStore().adopt(ENVIRONMENT, list(DISTRIBUTIONS), preload=["docx", "openpyxl"]).ref
+    warmup = program_source("documents_warmup")
+    return EnvironmentStore().adopt(ENVIRONMENT, list(DISTRIBUTIONS), preload=["docx", "openpyxl"], warmup=warmup).ref
 
 
 def money(cents: int) -> str:
