@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from dojo.sandbox.environment import Environment, EnvironmentStore
+from dojo.sandbox.environment import EnvironmentStore
 from dojo.tasks.model import TestCase
 from dojo.tasks.programs import program_source
 
@@ -50,26 +50,15 @@ DATA_WARMUP = (
 ANALYSIS_WARMUP = DATA_WARMUP + "".join(f"import {m}\n" for m in SCIPY_PRELOAD) + program_source("scipy_warmup")
 
 
-def data_environment(store: EnvironmentStore | None = None) -> Environment:
-    """The environment data-analysis programs run in (adopted on first use): pandas imported."""
-    return (store or EnvironmentStore()).adopt(DATA_ENVIRONMENT, list(DISTRIBUTIONS), warmup=DATA_WARMUP)
-
-
-def analysis_environment(store: EnvironmentStore | None = None) -> Environment:
-    """The environment scientific programs run in (adopted on first use): pandas and scipy imported."""
-    return (store or EnvironmentStore()).adopt(ANALYSIS_ENVIRONMENT, list(DISTRIBUTIONS), warmup=ANALYSIS_WARMUP)
+WARMUPS = {DATA_ENVIRONMENT: DATA_WARMUP, ANALYSIS_ENVIRONMENT: ANALYSIS_WARMUP}
 
 
 @functools.cache
-def data_environment_ref() -> str:
-    """``dojo-data@<version>``: what a generated data-analysis task names (adopted once per process)."""
-    return data_environment().ref
-
-
-@functools.cache
-def analysis_environment_ref() -> str:
-    """``dojo-analysis@<version>``: what a generated scientific task names (adopted once per process)."""
-    return analysis_environment().ref
+def environment_ref(name: str) -> str:
+    """``<name>@<version>`` of ``dojo-data`` (data analysis: pandas imported) or ``dojo-analysis``
+    (scientific: scipy's solvers too), what a generated task names: adopted on first use, once per
+    process."""
+    return EnvironmentStore().adopt(name, list(DISTRIBUTIONS), warmup=WARMUPS[name]).ref
 
 
 def field_test(name: str, value: Any, *, rel: float = 1e-6, abs_: float = 1e-6, unordered: bool = False) -> TestCase:

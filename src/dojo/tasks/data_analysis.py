@@ -28,9 +28,10 @@ from typing import Any
 
 from dojo.tasks.analysis import (
     ANSWER_FILE,
+    DATA_ENVIRONMENT,
     answer_instructions,
     computed_answer,
-    data_environment_ref,
+    environment_ref,
     field_test,
     zero_like,
 )
@@ -269,7 +270,7 @@ class DataAnalysisFamily:
             tests=tests,
             reference=f"```python\n{reference}\n```",
             workspace=Workspace(files=files, binary=sorted(p for p in files if p.endswith(".parquet"))),
-            environment=data_environment_ref(),
+            environment=environment_ref(DATA_ENVIRONMENT),
             metadata=TaskMetadata(
                 source="family:data_analysis",
                 difficulty=round(difficulty, 3),

@@ -37,7 +37,7 @@ import random
 from typing import Any
 
 from dojo.sandbox import Limits
-from dojo.tasks.analysis import analysis_environment_ref
+from dojo.tasks.analysis import ANALYSIS_ENVIRONMENT, environment_ref
 from dojo.tasks.model import Task, TaskMetadata, TestCase
 from dojo.tasks.wheel_data import wheel_data
 
@@ -178,7 +178,7 @@ def _task(problem: dict[str, Any], index: int | None) -> Task:
         tests=tests,
         reference=f"```python\n{reference.strip()}\n```",
         limits=LONG_LIMITS if task_id.removeprefix("scicode/") in LONG_RUNS else SCICODE_LIMITS,
-        environment=analysis_environment_ref(),
+        environment=environment_ref(ANALYSIS_ENVIRONMENT),
         metadata=TaskMetadata(
             source="scicode",
             tags=[*tags, f"problem{pid}", problem["problem_name"]],

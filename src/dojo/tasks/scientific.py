@@ -183,7 +183,7 @@ class ScientificFamily:
             tests=[common.field_test(p.field, answer[p.field], rel=p.rel, abs_=p.abs_) for p in parts],
             reference=f"```python\n{reference}```",
             workspace=Workspace(files=files) if files else None,
-            environment=common.analysis_environment_ref(),
+            environment=common.environment_ref(common.ANALYSIS_ENVIRONMENT),
             metadata=TaskMetadata(
                 source="family:scientific", difficulty=round(difficulty, 3), tags=[f"level{level + 1}", *kinds]
             ),
