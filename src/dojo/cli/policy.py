@@ -16,7 +16,7 @@ policy_app = typer.Typer(help="Local policies: the tiny built-in model and an Op
 @policy_app.command()
 def tiny(
     out: Annotated[Path, typer.Argument(help="Directory to write the model and tokenizer to.")],
-    hidden_size: Annotated[int, typer.Option(min=8, help="Width of the model.")] = 128,
+    hidden_size: Annotated[int, typer.Option(min=8, help="Width of the model (the MLP is 4x as wide).")] = 64,
     layers: Annotated[int, typer.Option(min=1, max=64, help="Transformer blocks.")] = 4,
     seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
 ) -> None:

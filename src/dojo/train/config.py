@@ -65,7 +65,7 @@ class CurriculumSettings(_Section):
 class PolicySettings(_Section):
     model: str = Field(
         "tiny",
-        description="`tiny` builds dojo's ~1 M-parameter model and tokenizer locally (nothing downloaded); "
+        description="`tiny` builds dojo's ~0.26 M-parameter model and tokenizer locally (nothing downloaded); "
         "otherwise the path of a local Hugging Face model directory.",
     )
     tiny: TinyModelSpec = Field(default_factory=TinyModelSpec, description="Shape of the tiny model.")
@@ -244,7 +244,7 @@ class TrainConfig(_Section):
 
     seed: int = Field(0, description="Seeds the model, the task draws and the sampling.")
     threads: int = Field(
-        2, ge=1, description="Torch CPU threads (2 uses both cores of a 2-core machine: ~1.4x faster steps than 1)."
+        2, ge=1, description="Torch CPU threads (2 uses both cores of a 2-core machine: ~1.5x faster SFT steps than 1)."
     )
     tasks: TaskSettings = Field(default_factory=TaskSettings)
     curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)
