@@ -1,0 +1,120 @@
+"""A docx parsed on the host: the same parse as through python-docx's own ``Document()``, with the
+styles part kept by content (``document_parse.docx_document``)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import docx
+import openpyxl
+import pytest
+
+from dojo.rewards import document_parse
+from dojo.rewards.document_parse import DocumentError, parse_docx
+
+
+def _written(document: docx.document.Document) -> bytes:
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _report() -> bytes:
+    d = docx.Document()
+    d.add_heading("Quarterly report", level=0)
+    d.add_paragraph("Prepared by: Finance")
+    d.add_heading("Figures", level=1)
+    d.add_paragraph("Revenue: $1,200")
+    d.add_paragraph("An item", style="List Bullet")
+    d.add_paragraph("Numbered", style="List Number")
+    d.add_paragraph("Quoted text", style="Quote")
+    table = d.add_table(rows=3, cols=3)
+    for i in range(3):
+        for j in range(3):
+            table.cell(i, j).text = f"r{i}c{j}"
+    table.cell(1, 0).merge(table.cell(1, 1))
+    d.add_heading("Fields", level=2)
+    pairs = d.add_table(rows=2, cols=2)
+    pairs.cell(0, 0).text, pairs.cell(0, 1).text = "Name", "Acme"
+    pairs.cell(1, 0).text, pairs.cell(1, 1).text = "Total", "$5"
+    d.add_paragraph("- a dash bullet")
+    return _written(d)
+
+
+def _with_part(data: bytes, name: str, content: bytes | None) -> bytes:
+    """``data`` with the zip entry ``name`` replaced by ``content`` (None: left out)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            if item.filename == name:
+                if content is not None:
+                    dst.writestr(item, content)
+            else:
+                dst.writestr(item, src.read(item.filename))
+    return out.getvalue()
+
+
+def _renamed_heading_style(data: bytes) -> bytes:
+    """The same document, its styles part naming the style with id ``Heading1`` "Body Text": Word
+    shows those paragraphs as body text, so no section may start there."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        styles = z.read("word/styles.xml")
+    style = b'w:styleId="Heading1"><w:name w:val='
+    renamed = styles.replace(style + b'"heading 1"/>', style + b'"Body Text"/>')
+    assert renamed != styles
+    return _with_part(data, "word/styles.xml", renamed)
+
+
+def _through_python_docx(data: bytes) -> document_parse.ParsedDocument:
+    """The parse as it was: python-docx's own ``Document()`` opens the package."""
+    real = document_parse.docx_document
+    document_parse.docx_document = lambda raw: docx.Document(io.BytesIO(raw))
+    try:
+        return parse_docx(data)
+    finally:
+        document_parse.docx_document = real
+
+
+def _no_styles(data: bytes) -> bytes:
+    """No styles part at all (nor its relationship): python-docx then uses its default styles."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        rels = z.read("word/_rels/document.xml.rels").decode()
+    start = rels.rindex("<Relationship ", 0, rels.index("/relationships/styles"))
+    end = rels.index("/>", start) + 2
+    data = _with_part(data, "word/_rels/document.xml.rels", (rels[:start] + rels[end:]).encode())
+    return _with_part(data, "word/styles.xml", None)
+
+
+@pytest.mark.parametrize("variant", ["plain", "renamed heading style"])
+def test_a_docx_parses_as_through_python_docx(variant: str) -> None:
+    data = _report() if variant == "plain" else _renamed_heading_style(_report())
+    assert parse_docx(data) == _through_python_docx(data)
+    assert parse_docx(data) == _through_python_docx(data)  # the second time from the kept styles
+
+
+def test_documents_with_other_styles_each_get_their_own_style_names() -> None:
+    plain, renamed = _report(), _renamed_heading_style(_report())
+    titles = []
+    for data in (plain, renamed, plain, renamed):
+        titles.append([s.title for s in parse_docx(data).sections])
+    assert titles[0] == titles[2] == ["Quarterly report", "Figures", "Fields"]
+    assert titles[1] == titles[3] == ["Quarterly report", "Fields"]  # "Figures" is body text there
+    assert titles[1] == [s.title for s in _through_python_docx(renamed).sections]
+
+
+def test_a_package_that_is_not_a_word_document_does_not_parse() -> None:
+    book = openpyxl.Workbook()
+    book.active["A1"] = "a spreadsheet"
+    out = io.BytesIO()
+    book.save(out)
+    with pytest.raises(DocumentError, match=r"does not open.*not a Word file"):
+        parse_docx(out.getvalue())
+
+
+def test_a_docx_without_a_styles_part_parses_with_the_default_styles_as_python_docx_does() -> None:
+    data = _no_styles(_report())
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        assert "word/styles.xml" not in z.namelist()
+    assert parse_docx(data) == _through_python_docx(data)
+    assert "Revenue: $1,200" in parse_docx(data).text  # (its default styles name no heading: no sections)
