@@ -1,5 +1,5 @@
 """A docx parsed on the host: the same parse as through python-docx's own ``Document()``, with the
-styles part kept by content (``document_parse.docx_document``)."""
+styles part kept by content (``document_parse._docx_document``)."""
 
 from __future__ import annotations
 
@@ -68,12 +68,12 @@ def _renamed_heading_style(data: bytes) -> bytes:
 
 def _through_python_docx(data: bytes) -> document_parse.ParsedDocument:
     """The parse as it was: python-docx's own ``Document()`` opens the package."""
-    real = document_parse.docx_document
-    document_parse.docx_document = lambda raw: docx.Document(io.BytesIO(raw))
+    real = document_parse._docx_document
+    document_parse._docx_document = lambda raw: docx.Document(io.BytesIO(raw))
     try:
         return parse_docx(data)
     finally:
-        document_parse.docx_document = real
+        document_parse._docx_document = real
 
 
 def _no_styles(data: bytes) -> bytes:
@@ -118,3 +118,45 @@ def test_a_docx_without_a_styles_part_parses_with_the_default_styles_as_python_d
         assert "word/styles.xml" not in z.namelist()
     assert parse_docx(data) == _through_python_docx(data)
     assert "Revenue: $1,200" in parse_docx(data).text  # (its default styles name no heading: no sections)
+
+
+def _edited(data: bytes, name: str, old: bytes, new: bytes) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        content = z.read(name)
+    assert old in content
+    return _with_part(data, name, content.replace(old, new, 1))
+
+
+def test_a_styles_part_reached_as_an_image_is_an_image_part_as_in_python_docx() -> None:
+    """python-docx picks a part's class by its relationship first (an image relationship makes an
+    image part, whatever the content type): so must the parse that keeps styles parts."""
+    kind = b"http://schemas.openxmlformats.org/officeDocument/2006/relationships/image"
+    image = b'<Relationship Id="rIdX" Type="' + kind + b'" Target="styles.xml"/>'
+    data = _edited(_report(), "word/_rels/document.xml.rels", b"<Relationship ", image + b"<Relationship ")
+    with pytest.raises(DocumentError, match="does not read") as ours:
+        parse_docx(data)
+    with pytest.raises(DocumentError, match="does not read") as theirs:
+        _through_python_docx(data)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize(
+    "style_id",
+    ['x"] | //w:style[@w:styleId="Heading1', 'Heading1" or "1"="1', 'x"] | //w:style[1]/@w:styleId | //w:x[@a="'],
+)
+def test_a_style_id_cannot_select_another_style_through_python_docxs_xpath(style_id: str) -> None:
+    """A paragraph whose style id names no style is in the default paragraph style (as Word shows
+    it), however the id is spelled: python-docx's lookup puts the id into an XPath unquoted."""
+    quoted = style_id.replace('"', "&quot;").encode()
+    data = _edited(_report(), "word/document.xml", b'w:val="Heading1"', b'w:val="' + quoted + b'"')
+    parsed = parse_docx(data)
+    assert "Figures" not in [s.title for s in parsed.sections]
+    assert "Figures" in parsed.sections[0].paragraphs  # (after the title: body text of its section)
+
+
+def test_a_docx_whose_body_does_not_read_scores_as_a_document_that_does_not_parse() -> None:
+    """A style of a type python-docx does not know raises in the middle of the body: a DocumentError
+    (the candidate's 0), never an exception out of the grader."""
+    data = _edited(_report(), "word/styles.xml", b'w:type="paragraph" w:default="1"', b'w:type="bogus" w:default="1"')
+    with pytest.raises(DocumentError, match="does not read"):
+        parse_docx(data)

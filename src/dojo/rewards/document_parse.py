@@ -224,10 +224,12 @@ def _all_text(sections: list[Section]) -> str:
 # A docx's styles part, parsed once per thread and distinct content. python-docx parses every part of
 # a package it opens, and the styles part of its default template (349 KB, in every document that
 # python-docx writes) was half of a parse: 8.5 -> 4.5 ms of CPU a document over 103 of the office
-# family's references (2026-12-04), the same parse. A parsed element is only ever read here (a
-# paragraph's style looked up by id), by the thread that parsed it; a bigger part is parsed each time.
-_STYLES_KEPT = 4
-_STYLES_MAX_BYTES = 1 << 20
+# family's references (2026-12-04), the same parse. A parsed element is shared by the documents of
+# its thread that carry the same bytes, so what ``_docx_document`` returns is only ever read (a
+# paragraph's style looked up by id; ``parse_docx`` is its one caller). Bounds: a part over 512 KiB
+# is parsed each time; two kept per thread (a tree is up to ~50x its bytes: <= ~50 MiB a thread).
+_STYLES_KEPT = 2
+_STYLES_MAX_BYTES = 512 << 10
 _styles_by_thread = threading.local()
 
 
@@ -237,28 +239,31 @@ def _styles_element(blob: bytes) -> Any:
     if len(blob) > _STYLES_MAX_BYTES:
         return parse_xml(blob)
     kept: dict[bytes, Any] = _styles_by_thread.__dict__.setdefault("kept", {})
-    element = kept.get(blob)  # (a hit compares the whole bytes: content, not a checksum)
+    element = kept.pop(blob, None)  # (a hit compares the whole bytes: content, not a checksum)
     if element is None:
-        if len(kept) >= _STYLES_KEPT:
-            del kept[next(iter(kept))]
-        element = kept[blob] = parse_xml(blob)
+        element = parse_xml(blob)
+        while len(kept) >= _STYLES_KEPT:
+            del kept[next(iter(kept))]  # the least recently used
+    kept[blob] = element
     return element
 
 
 def _docx_part(partname: Any, content_type: str, reltype: str, blob: bytes, package: Any) -> Any:
-    """python-docx's ``PartFactory``, but for the styles part (``_styles_element``)."""
-    from docx.opc.constants import CONTENT_TYPE as CT
+    """python-docx's ``PartFactory``: the same class for every part (its selector first, then the
+    content type), the styles part's element from ``_styles_element``."""
     from docx.opc.part import PartFactory
     from docx.parts.styles import StylesPart
 
-    if content_type == CT.WML_STYLES:
+    selector = PartFactory.part_class_selector
+    chosen = selector(content_type, reltype) if selector is not None else None  # (an image by relationship)
+    if chosen is None and PartFactory._part_cls_for(content_type) is StylesPart:
         return StylesPart(partname, content_type, _styles_element(blob), package)
     return PartFactory(partname, content_type, reltype, blob, package)
 
 
-def docx_document(data: bytes) -> Any:
+def _docx_document(data: bytes) -> Any:
     """What python-docx's ``Document(io.BytesIO(data))`` returns (the same package reader and parts,
-    the same check of the main part), its styles part from ``_styles_element``."""
+    the same check of the main part), its styles part from ``_styles_element``: to be read only."""
     from docx.opc.constants import CONTENT_TYPE as CT
     from docx.opc.package import Unmarshaller
     from docx.opc.pkgreader import PackageReader
@@ -273,15 +278,45 @@ def docx_document(data: bytes) -> Any:
     return part.document
 
 
+def _paragraph_style_name(doc: Any, style_id: str | None) -> str:
+    """The name of the paragraph style ``style_id`` names, as python-docx resolves it (the first style
+    with that id if it is a paragraph style, else the default paragraph style). python-docx finds it
+    by an XPath that holds the id unquoted, so an id with a ``"`` in it (``x"] | //w:style[...``)
+    could select another style (text Word shows as body read as a heading): such an id is matched
+    here by value (found by a reviewer, 2026-12-04)."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.styles.style import StyleFactory
+
+    styles = doc.styles
+    if style_id is not None and '"' in style_id:
+        found = next((s for s in styles.element.style_lst if s.styleId == style_id), None)
+        if found is not None and found.type == WD_STYLE_TYPE.PARAGRAPH:
+            style = StyleFactory(found)
+        else:
+            style = styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    else:
+        style = styles.get_by_id(style_id, WD_STYLE_TYPE.PARAGRAPH)
+    return (style.name if style is not None else "") or ""
+
+
 def parse_docx(data: bytes) -> ParsedDocument:
     _unzipped(data, "docx")
+    try:
+        doc = _docx_document(data)
+    except Exception as e:  # a damaged package: python-docx raises many kinds
+        raise DocumentError(f"the docx file does not open: {type(e).__name__}: {e}") from None
+    try:
+        sections = _docx_sections(doc)
+    except Exception as e:  # parts that open but do not read: a style id, a relationship, a nesting
+        raise DocumentError(f"the docx file does not read: {type(e).__name__}: {e}") from None
+    kept = [s for s in sections if s.title or s.content()]
+    return ParsedDocument("docx", _all_text(kept), kept)
+
+
+def _docx_sections(doc: Any) -> list[Section]:
     from docx.table import Table as DocxTable
     from docx.text.paragraph import Paragraph
 
-    try:
-        doc = docx_document(data)
-    except Exception as e:  # a damaged package: python-docx raises many kinds
-        raise DocumentError(f"the docx file does not open: {type(e).__name__}: {e}") from None
     current = Section(title="", level=0)
     sections = [current]
     # A paragraph's style name, by the style id it names: python-docx looks a style up by scanning
@@ -290,11 +325,10 @@ def parse_docx(data: bytes) -> ParsedDocument:
     for child in doc.element.body.iterchildren():
         tag = child.tag.rsplit("}", 1)[-1]
         if tag == "p":
-            p = Paragraph(child, doc)
-            text = p.text.strip()
+            text = Paragraph(child, doc).text.strip()
             style_id = child.style
             if style_id not in style_names:
-                style_names[style_id] = (p.style.name if p.style is not None else "") or ""
+                style_names[style_id] = _paragraph_style_name(doc, style_id)
             style = style_names[style_id]
             if not text:
                 continue
@@ -318,8 +352,7 @@ def parse_docx(data: bytes) -> ParsedDocument:
                 current.tables.append(table)
                 if len(table.columns) == 2:
                     current.fields += [(r[0], r[1]) for r in table.rows if len(r) == 2 and r[0]]
-    kept = [s for s in sections if s.title or s.content()]
-    return ParsedDocument("docx", _all_text(kept), kept)
+    return sections
 
 
 def _cell_text(value: Any) -> str:

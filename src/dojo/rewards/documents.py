@@ -157,9 +157,10 @@ _PARSED_SIZE = 64
 
 def _parsed(fmt: str, raw: str | bytes) -> ParsedDocument:
     """``parse_document``, a docx or xlsx file's parse kept for the next time the same bytes come:
-    a grading's repeats write the same file (the audit's reference twice), and python-docx's parse
-    costs ~9 ms of CPU here (the office family's audit parsed 3,000 files for 1,000 tasks). A copy
-    is given out, so a caller never shares what it gets; a file that does not parse is parsed again."""
+    a grading's repeats write the same file (the audit's reference twice), and a docx's parse
+    costs ~4 ms of CPU here (~9 before its styles part was kept, ``document_parse``; the office
+    family's audit parsed 3,000 files for 1,000 tasks). A copy is given out, so a caller never
+    shares what it gets; a file that does not parse is parsed again."""
     if fmt not in FILE_FORMATS or not isinstance(raw, bytes):
         return parse_document(fmt, raw)
     key = (fmt, hashlib.sha256(raw).hexdigest())
