@@ -58,12 +58,8 @@ def _with_part(data: bytes, name: str, content: bytes | None) -> bytes:
 def _renamed_heading_style(data: bytes) -> bytes:
     """The same document, its styles part naming the style with id ``Heading1`` "Body Text": Word
     shows those paragraphs as body text, so no section may start there."""
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        styles = z.read("word/styles.xml")
     style = b'w:styleId="Heading1"><w:name w:val='
-    renamed = styles.replace(style + b'"heading 1"/>', style + b'"Body Text"/>')
-    assert renamed != styles
-    return _with_part(data, "word/styles.xml", renamed)
+    return _edited(data, "word/styles.xml", style + b'"heading 1"/>', style + b'"Body Text"/>')
 
 
 def _through_python_docx(data: bytes) -> document_parse.ParsedDocument:

@@ -279,24 +279,20 @@ def _docx_document(data: bytes) -> Any:
 
 
 def _paragraph_style_name(doc: Any, style_id: str | None) -> str:
-    """The name of the paragraph style ``style_id`` names, as python-docx resolves it (the first style
-    with that id if it is a paragraph style, else the default paragraph style). python-docx finds it
-    by an XPath that holds the id unquoted, so an id with a ``"`` in it (``x"] | //w:style[...``)
-    could select another style (text Word shows as body read as a heading): such an id is matched
-    here by value (found by a reviewer, 2026-12-04)."""
+    """The name of the paragraph style ``style_id`` names, resolved as python-docx resolves it (the
+    first style with that id if it is a paragraph style, else the default paragraph style), but
+    matched by value: python-docx finds it by an XPath holding the id unquoted, so an id such as
+    ``x"] | //w:style[@w:styleId="Heading1`` selected another style (text Word shows as body read
+    as a heading; found by a reviewer, 2026-12-04)."""
     from docx.enum.style import WD_STYLE_TYPE
     from docx.styles.style import StyleFactory
 
-    styles = doc.styles
-    if style_id is not None and '"' in style_id:
-        found = next((s for s in styles.element.style_lst if s.styleId == style_id), None)
-        if found is not None and found.type == WD_STYLE_TYPE.PARAGRAPH:
-            style = StyleFactory(found)
-        else:
-            style = styles.default(WD_STYLE_TYPE.PARAGRAPH)
-    else:
-        style = styles.get_by_id(style_id, WD_STYLE_TYPE.PARAGRAPH)
-    return (style.name if style is not None else "") or ""
+    styles = doc.styles.element.style_lst if style_id is not None else []
+    found = next((s for s in styles if s.styleId == style_id), None)
+    if found is not None and found.type == WD_STYLE_TYPE.PARAGRAPH:
+        return StyleFactory(found).name or ""
+    default = doc.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    return (default.name if default is not None else "") or ""
 
 
 def parse_docx(data: bytes) -> ParsedDocument:
