@@ -1,7 +1,10 @@
 """The analysis families' costs: ``dojo tasks audit`` of 1,000 tasks of ``family:data_analysis`` and of
 ``family:scientific`` (reference graded twice, three trivial candidates), and the sandbox time of one
 data-analysis run with pandas preloaded (the reference program of level-3 tasks: two tables, one of
-them Parquet, a join). Prints the numbers; asserts nothing.
+them Parquet, a join). Then what bounds the audit, per run: an empty program (``pass``) run in
+``dojo-data`` against one in the default slots, 300 at once each, in busy machine CPU per run (the
+fork and exit of a zygote with pandas and pyarrow imported, ~60 MB of its own memory, against a
+plain interpreter's). Prints the numbers; asserts nothing.
 
     .venv/bin/python bench/analysis.py [--tasks 1000] [--runs 200]
 """
@@ -10,14 +13,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
 
 from dojo.rewards.analysis import analysis_program
 from dojo.rewards.audit import audit_tasks
 from dojo.rewards.extract import extract_code
-from dojo.sandbox import AsyncSandbox
+from dojo.sandbox import AsyncSandbox, Program
 from dojo.tasks import load_source
+from dojo.tasks.analysis import DATA_ENVIRONMENT, environment_ref
+
+
+def busy_cpu_seconds() -> float:
+    """CPU time every core of this machine has spent busy since boot (/proc/stat), in seconds."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+async def empty_run_cost(sandbox: AsyncSandbox, environment: str | None, n: int = 300) -> float:
+    """Busy machine CPU ms per ``pass`` run, ``n`` at once, in ``environment``'s slots."""
+    program = Program(language="python", source="pass\n", environment=environment)
+    await sandbox.run_many([program] * 8)  # (the slots start)
+    busy = busy_cpu_seconds()
+    results = await sandbox.run_many([program] * n)
+    assert all(r.ok for r in results), [r.verdict for r in results if not r.ok][:3]
+    return (busy_cpu_seconds() - busy) * 1e3 / n
 
 
 async def main(n_tasks: int, runs: int) -> None:
@@ -50,6 +72,15 @@ async def main(n_tasks: int, runs: int) -> None:
             f"data-analysis run (pandas preloaded, {runs} level-3 references, one at a time): sandbox wall "
             f"p50 {statistics.median(wall):.1f} ms, p90 {statistics.quantiles(wall, n=10)[-1]:.1f} ms; "
             f"cpu p50 {statistics.median(cpu):.1f} ms"
+        )
+        data, plain = [], []
+        for _ in range(3):
+            data.append(await empty_run_cost(sandbox, environment_ref(DATA_ENVIRONMENT)))
+            plain.append(await empty_run_cost(sandbox, None))
+        print(
+            f"an empty run (pass, 300 at once, medians of 3): {statistics.median(data):.2f} ms of busy machine CPU "
+            f"in dojo-data against {statistics.median(plain):.2f} ms in the default slots: what each of the "
+            f"audit's runs pays before its program does anything"
         )
 
 
