@@ -108,21 +108,3 @@ async def test_a_prompt_shared_by_many_tasks_is_reported_briefly(fast_sandbox: A
     assert first.duplicate_count == 29 and first.duplicates == [t.id for t in same[1 : 1 + DUPLICATES_LISTED]]
     assert "near_duplicate: t01, t02, t03 and 26 more" in first.warnings
     assert report.summary()["near_duplicates"] == 30 and repr(report).startswith("AuditReport(31 tasks")
-
-
-def test_tasks_with_one_prompt_and_different_data_are_not_near_duplicates() -> None:
-    """A generated family's prompt is a template and its tasks differ in their data: the same
-    question over other tables is another task; over the same tables it is the same task again."""
-    from dojo.rewards.audit import near_duplicates
-    from dojo.tasks.model import Workspace
-
-    prompt = "The file data/orders.csv holds a shop's orders. Write the total revenue to answer.json."
-
-    def task(tid: str, rows: str) -> Task:
-        data = Workspace(files={"data/orders.csv": f"order_id,revenue\n{rows}"})
-        return Task(id=tid, form="answer", prompt=prompt, reference="0", workspace=data)
-
-    tasks = [task("a", "O1,10\n"), task("b", "O1,12\n"), task("c", "O1,10\n"), task("d", "O2,7\nO3,9\n")]
-    found = near_duplicates(tasks)
-    assert found == {"a": ["c"], "c": ["a"]}
-    assert near_duplicates([t.model_copy(update={"workspace": None}) for t in tasks])["a"] == ["b", "c", "d"]

@@ -4,9 +4,8 @@ For each task: the reference solution must pass (every time, over ``repeats`` ru
 candidate and a handful of trivial ones (``return None``, ``return 0``, the identity, an empty
 program, a repo task's tree left as it is, ...) must not, those that do nothing at all (the empty
 answer, no call, the tree left as it is, an empty program) must earn nothing (``do_nothing_earns``:
-not even partial credit), and no infrastructure error may stand in the way. Across the set, tasks
-whose prompts are near-duplicates (MinHash over word 3-grams) and whose inputs (the workspace: data
-files, a repo's tree) are the same are reported. Each task gets a difficulty
+not even partial credit), and no infrastructure error may stand in the way. Across the set, prompts
+that are near-duplicates (MinHash over word 3-grams) are reported. Each task gets a difficulty
 estimate: the source's own when it has one, else one from the size of its reference solution.
 """
 
@@ -16,7 +15,6 @@ import ast
 import asyncio
 import collections
 import contextlib
-import hashlib
 import json
 import math
 import random
@@ -334,43 +332,31 @@ DUPLICATES_LISTED = 20  # per task in a report (tau2's telecom tasks each have 1
 
 
 def near_duplicates(tasks: list[Task], threshold: float = 0.85, num_perm: int = 64) -> dict[str, list[str]]:
-    """Task id -> ids of tasks whose prompts are near-duplicates (Jaccard over word 3-grams) and whose
-    inputs are the same (``inputs_digest``): a generated family's prompt is a template, and its tasks
-    differ in their data (family:data_analysis's 1,000 tasks share a few prompts, each with tables of
-    its own: none is another's duplicate). Tasks with the same prompt share one signature and one
-    query (tau2's 2,285 telecom tasks have 5 prompts: they differ in the state behind the ticket)."""
+    """Task id -> ids of tasks whose prompts are near-duplicates (Jaccard over word 3-grams). Tasks
+    with the same prompt share one signature and one query (tau2's 2,285 telecom tasks have 5
+    prompts: they differ in the state behind the ticket)."""
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
-    by_key: dict[tuple[str, str], list[str]] = {}
+    by_text: dict[str, list[str]] = {}
     for t in tasks:
         text = "\n".join(t.api.turns) if t.api is not None else t.prompt_text()  # not the shared function docs
-        by_key.setdefault((inputs_digest(t), text), []).append(t.id)
-    inputs_of = {tid: key[0] for key, ids in by_key.items() for tid in ids}
+        by_text.setdefault(text, []).append(t.id)
     hashes: dict[str, MinHash] = {}
-    for (_, text), ids in by_key.items():
-        if text not in hashes:
-            words = text.lower().split()
-            shingles = {" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
-            m = MinHash(num_perm=num_perm, seed=1)
-            m.update_batch([s.encode() for s in shingles])
-            hashes[text] = m
+    for text, ids in by_text.items():
+        words = text.lower().split()
+        shingles = {" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
+        m = MinHash(num_perm=num_perm, seed=1)
+        m.update_batch([s.encode() for s in shingles])
+        hashes[text] = m
         for tid in ids:
-            lsh.insert(tid, hashes[text])
+            lsh.insert(tid, m)
     found: dict[str, list[str]] = {}
-    for (inputs, text), ids in by_key.items():
-        similar = sorted(o for o in lsh.query(hashes[text]) if inputs_of[o] == inputs)
+    for text, ids in by_text.items():
+        similar = sorted(lsh.query(hashes[text]))
         for tid in ids:
             others = [o for o in similar if o != tid]
             if others:
                 found[tid] = others
     return found
-
-
-def inputs_digest(task: Task) -> str:
-    """What a task gives besides its prompt, as a digest: its workspace (files, directories, the
-    environment's packages it starts from), or "" for a task with none."""
-    if task.workspace is None:
-        return ""
-    return hashlib.sha256(task.workspace.model_dump_json().encode()).hexdigest()
 
 
 async def audit_tasks(
