@@ -10,7 +10,8 @@ run alone). It then times ``audit_tasks`` over all of HumanEval once per round. 
 table, with the machine's busy CPU time per task (all processes, from /proc/stat: on a shared VM a
 steadier figure than tasks/s, which other tenants move), and last the references' own work: every
 reference and its check run one after another in one sandboxed process
-(``bench/programs/references_own_work.py``), the part of a grade that no grading path can save.
+(``bench/programs/references_own_work.py``): the work itself, warm (without the first-time
+imports and cold caches a grade's fresh process pays).
 """
 
 from __future__ import annotations

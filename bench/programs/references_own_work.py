@@ -2,7 +2,8 @@
 another in this one process (no process per grade, no harness, no host), three times over; prints
 each task's median CPU milliseconds as a JSON object (the thread's clock: with RLIMIT_CPU set, the
 process's clock advances only at each scheduler tick). What is left of a grade's cost once every
-per-grade cost is gone: the work of the reference and its check themselves.
+per-grade cost is gone: the work of the reference and its check themselves, warm (the median of
+the passes: without the first-time imports and cold caches of a grade's fresh process).
 
 Reads ``[[task id, reference, check, entry point], ...]`` as JSON on stdin.
 """
