@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import time
 
@@ -23,13 +22,7 @@ from dojo.rewards.extract import extract_code
 from dojo.sandbox import AsyncSandbox, Program
 from dojo.tasks import load_source
 from dojo.tasks.analysis import DATA_ENVIRONMENT, environment_ref
-
-
-def busy_cpu_seconds() -> float:
-    """CPU time every core of this machine has spent busy since boot (/proc/stat), in seconds."""
-    with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:9]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+from grading import busy_cpu_seconds  # (bench/grading.py: a script's own directory is on sys.path)
 
 
 async def empty_run_cost(sandbox: AsyncSandbox, environment: str | None, n: int = 300) -> float:

@@ -84,9 +84,10 @@ async def main() -> None:
         "HumanEval references, function form": ([(t, t.reference or "") for t in functions], 1.0),
         "wrong completions (raise), assert form": ([(t, "    raise NotImplementedError\n") for t in asserts], 0.0),
     }
-    rates: dict[str, list[float]] = {k: [] for k in workloads}
-    cpu_ms: dict[str, list[float]] = {k: [] for k in workloads}
-    mistakes: dict[str, int] = {k: 0 for k in workloads}
+    rows = [*workloads, PRINT_ONE]
+    rates: dict[str, list[float]] = {k: [] for k in rows}
+    cpu_ms: dict[str, list[float]] = {k: [] for k in rows}
+    mistakes: dict[str, int] = {k: 0 for k in rows}
     audits: list[float] = []
     unverifiable = 0
     async with AsyncSandbox(pool_size=args.pool_size) as sandbox:
@@ -99,9 +100,9 @@ async def main() -> None:
                 cpu_ms[name].append(cpu)
                 mistakes[name] += wrong
             rate, cpu, wrong = await timed_runs(sandbox, len(asserts))
-            rates.setdefault(PRINT_ONE, []).append(rate)
-            cpu_ms.setdefault(PRINT_ONE, []).append(cpu)
-            mistakes[PRINT_ONE] = mistakes.get(PRINT_ONE, 0) + wrong
+            rates[PRINT_ONE].append(rate)
+            cpu_ms[PRINT_ONE].append(cpu)
+            mistakes[PRINT_ONE] += wrong
             start = time.perf_counter()
             report = await audit_tasks(asserts, sandbox)
             audits.append(time.perf_counter() - start)
@@ -111,7 +112,7 @@ async def main() -> None:
     print(f"pool size {pool}, {args.repeats} rounds, medians\n")
     print("| workload | tasks | tasks/s (median) | min-max | machine CPU ms/task (median) | wrong verdicts |")
     print("|---|---|---|---|---|---|")
-    for name in rates:
+    for name in rows:
         r, c = rates[name], statistics.median(cpu_ms[name])
         count = len(workloads[name][0]) if name in workloads else len(asserts)
         spread = f"{min(r):.0f}-{max(r):.0f}"
