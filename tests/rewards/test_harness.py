@@ -176,6 +176,20 @@ async def test_call_function_is_the_harness_with_one_call(fast_sandbox: AsyncSan
     assert missing.result.verdict is Verdict.RUNTIME_ERROR and "no function named nope" in missing.result.stderr
 
 
+async def test_a_solution_that_raises_as_it_loads_shows_its_traceback(fast_sandbox: AsyncSandbox) -> None:
+    """The feedback of a solution whose module raised: its traceback from its own frame on, as
+    Python prints it (carets included), with nothing of the harness's frames."""
+    program = Program(language="python", source="def g(x):\n    return x['k'] + 1\n\nVALUE = g({})\n")
+    out = await call_function(fast_sandbox, program, "g", [], {}, Limits())
+    assert out.result.verdict is Verdict.RUNTIME_ERROR and out.value is None
+    assert out.result.stderr.endswith(
+        'Traceback (most recent call last):\n  File "/box/solution.py", line 4, in <module>\n    VALUE = g({})\n'
+        '            ^^^^^\n  File "/box/solution.py", line 2, in g\n    return x[\'k\'] + 1\n           ~^^^^^\n'
+        "KeyError: 'k'\n"
+    ), out.result.stderr
+    assert "harness" not in out.result.stderr
+
+
 @pytest.mark.parametrize("way", ["strict", "no forker"])
 async def test_the_harness_forking_its_candidate_itself_keeps_the_same_boundary(way: str) -> None:
     """The zygote's forker forks a harness's two processes (forker.c's ``split_harness``); without

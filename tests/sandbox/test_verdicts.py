@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dojo.sandbox import AsyncSandbox, LimitKind, Limits, Program, Verdict
 
 
@@ -27,6 +29,32 @@ async def test_runtime_error_keeps_traceback_and_exit_code(sandbox: AsyncSandbox
     assert r.exit_code == 1
     assert r.stdout == "before\n"
     assert "ValueError: boom" in r.stderr
+
+
+TRACEBACKS = {
+    # program -> its stderr, as ``python3 main.py`` prints it: from the program's own frame on, carets
+    # where 3.11 prints them, the chain of an exception raised while handling another
+    "def f(x):\n    return x[3] * 2\n\nf([1, 2])\n": (
+        'Traceback (most recent call last):\n  File "/box/main.py", line 4, in <module>\n    f([1, 2])\n'
+        '  File "/box/main.py", line 2, in f\n    return x[3] * 2\n           ~^^^\nIndexError: list index out of range\n'
+    ),
+    "try:\n    {}['k']\nexcept KeyError:\n    raise ValueError('bad')\n": (
+        'Traceback (most recent call last):\n  File "/box/main.py", line 2, in <module>\n    {}[\'k\']\n    ~~^^^^^\n'
+        "KeyError: 'k'\n\nDuring handling of the above exception, another exception occurred:\n\n"
+        'Traceback (most recent call last):\n  File "/box/main.py", line 4, in <module>\n'
+        "    raise ValueError('bad')\nValueError: bad\n"
+    ),
+    "x = 1\ndef f(:\n    pass\n": (
+        '  File "/box/main.py", line 2\n    def f(:\n          ^\nSyntaxError: invalid syntax\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("source", list(TRACEBACKS), ids=["frames", "chained", "syntax"])
+async def test_an_uncaught_exception_prints_what_python_prints(sandbox: AsyncSandbox, source: str) -> None:
+    r = await sandbox.run(Program(language="python", source=source))
+    assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code == 1
+    assert r.stderr == TRACEBACKS[source]
 
 
 async def test_sys_exit_code_is_reported(sandbox: AsyncSandbox) -> None:

@@ -145,11 +145,27 @@ def load_solution() -> tuple[dict[str, Any] | None, dict[str, Any]]:
     try:
         exec(code, ns)
     except BaseException as e:
-        import traceback
-
-        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None))
-        return {"load": "error", "error": describe(e), "traceback": tb[-2000:]}, {}
+        return {"load": "error", "error": describe(e), "traceback": format_traceback(e)[-2000:]}, {}
     return None, ns
+
+
+def format_traceback(e: BaseException) -> str:
+    """The traceback of the solution's exception from its own frame on, as the interpreter's own
+    printer (C) writes it: the ``traceback`` module writes the same text in Python, and in 3.11
+    imports ``ast`` for its carets first (a grade whose solution raised cost 6.2 ms of machine CPU
+    against 3.8 this way)."""
+    import io
+
+    tb = e.__traceback__
+    e.__traceback__ = tb.tb_next if tb is not None else None  # (the hook prints the exception's own)
+    saved, _sys.stderr = _sys.stderr, io.StringIO()
+    try:
+        _sys.__excepthook__(type(e), e, e.__traceback__)
+        return _sys.stderr.getvalue()
+    except BaseException:
+        return ""
+    finally:
+        _sys.stderr = saved
 
 
 def serve_calls() -> None:

@@ -17,7 +17,7 @@ import types
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from dojo.sandbox.guest.capture import Capture, classify_limit, out_of_memory
-from dojo.sandbox.guest.child import exit_status
+from dojo.sandbox.guest.child import exit_status, print_program_error
 from dojo.sandbox.guest.jail import BOX
 from dojo.sandbox.guest.wire import FRAME_PREFIX, RunLimits, RunReply, RunStep, encode_frame, read_frame, write_all
 
@@ -244,10 +244,7 @@ class Sessions:
                 status = exit_status(e)
                 ended = True
             except BaseException as e:
-                import traceback
-
-                tb = e.__traceback__.tb_next if e.__traceback__ else None  # hide this loop's frame
-                traceback.print_exception(type(e), e, tb)
+                print_program_error(e)  # (this loop's frame left out)
                 status = 1
             for stream in (sys.stdout, sys.stderr):
                 try:
