@@ -184,10 +184,17 @@ async def test_a_solution_that_raises_as_it_loads_shows_its_traceback(fast_sandb
     assert out.result.verdict is Verdict.RUNTIME_ERROR and out.value is None
     assert out.result.stderr.endswith(
         'Traceback (most recent call last):\n  File "/box/solution.py", line 4, in <module>\n    VALUE = g({})\n'
-        '            ^^^^^\n  File "/box/solution.py", line 2, in g\n    return x[\'k\'] + 1\n           ~^^^^^\n'
+        "            ^^^^^\n  File \"/box/solution.py\", line 2, in g\n    return x['k'] + 1\n           ~^^^^^\n"
         "KeyError: 'k'\n"
     ), out.result.stderr
     assert "harness" not in out.result.stderr
+    hostile = Program(language="python", source=(
+        "class E(Exception):\n    def __setattr__(self, k, v):\n        raise RuntimeError('no')\n"
+        "    def __str__(self):\n        raise RuntimeError('no text')\n\ndef g():\n    return 1\n\nraise E()\n"
+    ))  # fmt: skip
+    out = await call_function(fast_sandbox, hostile, "g", [], {}, Limits())
+    assert out.result.verdict is Verdict.RUNTIME_ERROR and out.value is None
+    assert 'File "/box/solution.py", line 10, in <module>' in out.result.stderr, out.result.stderr
 
 
 @pytest.mark.parametrize("way", ["strict", "no forker"])

@@ -36,10 +36,11 @@ TRACEBACKS = {
     # where 3.11 prints them, the chain of an exception raised while handling another
     "def f(x):\n    return x[3] * 2\n\nf([1, 2])\n": (
         'Traceback (most recent call last):\n  File "/box/main.py", line 4, in <module>\n    f([1, 2])\n'
-        '  File "/box/main.py", line 2, in f\n    return x[3] * 2\n           ~^^^\nIndexError: list index out of range\n'
+        '  File "/box/main.py", line 2, in f\n    return x[3] * 2\n           ~^^^\n'
+        "IndexError: list index out of range\n"
     ),
     "try:\n    {}['k']\nexcept KeyError:\n    raise ValueError('bad')\n": (
-        'Traceback (most recent call last):\n  File "/box/main.py", line 2, in <module>\n    {}[\'k\']\n    ~~^^^^^\n'
+        "Traceback (most recent call last):\n  File \"/box/main.py\", line 2, in <module>\n    {}['k']\n    ~~^^^^^\n"
         "KeyError: 'k'\n\nDuring handling of the above exception, another exception occurred:\n\n"
         'Traceback (most recent call last):\n  File "/box/main.py", line 4, in <module>\n'
         "    raise ValueError('bad')\nValueError: bad\n"
@@ -170,3 +171,15 @@ async def test_threads_work_and_are_waited_for_like_in_a_fresh_interpreter(sandb
     r = await sandbox.run(Program(language="python", source=src))
     assert r.verdict is Verdict.ACCEPTED, r
     assert r.stdout == "[0, 1, 2, 3] 285 True 1\nlate\npool\n"
+
+
+async def test_an_exception_the_program_made_unprintable_still_ends_the_run(sandbox: AsyncSandbox) -> None:
+    """A program's exception class that refuses attribute writes, or whose text cannot be made: the
+    run still ends as a runtime error, with what could be printed."""
+    source = (
+        "class E(Exception):\n    def __setattr__(self, k, v):\n        raise RuntimeError('no')\n"
+        "    def __str__(self):\n        raise RuntimeError('no text')\n\nprint('before')\nraise E()\n"
+    )
+    r = await sandbox.run(Program(language="python", source=source))
+    assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code == 1 and r.stdout == "before\n"
+    assert r.stderr.startswith('Traceback (most recent call last):\n  File "/box/main.py", line 8'), r.stderr

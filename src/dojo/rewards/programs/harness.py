@@ -156,12 +156,14 @@ def format_traceback(e: BaseException) -> str:
     against 3.8 this way)."""
     import io
 
-    tb = e.__traceback__
-    e.__traceback__ = tb.tb_next if tb is not None else None  # (the hook prints the exception's own)
     saved, _sys.stderr = _sys.stderr, io.StringIO()
     try:
-        _sys.__excepthook__(type(e), e, e.__traceback__)
-        return _sys.stderr.getvalue()
+        tb = e.__traceback__
+        tb = tb.tb_next if tb is not None else None
+        # (the hook prints the exception's own traceback; set past any __setattr__ of the solution's class)
+        BaseException.with_traceback(e, tb)
+        _sys.__excepthook__(type(e), e, tb)
+        return str(_sys.stderr.getvalue())
     except BaseException:
         return ""
     finally:

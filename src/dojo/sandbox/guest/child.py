@@ -430,9 +430,14 @@ def print_program_error(e: BaseException) -> None:
     printer (``sys.__excepthook__``, C), as ``python main.py`` prints it. The ``traceback`` module
     prints the same text, but in Python, and in 3.11 its carets import ``ast`` first: a run that
     raised cost 6.4 ms of machine CPU against 1.9 for ``print(1)``, and 3.0 this way."""
-    tb = e.__traceback__
-    e.__traceback__ = tb.tb_next if tb is not None else None  # (the hook prints the exception's own)
-    sys.__excepthook__(type(e), e, e.__traceback__)
+    try:
+        tb = e.__traceback__
+        tb = tb.tb_next if tb is not None else None
+        # (the hook prints the exception's own traceback; set past any __setattr__ of the program's class)
+        BaseException.with_traceback(e, tb)
+        sys.__excepthook__(type(e), e, tb)
+    except BaseException:  # an exception object the program made unprintable: its exit status says enough
+        pass
 
 
 def exit_status(e: SystemExit) -> int:
