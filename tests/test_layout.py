@@ -64,7 +64,7 @@ PROGRAM_LINES_MAX = 20
 # The modules a program may import besides the standard library: the shared ones it is shipped with
 # (``dojo.sandbox.bundle``) and what the environment it runs in provides.
 PROGRAM_IMPORTS = {
-    "rewards/programs/harness.py": {"dojo.tasks.values", "dojo.sandbox.guest.wire"},
+    "rewards/programs/harness.py": {"dojo.tasks.values", "dojo.sandbox.guest.wire", "dojo.sandbox.guest.ending"},
     "rewards/programs/repo_driver.py": {"pytest"},
     "rewards/programs/repo_plugin.py": {"pytest", "_pytest"},
     "tasks/programs/tau2_adapter.py": {"tau2", "loguru"},
@@ -72,7 +72,7 @@ PROGRAM_IMPORTS = {
     "tasks/programs/scipy_warmup.py": {"numpy", "scipy"},
     "tasks/programs/documents_warmup.py": {"docx", "openpyxl"},
 }
-SHARED_MODULES = {"dojo.tasks.values", "dojo.sandbox.guest.wire"}  # written once, for host and sandbox
+SHARED_MODULES = {"dojo.tasks.values", "dojo.sandbox.guest.wire", "dojo.sandbox.guest.ending"}  # written once
 
 
 def python_program(text: str) -> bool:

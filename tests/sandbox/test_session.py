@@ -18,6 +18,21 @@ async def test_python_state_persists_and_survives_exceptions(fast_sandbox: Async
         assert again.stdout == "[('a', 2)]\n" and not again.session_restarted
 
 
+async def test_a_cell_runs_as_python_runs_it(fast_sandbox: AsyncSandbox) -> None:
+    """A cell's traceback starts at the cell (a syntax error's too: no frame of the loop that parses
+    it), and its annotations are Python's, not the loop's ``from __future__ import annotations``."""
+    async with await fast_sandbox.open_session("python") as s:
+        bad = await s.exec("x = 1\ndef f(:\n    pass")
+        assert bad.stderr == '  File "<exec 1>", line 2\n    def f(:\n          ^\nSyntaxError: invalid syntax\n'
+        raised = await s.exec("def g(d):\n    return d['k']\ng({})")
+        assert raised.stderr == (
+            'Traceback (most recent call last):\n  File "<exec 2>", line 3, in <module>\n'
+            "  File \"<exec 2>\", line 2, in g\nKeyError: 'k'\n"
+        )
+        typed = await s.exec("def h(x: int) -> str:\n    return ''\nh.__annotations__")
+        assert typed.stdout == "{'x': <class 'int'>, 'return': <class 'str'>}\n"
+
+
 async def test_stdin_per_exec(fast_sandbox: AsyncSandbox) -> None:
     async with await fast_sandbox.open_session("python") as s:
         assert (await s.exec("print(input().upper())", stdin="hi\n")).stdout == "HI\n"

@@ -173,6 +173,30 @@ async def test_threads_work_and_are_waited_for_like_in_a_fresh_interpreter(sandb
     assert r.stdout == "[0, 1, 2, 3] 285 True 1\nlate\npool\n"
 
 
+HOSTILE_ENDINGS = {
+    # a program that rebinds the printer Python's exit path never looks up
+    "hook": "import os, sys\nsys.__excepthook__ = lambda *a: os._exit(0)\nraise ValueError('x')\n",
+    # an exception whose attributes cannot be read through the object
+    "getattribute": "class E(Exception):\n    def __getattribute__(self, k):\n        raise RuntimeError('no')\n"
+    "\nraise E('a')\n",
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_ENDINGS))
+async def test_a_program_cannot_hide_its_own_traceback(sandbox: AsyncSandbox, name: str) -> None:
+    r = await sandbox.run(Program(language="python", source=HOSTILE_ENDINGS[name]))
+    assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code == 1, (r.verdict, r.exit_code, r.stderr)
+    assert r.stderr.startswith('Traceback (most recent call last):\n  File "/box/main.py"'), r.stderr
+    assert r.stderr.endswith(("ValueError: x\n", "E: a\n")), r.stderr
+
+
+async def test_a_program_without_sys_stderr_ends_as_python_ends(sandbox: AsyncSandbox) -> None:
+    r = await sandbox.run(
+        Program(language="python", source="import sys\nprint('out')\ndel sys.stderr\nraise ValueError\n")
+    )
+    assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code == 1 and r.stdout == "out\n", (r.exit_code, r.stderr)
+
+
 async def test_an_exception_the_program_made_unprintable_still_ends_the_run(sandbox: AsyncSandbox) -> None:
     """A program's exception class that refuses attribute writes, or whose text cannot be made: the
     run still ends as a runtime error, with what could be printed."""

@@ -70,7 +70,7 @@ from dojo.errors import InputError
 from dojo.rewards.programs import program_source
 from dojo.rewards.programs.harness import ended_by
 from dojo.sandbox import ExecutionResult, InputFile, LimitKind, Limits, Program, SandboxAPI, Verdict
-from dojo.sandbox.guest import wire
+from dojo.sandbox.guest import ending, wire
 from dojo.tasks import values
 
 SOLUTION_FILE = "solution.py"
@@ -80,7 +80,7 @@ def harness_source() -> str:
     """The harness program, with the modules it shares with the host (the value encoding, the
     framing of its channel). Its top level only defines (``main()`` runs it), so the zygote can run
     it once per slot and hand every run the defined functions (``AsyncSandbox.run(harness=True)``)."""
-    return program_source("harness", (values, wire))
+    return program_source("harness", (values, wire, ending))
 
 
 class InvalidTask(InputError):

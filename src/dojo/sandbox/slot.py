@@ -28,7 +28,7 @@ STARTUP_TIMEOUT = 30.0
 # What runs in the sandbox (``dojo.sandbox.guest``), in import order: each module imports only those
 # before it, and the zygote, last, is the one whose ``main()`` the bootstrap calls.
 GUEST = Path(__file__).resolve().parent / "guest"
-GUEST_MODULES = ("wire", "syscalls", "capture", "cgroup", "jail", "child", "forker", "judge", "processes",
+GUEST_MODULES = ("wire", "syscalls", "capture", "cgroup", "jail", "ending", "child", "forker", "judge", "processes",
                  "oneshot", "preload", "sessions", "zygote")  # fmt: skip
 
 # The zygote's code reaches it compiled (marshal) on stdin ahead of the first request: compiling

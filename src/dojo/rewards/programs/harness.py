@@ -25,6 +25,7 @@ import sys as _sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from dojo.sandbox.guest.ending import flush_streams, program_error_text
 from dojo.sandbox.guest.wire import (
     ANSWERED,
     FAILED,
@@ -145,29 +146,8 @@ def load_solution() -> tuple[dict[str, Any] | None, dict[str, Any]]:
     try:
         exec(code, ns)
     except BaseException as e:
-        return {"load": "error", "error": describe(e), "traceback": format_traceback(e)[-2000:]}, {}
+        return {"load": "error", "error": describe(e), "traceback": program_error_text(e)[-2000:]}, {}
     return None, ns
-
-
-def format_traceback(e: BaseException) -> str:
-    """The traceback of the solution's exception from its own frame on, as the interpreter's own
-    printer (C) writes it: the ``traceback`` module writes the same text in Python, and in 3.11
-    imports ``ast`` for its carets first (a grade whose solution raised cost 6.2 ms of machine CPU
-    against 3.8 this way)."""
-    import io
-
-    saved, _sys.stderr = _sys.stderr, io.StringIO()
-    try:
-        tb = e.__traceback__
-        tb = tb.tb_next if tb is not None else None
-        # (the hook prints the exception's own traceback; set past any __setattr__ of the solution's class)
-        BaseException.with_traceback(e, tb)
-        _sys.__excepthook__(type(e), e, tb)
-        return str(_sys.stderr.getvalue())
-    except BaseException:
-        return ""
-    finally:
-        _sys.stderr = saved
 
 
 def serve_calls() -> None:
@@ -197,11 +177,7 @@ def serve_calls() -> None:
             answer = {"value": encode_value(fn(*args, **kwargs))}
         except BaseException as e:
             answer = {"error": describe(e)}
-        for stream in (_sys.stdout, _sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
+        flush_streams()
         send(REPLY_FD, answer)
 
 
@@ -417,11 +393,7 @@ def judge_main(sock: int) -> NoReturn:
             except BaseException:
                 pass
         finally:
-            for stream in (_sys.stdout, _sys.stderr):
-                try:
-                    stream.flush()
-                except BaseException:
-                    pass
+            flush_streams()
             _os.dup2(null, 1)
             _os.dup2(null, 2)
             for fd in fds:

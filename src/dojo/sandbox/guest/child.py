@@ -29,6 +29,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from dojo.sandbox.guest.cgroup import CgroupHandle
+from dojo.sandbox.guest.ending import flush_streams, print_program_error
 from dojo.sandbox.guest.jail import BOX, Jail
 from dojo.sandbox.guest.syscalls import (
     CLONE_NEWIPC,
@@ -408,11 +409,8 @@ class RunChild:
             status = exit_status(e)
         except BaseException:
             pass
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                status = status or 120
+        if not flush_streams():
+            status = status or 120
         os._exit(status)
 
 
@@ -422,22 +420,6 @@ def set_signal(signum: int, handler: Any) -> None:
     Python code (enum's lookup) whose first use in a fresh run's process cost ~120 page faults
     (~0.5 ms, a quarter of a ``print(1)`` run)."""
     _signal.signal(int(signum), handler if callable(handler) else int(handler))  # (SIG_DFL: a plain int here)
-
-
-def print_program_error(e: BaseException) -> None:
-    """The traceback of an exception the program did not catch, on its stderr, from the program's
-    own frame on (this module's frame, which ran it, left out): printed by the interpreter's own
-    printer (``sys.__excepthook__``, C), as ``python main.py`` prints it. The ``traceback`` module
-    prints the same text, but in Python, and in 3.11 its carets import ``ast`` first: a run that
-    raised cost 6.4 ms of machine CPU against 1.9 for ``print(1)``, and 3.0 this way."""
-    try:
-        tb = e.__traceback__
-        tb = tb.tb_next if tb is not None else None
-        # (the hook prints the exception's own traceback; set past any __setattr__ of the program's class)
-        BaseException.with_traceback(e, tb)
-        sys.__excepthook__(type(e), e, tb)
-    except BaseException:  # an exception object the program made unprintable: its exit status says enough
-        pass
 
 
 def exit_status(e: SystemExit) -> int:

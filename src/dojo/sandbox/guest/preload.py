@@ -103,7 +103,7 @@ def preload_environment(config: dict[str, Any]) -> None:
     warmup = config.get("warmup") or ""
     if warmup:
         try:
-            exec(compile(warmup, "<environment warm-up>", "exec"), {"__name__": "__dojo_warmup__"})
+            exec(compile(warmup, "<environment warm-up>", "exec", dont_inherit=True), {"__name__": "__dojo_warmup__"})
         except BaseException as e:
             raise RuntimeError(f"the environment's warm-up failed: {type(e).__name__}: {e}") from e
     threads = len(os.listdir("/proc/self/task"))

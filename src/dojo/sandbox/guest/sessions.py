@@ -14,10 +14,11 @@ import select
 import sys
 import time
 import types
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from dojo.sandbox.guest.capture import Capture, classify_limit, out_of_memory
-from dojo.sandbox.guest.child import exit_status, print_program_error
+from dojo.sandbox.guest.child import exit_status
+from dojo.sandbox.guest.ending import flush_streams, print_program_error
 from dojo.sandbox.guest.jail import BOX
 from dojo.sandbox.guest.wire import FRAME_PREFIX, RunLimits, RunReply, RunStep, encode_frame, read_frame, write_all
 
@@ -231,13 +232,17 @@ class Sessions:
             status = 0
             ended = False
             try:
-                tree = ast.parse(code, f"<exec {n}>", "exec")
+                # compiled here, not by ast.parse: a syntax error's traceback then starts at the cell
+                # (no frame of ast.py); dont_inherit: this module's ``from __future__ import
+                # annotations`` is not the cell's
+                name = f"<exec {n}>"
+                tree = cast("ast.Module", compile(code, name, "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
                 last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
                 if last is not None:
                     tree.body.pop()
-                exec(compile(tree, f"<exec {n}>", "exec"), main.__dict__)
+                exec(compile(tree, name, "exec", dont_inherit=True), main.__dict__)
                 if last is not None:
-                    value = eval(compile(ast.Expression(last.value), f"<exec {n}>", "eval"), main.__dict__)
+                    value = eval(compile(ast.Expression(last.value), name, "eval", dont_inherit=True), main.__dict__)
                     if value is not None:
                         print(repr(value))
             except SystemExit as e:
@@ -246,11 +251,7 @@ class Sessions:
             except BaseException as e:
                 print_program_error(e)  # (this loop's frame left out)
                 status = 1
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except BaseException:
-                    pass
+            flush_streams()
             write_all(status_fd, encode_frame({"status": status, "ended": ended}, []))
             if ended:
                 os._exit(status)
