@@ -51,7 +51,7 @@ async def plain_round(sandbox: AsyncSandbox, source: str, verdict: Verdict, tail
 
 
 async def graded_round(grader: Grader, tasks: list[Task], completion: str | None, want: float) -> tuple[float, float]:
-    items = [(t, t.reference or "" if completion is None else completion) for t in tasks]
+    items = [(t, (t.reference or "") if completion is None else completion) for t in tasks]
     busy, start = busy_cpu_seconds(), time.perf_counter()
     rewards = await grader.grade_many(items)
     elapsed, busy = time.perf_counter() - start, busy_cpu_seconds() - busy

@@ -31,6 +31,14 @@ async def test_a_cell_runs_as_python_runs_it(fast_sandbox: AsyncSandbox) -> None
         )
         typed = await s.exec("def h(x: int) -> str:\n    return ''\nh.__annotations__")
         assert typed.stdout == "{'x': <class 'int'>, 'return': <class 'str'>}\n"
+        # a cell that breaks its own stderr fails alone: the interpreter and its state go on
+        gone = await s.exec("import sys\nkept = sys.stderr\ndel sys.stderr\n1 / 0")
+        none = await s.exec("sys.stderr = None\n1 / 0")
+        assert gone.verdict is none.verdict is Verdict.RUNTIME_ERROR and not (gone.session_ended or none.session_ended)
+        assert gone.stderr.endswith("lost sys.stderr\n") and none.stderr == "" and none.stdout == ""
+        back = await s.exec("sys.stderr = kept\nprint('alive')\n1 / 0")
+        assert back.stdout == "alive\n" and back.stderr.endswith("ZeroDivisionError: division by zero\n")
+        assert not back.session_restarted
 
 
 async def test_stdin_per_exec(fast_sandbox: AsyncSandbox) -> None:

@@ -179,6 +179,8 @@ HOSTILE_ENDINGS = {
     # an exception whose attributes cannot be read through the object
     "getattribute": "class E(Exception):\n    def __getattribute__(self, k):\n        raise RuntimeError('no')\n"
     "\nraise E('a')\n",
+    # builtins the printer would look up as the program ends
+    "builtins": "import builtins\nbuiltins.type = None\nraise ValueError('x')\n",
 }
 
 
@@ -195,6 +197,13 @@ async def test_a_program_without_sys_stderr_ends_as_python_ends(sandbox: AsyncSa
         Program(language="python", source="import sys\nprint('out')\ndel sys.stderr\nraise ValueError\n")
     )
     assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code == 1 and r.stdout == "out\n", (r.exit_code, r.stderr)
+    assert r.stderr.endswith("object repr     : ValueError()\nlost sys.stderr\n"), r.stderr  # (Python's words)
+
+
+async def test_a_program_that_closes_its_stdout_ends_as_python_ends(sandbox: AsyncSandbox) -> None:
+    """Python leaves a closed standard stream alone at exit: no error, exit code 0."""
+    r = await sandbox.run(Program(language="python", source="import sys\nprint('a')\nsys.stdout.close()\n"))
+    assert r.verdict is Verdict.ACCEPTED and r.exit_code == 0 and r.stdout == "a\n" and r.stderr == "", r
 
 
 async def test_an_exception_the_program_made_unprintable_still_ends_the_run(sandbox: AsyncSandbox) -> None:

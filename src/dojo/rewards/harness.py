@@ -78,8 +78,9 @@ SOLUTION_FILE = "solution.py"
 
 def harness_source() -> str:
     """The harness program, with the modules it shares with the host (the value encoding, the
-    framing of its channel). Its top level only defines (``main()`` runs it), so the zygote can run
-    it once per slot and hand every run the defined functions (``AsyncSandbox.run(harness=True)``)."""
+    framing of its channel) and with the zygote's runs (how a program's process ends). Its top level
+    only defines (``main()`` runs it), so the zygote can run it once per slot and hand every run the
+    defined functions (``AsyncSandbox.run(harness=True)``)."""
     return program_source("harness", (values, wire, ending))
 
 

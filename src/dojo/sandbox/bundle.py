@@ -1,6 +1,6 @@
 """A program that runs in the sandbox, shipped from its module's file with the shared modules it
 imports (``dojo.tasks.values``, ``dojo.sandbox.guest.wire``: written once, for the host and the
-sandbox).
+sandbox; ``dojo.sandbox.guest.ending``: written once, for the zygote's runs and the program).
 
 ``program_source(main, shared)`` is the main module's text with a few lines spliced in after its
 docstring and ``__future__`` imports: they install each shared module into ``sys.modules`` under

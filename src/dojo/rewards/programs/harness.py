@@ -9,7 +9,8 @@ calls ``judge_main`` once and grades job after job, and each run's process calls
 before either runs Python (forker.c's ``split_harness``): the trusted one calls ``main(split)``, the
 candidate's ``candidate_main()``. Otherwise (no forker, strict isolation) the run calls ``main()``,
 which forks the candidate's process first thing. It carries its shared modules with it
-(``dojo.sandbox.bundle``): the value encoding and the framing of its channel.
+(``dojo.sandbox.bundle``): the value encoding and the framing of its channel, shared with the host,
+and how a program's process ends (``dojo.sandbox.guest.ending``), shared with the zygote's runs.
 """
 
 # ruff: noqa: SIM105 (plain try/except: contextlib would be one more module in the sandbox)

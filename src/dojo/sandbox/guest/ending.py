@@ -7,22 +7,27 @@ which carries this module with it). Standard library only.
 
 The traceback's printer is the interpreter's own (``sys.__excepthook__``, C): the ``traceback``
 module prints the same text, but in Python, and in 3.11 its carets import ``ast`` first (a run that
-raised cost 5.25 ms of machine CPU against 2.20 this way, ``bench/failures.py``).
+raised cost 5.25 ms of machine CPU against 2.20 this way, ``bench/failures.py``). One difference
+from ``python3 main.py`` remains: a ``sys.excepthook`` the program installs is not called.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from io import StringIO
 from types import TracebackType
 from typing import Any
 
 # Bound when this module loads (the zygote; the harness's top level), before any program runs: a
-# program may rebind or delete ``sys.__excepthook__``, and its exception's class may override
-# ``__getattribute__`` and ``__setattr__``; Python's own exit path minds none of them.
-_PRINT: Callable[[type[BaseException], BaseException, TracebackType | None], Any] = sys.__excepthook__
+# program may rebind or delete ``sys.__excepthook__`` or names of ``builtins``, and its exception's
+# class may override ``__getattribute__`` and ``__setattr__``; Python's own exit path minds none.
+_PRINT_EXCEPTION: Callable[[type[BaseException], BaseException, TracebackType | None], Any] = sys.__excepthook__
 _TRACEBACK: Callable[[BaseException], TracebackType | None] = BaseException.__dict__["__traceback__"].__get__
 _SET_TRACEBACK = BaseException.with_traceback
+_TYPE = type
+_ANY_EXCEPTION = BaseException
+_MISSING = object()
 
 
 def print_program_error(e: BaseException) -> None:
@@ -33,26 +38,23 @@ def print_program_error(e: BaseException) -> None:
         tb = _TRACEBACK(e)
         tb = tb.tb_next if tb is not None else None
         _SET_TRACEBACK(e, tb)  # (the printer prints the exception's own traceback)
-        _PRINT(type(e), e, tb)
-    except BaseException:
+        _PRINT_EXCEPTION(_TYPE(e), e, tb)
+    except _ANY_EXCEPTION:
         pass
 
 
 def program_error_text(e: BaseException) -> str:
     """What ``print_program_error`` prints, as text ("" where nothing could be printed)."""
-    import io
-
-    missing = object()
-    saved = sys.__dict__.get("stderr", missing)
-    out = io.StringIO()
+    saved = sys.__dict__.get("stderr", _MISSING)
     try:
+        out = StringIO()
         sys.stderr = out
         print_program_error(e)
         return out.getvalue()
-    except BaseException:
+    except _ANY_EXCEPTION:
         return ""
     finally:
-        if saved is missing:
+        if saved is _MISSING:
             sys.__dict__.pop("stderr", None)
         else:
             sys.stderr = saved
@@ -60,14 +62,20 @@ def program_error_text(e: BaseException) -> str:
 
 def flush_streams() -> bool:
     """``sys.stdout`` and ``sys.stderr`` flushed, as Python flushes them at exit; False where a flush
-    failed (Python then exits 120). A stream the program deleted or set to None is left alone."""
+    failed (Python then exits 120). A stream the program deleted, set to None or closed is left
+    alone, as Python leaves it (a ``closed`` that cannot be read counts as open)."""
     flushed = True
     for name in ("stdout", "stderr"):
         stream = sys.__dict__.get(name)
         if stream is None:
             continue
         try:
+            if stream.closed:
+                continue
+        except _ANY_EXCEPTION:
+            pass
+        try:
             stream.flush()
-        except BaseException:
+        except _ANY_EXCEPTION:
             flushed = False
     return flushed

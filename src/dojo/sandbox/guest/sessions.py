@@ -235,14 +235,16 @@ class Sessions:
                 # compiled here, not by ast.parse: a syntax error's traceback then starts at the cell
                 # (no frame of ast.py); dont_inherit: this module's ``from __future__ import
                 # annotations`` is not the cell's
-                name = f"<exec {n}>"
-                tree = cast("ast.Module", compile(code, name, "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
+                filename = f"<exec {n}>"
+                tree = cast("ast.Module", compile(code, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
                 last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
                 if last is not None:
                     tree.body.pop()
-                exec(compile(tree, name, "exec", dont_inherit=True), main.__dict__)
+                exec(compile(tree, filename, "exec", dont_inherit=True), main.__dict__)
                 if last is not None:
-                    value = eval(compile(ast.Expression(last.value), name, "eval", dont_inherit=True), main.__dict__)
+                    value = eval(
+                        compile(ast.Expression(last.value), filename, "eval", dont_inherit=True), main.__dict__
+                    )
                     if value is not None:
                         print(repr(value))
             except SystemExit as e:
