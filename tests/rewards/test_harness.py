@@ -195,6 +195,12 @@ async def test_a_solution_that_raises_as_it_loads_shows_its_traceback(fast_sandb
     out = await call_function(fast_sandbox, hostile, "g", [], {}, Limits())
     assert out.result.verdict is Verdict.RUNTIME_ERROR and out.value is None
     assert 'File "/box/solution.py", line 10, in <module>' in out.result.stderr, out.result.stderr
+    hooked = Program(language="python", source=(
+        "import sys\nsys.excepthook = lambda t, v, tb: print('hooked:', v, file=sys.stderr)\n"
+        "def g():\n    return 1\nraise ValueError('x')\n"
+    ))  # fmt: skip
+    out = await call_function(fast_sandbox, hooked, "g", [], {}, Limits())
+    assert out.result.verdict is Verdict.RUNTIME_ERROR and out.result.stderr.endswith("hooked: x\n"), out.result.stderr
     for source in (
         "import sys\ndel sys.stderr\ndef g():\n    return 1\nraise ValueError('x')\n",
         "import os, sys\nsys.__excepthook__ = lambda *a: os._exit(0)\ndef g():\n    return 1\nraise ValueError('x')\n",

@@ -39,6 +39,10 @@ async def test_a_cell_runs_as_python_runs_it(fast_sandbox: AsyncSandbox) -> None
         back = await s.exec("sys.stderr = kept\nprint('alive')\n1 / 0")
         assert back.stdout == "alive\n" and back.stderr.endswith("ZeroDivisionError: division by zero\n")
         assert not back.session_restarted
+        hooked = await s.exec("sys.excepthook = lambda t, v, tb: print('hooked', v)\n1 / 0")
+        assert hooked.stdout == "hooked division by zero\n" and hooked.stderr == "" and not hooked.session_ended
+        ended = await s.exec("def h(t, v, tb):\n    raise SystemExit(5)\nsys.excepthook = h\n1 / 0")
+        assert ended.session_ended and ended.exit_code == 5
 
 
 async def test_stdin_per_exec(fast_sandbox: AsyncSandbox) -> None:

@@ -192,6 +192,47 @@ async def test_a_program_cannot_hide_its_own_traceback(sandbox: AsyncSandbox, na
     assert r.stderr.endswith(("ValueError: x\n", "E: a\n")), r.stderr
 
 
+HOOKED = {
+    # a program's own sys.excepthook -> (exit code, stdout, stderr), as ``python3 main.py`` ends
+    "custom": (
+        "import sys\ndef h(t, v, tb):\n    print('custom', t.__name__, v, file=sys.stderr)\n"
+        "sys.excepthook = h\nprint('out')\nraise ValueError('x')\n",
+        1, "out\n", "custom ValueError x\n",
+    ),
+    "raising": (
+        "import sys\ndef h(t, v, tb):\n    raise KeyError('in hook')\nsys.excepthook = h\nraise ValueError('x')\n",
+        1, "",
+        'Error in sys.excepthook:\nTraceback (most recent call last):\n  File "/box/main.py", line 3, in h\n'
+        "    raise KeyError('in hook')\nKeyError: 'in hook'\n\nOriginal exception was:\n"
+        'Traceback (most recent call last):\n  File "/box/main.py", line 5, in <module>\n'
+        "    raise ValueError('x')\nValueError: x\n",
+    ),
+    "none": (
+        "import sys\nsys.excepthook = None\nraise ValueError('x')\n",
+        1, "",
+        "Error in sys.excepthook:\nTypeError: 'NoneType' object is not callable\n\nOriginal exception was:\n"
+        'Traceback (most recent call last):\n  File "/box/main.py", line 3, in <module>\n'
+        "    raise ValueError('x')\nValueError: x\n",
+    ),
+    "missing": (
+        "import sys\ndel sys.excepthook\nraise ValueError('x')\n",
+        1, "",
+        'sys.excepthook is missing\nTraceback (most recent call last):\n  File "/box/main.py", line 3, in <module>\n'
+        "    raise ValueError('x')\nValueError: x\n",
+    ),
+    "exits": (
+        "import sys\ndef h(t, v, tb):\n    raise SystemExit(3)\nsys.excepthook = h\nraise ValueError('x')\n", 3, "", "",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(HOOKED))
+async def test_a_programs_own_excepthook_is_called_as_python_calls_it(sandbox: AsyncSandbox, name: str) -> None:
+    source, code, stdout, stderr = HOOKED[name]
+    r = await sandbox.run(Program(language="python", source=source))
+    assert (r.verdict, r.exit_code, r.stdout, r.stderr) == (Verdict.RUNTIME_ERROR, code, stdout, stderr)
+
+
 async def test_a_program_without_sys_stderr_ends_as_python_ends(sandbox: AsyncSandbox) -> None:
     r = await sandbox.run(
         Program(language="python", source="import sys\nprint('out')\ndel sys.stderr\nraise ValueError\n")

@@ -144,10 +144,13 @@ def load_solution() -> tuple[dict[str, Any] | None, dict[str, Any]]:
         code = compile(source, "/box/solution.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:
         return {"load": "syntax", "error": describe(e)}, {}
+    uncaught: BaseException | None = None
     try:
         exec(code, ns)
     except BaseException as e:
-        return {"load": "error", "error": describe(e), "traceback": program_error_text(e)[-2000:]}, {}
+        uncaught = e
+    if uncaught is not None:  # (its text made outside the handler, as Python's exit path makes it)
+        return {"load": "error", "error": describe(uncaught), "traceback": program_error_text(uncaught)[-2000:]}, {}
     return None, ns
 
 

@@ -377,6 +377,7 @@ class RunChild:
         if not reseeded and "random" in sys.modules:
             RunChild.reseed(sys.modules["random"])
         status = 0
+        uncaught: BaseException | None = None
         try:
             if isinstance(cached, dict):  # a preloaded module (``preload_module``)
                 cached["main"](split) if split is not None else cached["main"]()
@@ -392,8 +393,10 @@ class RunChild:
         except SystemExit as e:
             status = exit_status(e)
         except BaseException as e:
-            print_program_error(e)
-            status = 1
+            uncaught = e
+        if uncaught is not None:  # (printed outside the handler, as Python's exit path prints it: an
+            hook_exit = print_program_error(uncaught)  # error of the program's hook chains to nothing)
+            status = 1 if hook_exit is None else exit_status(hook_exit)
         try:
             threading = sys.modules.get("threading")
             # Wait for the run's non-daemon threads as Python's exit does, where there may be one: a

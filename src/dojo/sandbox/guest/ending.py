@@ -7,8 +7,8 @@ which carries this module with it). Standard library only.
 
 The traceback's printer is the interpreter's own (``sys.__excepthook__``, C): the ``traceback``
 module prints the same text, but in Python, and in 3.11 its carets import ``ast`` first (a run that
-raised cost 5.25 ms of machine CPU against 2.20 this way, ``bench/failures.py``). One difference
-from ``python3 main.py`` remains: a ``sys.excepthook`` the program installs is not called.
+raised cost 5.25 ms of machine CPU against 2.20 this way, ``bench/failures.py``). A
+``sys.excepthook`` the program installs is called as Python calls it.
 """
 
 from __future__ import annotations
@@ -27,18 +27,53 @@ _TRACEBACK: Callable[[BaseException], TracebackType | None] = BaseException.__di
 _SET_TRACEBACK = BaseException.with_traceback
 _TYPE = type
 _ANY_EXCEPTION = BaseException
+_SYSTEM_EXIT = SystemExit
 _MISSING = object()
 
 
-def print_program_error(e: BaseException) -> None:
+def print_program_error(e: BaseException) -> SystemExit | None:
     """``e``'s traceback on ``sys.stderr`` from the program's own frame on: the first frame (the one
-    that ran the program's code) is left out. What cannot be printed (a ``sys.stderr`` the program
-    broke, an exception it made unprintable) is left out; nothing is raised."""
+    that ran the program's code) is left out. As Python's exit path does (``pythonrun.c``,
+    ``_PyErr_PrintEx``), ``sys.last_*`` are set and ``sys.excepthook`` prints it: the printer itself
+    unless the program installed another (if that one raises, both are printed; if it is missing,
+    Python's words say so). What cannot be printed (a ``sys.stderr`` the program broke, an exception
+    it made unprintable) is left out; nothing is raised. Returns the ``SystemExit`` a program's hook
+    raised (the process then ends with its status, as Python's does), else None."""
     try:
         tb = _TRACEBACK(e)
         tb = tb.tb_next if tb is not None else None
         _SET_TRACEBACK(e, tb)  # (the printer prints the exception's own traceback)
-        _PRINT_EXCEPTION(_TYPE(e), e, tb)
+        sys.last_type, sys.last_value, sys.last_traceback = _TYPE(e), e, tb
+        hook = sys.__dict__.get("excepthook", _MISSING)
+        if hook is _PRINT_EXCEPTION:
+            _PRINT_EXCEPTION(_TYPE(e), e, tb)
+        elif hook is _MISSING:
+            _write_stderr("sys.excepthook is missing\n")
+            _PRINT_EXCEPTION(_TYPE(e), e, tb)
+        else:
+            try:
+                hook(_TYPE(e), e, tb)
+            except _SYSTEM_EXIT as exit_request:
+                return exit_request
+            except _ANY_EXCEPTION as hook_error:
+                hook_tb = _TRACEBACK(hook_error)
+                hook_tb = hook_tb.tb_next if hook_tb is not None else None  # (from the hook's frame on)
+                _SET_TRACEBACK(hook_error, hook_tb)
+                _write_stderr("Error in sys.excepthook:\n")
+                _PRINT_EXCEPTION(_TYPE(hook_error), hook_error, hook_tb)
+                _write_stderr("\nOriginal exception was:\n")
+                _PRINT_EXCEPTION(_TYPE(e), e, tb)
+    except _ANY_EXCEPTION:
+        pass
+    return None
+
+
+def _write_stderr(text: str) -> None:
+    """``text`` on ``sys.stderr`` where it can be written (``PySys_WriteStderr``: errors ignored)."""
+    try:
+        stream = sys.__dict__.get("stderr")
+        if stream is not None:
+            stream.write(text)
     except _ANY_EXCEPTION:
         pass
 

@@ -231,6 +231,7 @@ class Sessions:
             sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="surrogateescape")
             status = 0
             ended = False
+            uncaught: BaseException | None = None
             try:
                 # compiled here, not by ast.parse: a syntax error's traceback then starts at the cell
                 # (no frame of ast.py); dont_inherit: this module's ``from __future__ import
@@ -251,8 +252,12 @@ class Sessions:
                 status = exit_status(e)
                 ended = True
             except BaseException as e:
-                print_program_error(e)  # (this loop's frame left out)
+                uncaught = e
+            if uncaught is not None:  # (printed outside the handler, as in ``RunChild``; this loop's frame left out)
+                hook_exit = print_program_error(uncaught)
                 status = 1
+                if hook_exit is not None:  # the program's sys.excepthook ended the interpreter
+                    status, ended = exit_status(hook_exit), True
             flush_streams()
             write_all(status_fd, encode_frame({"status": status, "ended": ended}, []))
             if ended:
