@@ -29,7 +29,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from dojo.sandbox.guest.cgroup import CgroupHandle
-from dojo.sandbox.guest.ending import flush_streams, print_program_error
+from dojo.sandbox.guest.ending import exit_status, flush_streams, print_program_error
 from dojo.sandbox.guest.jail import BOX, Jail
 from dojo.sandbox.guest.syscalls import (
     CLONE_NEWIPC,
@@ -423,16 +423,3 @@ def set_signal(signum: int, handler: Any) -> None:
     Python code (enum's lookup) whose first use in a fresh run's process cost ~120 page faults
     (~0.5 ms, a quarter of a ``print(1)`` run)."""
     _signal.signal(int(signum), handler if callable(handler) else int(handler))  # (SIG_DFL: a plain int here)
-
-
-def exit_status(e: SystemExit) -> int:
-    code = e.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        print(code, file=sys.stderr)
-    except BaseException:
-        pass
-    return 1

@@ -45,24 +45,21 @@ def print_program_error(e: BaseException) -> SystemExit | None:
         _SET_TRACEBACK(e, tb)  # (the printer prints the exception's own traceback)
         sys.last_type, sys.last_value, sys.last_traceback = _TYPE(e), e, tb
         hook = sys.__dict__.get("excepthook", _MISSING)
-        if hook is _PRINT_EXCEPTION:
-            _PRINT_EXCEPTION(_TYPE(e), e, tb)
-        elif hook is _MISSING:
+        if hook is _MISSING:
             _write_stderr("sys.excepthook is missing\n")
+            hook = _PRINT_EXCEPTION
+        try:
+            hook(_TYPE(e), e, tb)
+        except _SYSTEM_EXIT as exit_request:
+            return exit_request
+        except _ANY_EXCEPTION as hook_error:
+            hook_tb = _TRACEBACK(hook_error)
+            hook_tb = hook_tb.tb_next if hook_tb is not None else None  # (from the hook's frame on)
+            _SET_TRACEBACK(hook_error, hook_tb)
+            _write_stderr("Error in sys.excepthook:\n")
+            _PRINT_EXCEPTION(_TYPE(hook_error), hook_error, hook_tb)
+            _write_stderr("\nOriginal exception was:\n")
             _PRINT_EXCEPTION(_TYPE(e), e, tb)
-        else:
-            try:
-                hook(_TYPE(e), e, tb)
-            except _SYSTEM_EXIT as exit_request:
-                return exit_request
-            except _ANY_EXCEPTION as hook_error:
-                hook_tb = _TRACEBACK(hook_error)
-                hook_tb = hook_tb.tb_next if hook_tb is not None else None  # (from the hook's frame on)
-                _SET_TRACEBACK(hook_error, hook_tb)
-                _write_stderr("Error in sys.excepthook:\n")
-                _PRINT_EXCEPTION(_TYPE(hook_error), hook_error, hook_tb)
-                _write_stderr("\nOriginal exception was:\n")
-                _PRINT_EXCEPTION(_TYPE(e), e, tb)
     except _ANY_EXCEPTION:
         pass
     return None
@@ -114,3 +111,18 @@ def flush_streams() -> bool:
         except _ANY_EXCEPTION:
             flushed = False
     return flushed
+
+
+def exit_status(e: SystemExit) -> int:
+    """The status a process ends with for ``SystemExit`` ``e``, as Python's: None 0, an int its low
+    byte, anything else printed on stderr and 1."""
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except _ANY_EXCEPTION:
+        pass
+    return 1

@@ -17,8 +17,7 @@ import types
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from dojo.sandbox.guest.capture import Capture, classify_limit, out_of_memory
-from dojo.sandbox.guest.child import exit_status
-from dojo.sandbox.guest.ending import flush_streams, print_program_error
+from dojo.sandbox.guest.ending import exit_status, flush_streams, print_program_error
 from dojo.sandbox.guest.jail import BOX
 from dojo.sandbox.guest.wire import FRAME_PREFIX, RunLimits, RunReply, RunStep, encode_frame, read_frame, write_all
 
