@@ -233,6 +233,33 @@ async def test_a_programs_own_excepthook_is_called_as_python_calls_it(sandbox: A
     assert (r.verdict, r.exit_code, r.stdout, r.stderr) == (Verdict.RUNTIME_ERROR, code, stdout, stderr)
 
 
+INTERRUPTED = {
+    # an uncaught KeyboardInterrupt -> (exit code, signal, stdout, end of stderr), as ``python3 main.py``
+    # ends: by SIGINT once its exit handlers ran, as Ctrl-C ends it
+    "plain": (
+        "import atexit\natexit.register(lambda: print('atexit'))\nprint('out')\nraise KeyboardInterrupt('x')\n",
+        None, 2, "out\natexit\n", "KeyboardInterrupt: x\n",
+    ),
+    "subclass": ("class K(KeyboardInterrupt):\n    pass\nraise K\n", 1, None, "", "\nK\n"),  # (exactly the class)
+    "hook exits": (
+        "import sys\ndef h(*a):\n    raise SystemExit(3)\nsys.excepthook = h\nraise KeyboardInterrupt\n",
+        3, None, "", "",
+    ),
+    "SIGINT blocked": (  # the signal cannot end it: Python's own status
+        "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\nraise KeyboardInterrupt\n",
+        130, None, "", "\nKeyboardInterrupt\n",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(INTERRUPTED))
+async def test_an_uncaught_keyboard_interrupt_ends_the_run_as_python_ends(sandbox: AsyncSandbox, name: str) -> None:
+    source, code, sig, stdout, stderr_end = INTERRUPTED[name]
+    r = await sandbox.run(Program(language="python", source=source))
+    assert (r.verdict, r.exit_code, r.signal, r.stdout, r.limit) == (Verdict.RUNTIME_ERROR, code, sig, stdout, None), r
+    assert r.stderr.endswith(stderr_end), r.stderr
+
+
 async def test_a_program_without_sys_stderr_ends_as_python_ends(sandbox: AsyncSandbox) -> None:
     r = await sandbox.run(
         Program(language="python", source="import sys\nprint('out')\ndel sys.stderr\nraise ValueError\n")

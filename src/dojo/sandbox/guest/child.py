@@ -29,7 +29,13 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from dojo.sandbox.guest.cgroup import CgroupHandle
-from dojo.sandbox.guest.ending import exit_status, flush_streams, print_program_error
+from dojo.sandbox.guest.ending import (
+    end_by_interrupt,
+    ends_by_interrupt,
+    exit_status,
+    flush_streams,
+    print_program_error,
+)
 from dojo.sandbox.guest.jail import BOX, Jail
 from dojo.sandbox.guest.syscalls import (
     CLONE_NEWIPC,
@@ -378,6 +384,7 @@ class RunChild:
             RunChild.reseed(sys.modules["random"])
         status = 0
         uncaught: BaseException | None = None
+        hook_exit: SystemExit | None = None
         try:
             if isinstance(cached, dict):  # a preloaded module (``preload_module``)
                 cached["main"](split) if split is not None else cached["main"]()
@@ -414,6 +421,8 @@ class RunChild:
             pass
         if not flush_streams():
             status = status or 120
+        if hook_exit is None and ends_by_interrupt(uncaught):
+            status = end_by_interrupt()
         os._exit(status)
 
 

@@ -8,11 +8,14 @@ which carries this module with it). Standard library only.
 The traceback's printer is the interpreter's own (``sys.__excepthook__``, C): the ``traceback``
 module prints the same text, but in Python, and in 3.11 its carets import ``ast`` first (a run that
 raised cost 5.25 ms of machine CPU against 2.20 this way, ``bench/failures.py``). A
-``sys.excepthook`` the program installs is called as Python calls it.
+``sys.excepthook`` the program installs is called as Python calls it, and an uncaught
+``KeyboardInterrupt`` ends the process by SIGINT, as it ends ``python3``.
 """
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # (signal.signal without its enum wrapping)
+import os
 import sys
 from collections.abc import Callable
 from io import StringIO
@@ -28,6 +31,9 @@ _SET_TRACEBACK = BaseException.with_traceback
 _TYPE = type
 _ANY_EXCEPTION = BaseException
 _SYSTEM_EXIT = SystemExit
+_KEYBOARD_INTERRUPT = KeyboardInterrupt
+_SET_SIGNAL, _SIGINT, _SIG_DFL = _signal.signal, int(_signal.SIGINT), int(_signal.SIG_DFL)
+_KILL, _GETPID = os.kill, os.getpid
 _MISSING = object()
 
 
@@ -126,3 +132,22 @@ def exit_status(e: SystemExit) -> int:
     except _ANY_EXCEPTION:
         pass
     return 1
+
+
+def ends_by_interrupt(e: BaseException | None) -> bool:
+    """Whether Python ends a program whose uncaught exception was ``e`` by SIGINT, as Ctrl-C would
+    have ended it (``Py_RunMain``: exactly ``KeyboardInterrupt``, not a subclass; a program's hook
+    that raised ``SystemExit`` ends it with that status instead, see ``print_program_error``)."""
+    return e is not None and _TYPE(e) is _KEYBOARD_INTERRUPT
+
+
+def end_by_interrupt() -> int:
+    """This process ended by SIGINT, its default action restored, as Python ends after an uncaught
+    ``KeyboardInterrupt`` once its streams are flushed (``exit_sigint``); returns 130 (128 + SIGINT),
+    Python's status where the signal did not end it (the program blocked SIGINT)."""
+    try:
+        _SET_SIGNAL(_SIGINT, _SIG_DFL)
+        _KILL(_GETPID(), _SIGINT)
+    except OSError:
+        pass
+    return 128 + _SIGINT
