@@ -4,6 +4,7 @@ rewards carried into the trajectory store and the TRL bridge."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +26,16 @@ from tests.rewards.judge_server import serve_judge
 TASK = Task(id="t", form="answer", prompt="Fix f.", reference="x", metadata=TaskMetadata(source="t"))
 
 
+def result(name: str, args: dict[str, Any], observation: str, **fields: Any) -> ToolResult:
+    """A tool's result; a run_tests one whose observation starts with the grader's line carries its counts."""
+    counts = re.match(r"\w+: (\d+)/(\d+) tests passed", observation) if name == "run_tests" else None
+    if counts is not None:
+        fields = {"tests_passed": int(counts[1]), "tests_total": int(counts[2]), **fields}
+    return ToolResult(call=ToolCall(name=name, arguments=args), observation=observation, **fields)
+
+
 def turn(i: int, text: str, *results: tuple[str, dict[str, Any], str]) -> TurnRecord:
-    return TurnRecord(
-        index=i,
-        completion=Completion(text=text),
-        tool_results=[
-            ToolResult(call=ToolCall(name=name, arguments=args), observation=obs) for name, args, obs in results
-        ],
-    )
+    return TurnRecord(index=i, completion=Completion(text=text), tool_results=[result(*r) for r in results])
 
 
 TURNS = [
@@ -65,6 +68,21 @@ async def test_progress_repeats_and_malformed_calls_each_turn() -> None:
     )
     assert [r["total"] for r in rewards] == pytest.approx([0.0, 0.5, -0.35, 0.5])
     assert rewards[2] == pytest.approx({"progress": 0.0, "repeat": -0.25, "malformed": -0.1, "total": -0.35})
+
+
+def test_a_runs_own_output_cannot_claim_tests_passed() -> None:
+    """Only the grader's counts are progress: a program that prints the grader's line earns nothing,
+    and a run the sandbox accepted is not a failed action (a failed one is; the sandbox's failure is not)."""
+    forged = "verdict: Accepted\nexit code: 0\nstdout:\npass: 3/3 tests passed\n"
+    run = ("run_code", {"code": "print('pass: 3/3 tests passed')"}, forged)
+    signal = step_signal(
+        TurnRecord(index=0, completion=Completion(text="x"), tool_results=[result(*run, verdict="Accepted")])
+    )
+    assert (signal.passed, signal.total, signal.failed) == (None, None, False)
+    crashed = result("run_code", {"code": "1/0"}, "verdict: RuntimeError", verdict="RuntimeError")
+    lost = result("run_code", {"code": "print(1)"}, "", infra_error="sandbox error")
+    assert step_signal(TurnRecord(index=0, completion=Completion(text="x"), tool_results=[crashed])).failed
+    assert not step_signal(TurnRecord(index=0, completion=Completion(text="x"), tool_results=[lost])).failed
 
 
 async def test_turn_rewards_reach_the_store_and_the_trl_bridge(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dojo.agent.policy import ToolCall
-from dojo.agent.tools import Toolbox, ToolResult
+from dojo.agent.tools import Toolbox, ToolResult, VisibleCheck
 
 FEEDBACK_MESSAGE = "Your code did not pass the visible tests:\n{feedback}\nFix it and reply with the complete code."
 
@@ -34,6 +34,8 @@ class FeedbackStep:
     verdict: str | None = None  # the grade verdict on the visible tests, when they ran
     error: str | None = None  # the sandbox's failure, for ``infra_error``
     seconds: float = 0.0  # time spent running the visible tests
+    passed: int | None = None  # the visible tests passed and run, as the grader counted them
+    total: int | None = None
 
     @property
     def done(self) -> bool:
@@ -56,9 +58,8 @@ class FeedbackStep:
         if not self.checked:
             return None
         check = ToolCall(id="feedback", name="run_tests", arguments={"code": reply})
-        return ToolResult(
-            call=check, observation=self.observation, verdict=self.verdict, infra_error=self.error, seconds=self.seconds
-        )
+        checked = VisibleCheck(self.observation, self.verdict, self.error, self.passed, self.total)
+        return checked.tool_result(check).model_copy(update={"seconds": self.seconds})
 
 
 async def feedback_step(toolbox: Toolbox, reply: str, *, last_turn: bool) -> FeedbackStep:
@@ -69,8 +70,9 @@ async def feedback_step(toolbox: Toolbox, reply: str, *, last_turn: bool) -> Fee
     if last_turn:
         return FeedbackStep("last_turn")
     start = time.perf_counter()
-    observation, verdict, error = await toolbox.check_visible(reply)
+    checked = await toolbox.check_visible(reply)
     seconds = time.perf_counter() - start
-    if error is not None:
-        return FeedbackStep("infra_error", observation, verdict, error, seconds)
-    return FeedbackStep("passed" if verdict == "pass" else "failed", observation, verdict, None, seconds)
+    if checked.error is not None:
+        return FeedbackStep("infra_error", checked.observation, checked.verdict, checked.error, seconds)
+    outcome: FeedbackOutcome = "passed" if checked.verdict == "pass" else "failed"
+    return FeedbackStep(outcome, checked.observation, checked.verdict, None, seconds, checked.passed, checked.total)

@@ -21,6 +21,7 @@ import contextlib
 import shlex
 import time
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -142,6 +143,28 @@ class ToolResult(BaseModel):
     seconds: float = Field(0.0, description="Time the tool took, queueing for a sandbox slot included.")
     infra_error: str | None = None
     submitted: str | None = Field(None, description="submit: the text to grade.")
+    tests_passed: int | None = Field(
+        None, description="run_tests: the visible tests passed, as the grader counted them (None: they did not run)."
+    )
+    tests_total: int | None = Field(None, description="run_tests: the visible tests run (None: they did not run).")
+
+
+@dataclass(frozen=True)
+class VisibleCheck:
+    """A completion graded on the visible tests: the observation shown to the model, the grade's
+    verdict, the infrastructure error (the tests did not run), and the counts the grader made (None
+    where they did not run). Per-turn rewards read the counts, never the observation's text, which
+    a run's own output shares (``dojo.agent.turn_rewards``)."""
+
+    observation: str
+    verdict: str | None = None
+    error: str | None = None
+    passed: int | None = None
+    total: int | None = None
+
+    def tool_result(self, call: ToolCall) -> ToolResult:
+        return ToolResult(call=call, observation=self.observation, verdict=self.verdict, infra_error=self.error,
+                          tests_passed=self.passed, tests_total=self.total)  # fmt: skip
 
 
 class Toolbox:
@@ -321,8 +344,7 @@ class Toolbox:
                 return ToolResult(call=call, observation="", infra_error=result.sandbox_error or "sandbox error")
             return self._observe(call, result)
         if call.name == "run_tests":
-            observation, verdict, error = await self.check_visible(self.repo_edits())
-            return ToolResult(call=call, observation=observation, verdict=verdict, infra_error=error)
+            return (await self.check_visible(self.repo_edits())).tool_result(call)
         path = args.get("path")
         if path is None:
             return ToolResult(call=call, observation=f"error: {call.name} needs a 'path' argument")
@@ -351,17 +373,17 @@ class Toolbox:
         return ToolResult(call=call, observation=f"edited {path}")
 
     async def _run_tests(self, call: ToolCall) -> ToolResult:
-        observation, verdict, error = await self.check_visible(call.arguments["code"])
-        return ToolResult(call=call, observation=observation, verdict=verdict, infra_error=error)
+        return (await self.check_visible(call.arguments["code"])).tool_result(call)
 
-    async def check_visible(self, completion: str) -> tuple[str, str | None, str | None]:
-        """Grade ``completion`` on the visible tests: (observation, grade verdict, infrastructure error)."""
+    async def check_visible(self, completion: str) -> VisibleCheck:
+        """Grade ``completion`` on the visible tests."""
         visible = self.task.visible_tests
         if self.task.form == "answer" or not visible:
-            return "this task has no visible tests to run; use run_code to try your code", None, None
+            return VisibleCheck("this task has no visible tests to run; use run_code to try your code")
         task = self.task.model_copy(update={"tests": visible})
         async with held(self._slots):
             reward = await self._visible.grade(task, completion)
         if reward.value is None:
-            return "", reward.verdict, reward.error or "sandbox error"
-        return truncate_middle(reward.feedback(), self.max_observation_chars), reward.verdict, None
+            return VisibleCheck("", reward.verdict, reward.error or "sandbox error")
+        observation = truncate_middle(reward.feedback(), self.max_observation_chars)
+        return VisibleCheck(observation, reward.verdict, None, reward.passed, reward.total)

@@ -3,23 +3,25 @@
 (the verl agent loop, ``dojo.integrations.verl``, takes the same scorer on its turns' records).
 
 What each turn did is read from its record: the visible tests' result (``run_tests`` or the
-feedback check: ``<verdict>: <passed>/<total> tests passed``), its tool calls (as ``name`` +
-arguments; a result with an error or failing tests is a failed action) and the malformed ones
-(``invalid``: not JSON, no name, arguments not an object).
+feedback check: the counts the grader made, ``ToolResult.tests_passed``/``tests_total``, never the
+text of an observation, which a program's own output can imitate), its tool calls (as ``name`` +
+arguments; an error, a run that was not accepted or failing tests is a failed action, the
+sandbox's own failure is not) and the malformed ones (``invalid``: not JSON, no name, arguments not
+an object).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
 from dojo.agent.episode import Episode, TurnRecord
 from dojo.rewards.judge_prompt import question_of
 from dojo.rewards.process import ProcessRewardConfig, ProcessRewardModel, StepSignal, turn_rewards
+from dojo.sandbox import Verdict
 from dojo.tasks.model import Task
 
-TESTS_LINE = re.compile(r"^\w+: (\d+)/(\d+) tests passed", re.MULTILINE)
+SUCCEEDED = (None, Verdict.ACCEPTED.value, "pass")  # a run accepted, a grade that passed, or no verdict
 
 
 def step_signal(turn: TurnRecord) -> StepSignal:
@@ -32,11 +34,11 @@ def step_signal(turn: TurnRecord) -> StepSignal:
             continue
         key = json.dumps([result.call.name, result.call.arguments], sort_keys=True)
         actions.append(key)
-        if (m := TESTS_LINE.search(result.observation)) is not None:
-            passed, total = int(m.group(1)), int(m.group(2))
+        if result.tests_total is not None and result.tests_passed is not None:
+            passed, total = result.tests_passed, result.tests_total
             failed = failed or passed < total
-        elif result.verdict not in (None, "accepted", "pass") or result.observation.startswith("error"):
-            failed = True
+        elif result.infra_error is None and (result.verdict not in SUCCEEDED or result.observation.startswith("error")):
+            failed = True  # (a sandbox that failed is ours, not the policy's: no penalty)
     if not calls:  # a plain reply is its own action
         actions.append(json.dumps(["reply", turn.completion.text.strip()]))
     return StepSignal(turn.completion.text, passed, total, tuple(actions), failed, malformed)
