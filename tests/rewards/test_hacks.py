@@ -123,3 +123,20 @@ def test_code_too_deep_for_the_scan_is_a_hack_not_a_crash() -> None:
     the scan), never an exception out of the grader."""
     deep = "def f():\n    return " + "+".join(["1"] * 900) + "\n"
     assert [f.flag() for f in scan_python(deep)] == ["hack:unreadable"]
+
+
+async def test_numbers_no_answer_could_be_score_zero_never_an_error(grader: Grader, tasks: dict[str, Task]) -> None:
+    """An int too large for a float where a float is expected, and an approximation of an int answer
+    (a float within the tolerance, which Python's ``==`` refuses): wrong answers, graded 0."""
+    huge = "def truncate_number(number):\n    return 10 ** 400\n"
+    for form in ("HumanEval/2", "HumanEval/2/function"):
+        r = await grader.grade(tasks[form], huge)
+        assert (r.value, r.verdict) == (0.0, "fail"), (form, r)
+    approx = (
+        "import math\ndef special_factorial(n):\n    p = 1\n    for i in range(1, n + 1):\n"
+        "        p *= math.factorial(i)\n    return p * (1 + 5e-7)\n"
+    )
+    exact = approx.replace(" * (1 + 5e-7)", " * 1.0")  # an integral float: equal to the int, as in Python
+    for form in ("HumanEval/139", "HumanEval/139/function"):
+        assert (await grader.grade(tasks[form], approx)).value == 0.0, form
+        assert (await grader.grade(tasks[form], exact)).value == 1.0, form

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dojo.tasks.values import decode_value, encode_value, values_equal
+from dojo.tasks.values import MAX_COLLISIONS, decode_value, encode_value, returned_equal, values_equal
 
 
 @pytest.mark.parametrize(
@@ -60,6 +60,34 @@ def test_comparison_is_by_type_and_tolerance() -> None:
     assert not values_equal(0.3001, 0.3, tolerance=1e-6)
     assert values_equal({1.0000000001, 2}, {2, 1.0})
     assert not values_equal({"a": 1}, {"a": 1, "b": 2})
+
+
+def test_an_expected_int_is_matched_exactly_an_expected_float_within_the_tolerance() -> None:
+    assert values_equal(6.0, 6) and not values_equal(6.0000001, 6)  # as Python's ==: no credit for an approximation
+    assert values_equal(6, 6.0000001) and values_equal(2, 2.0000000000000004)  # an int answer to a float question
+    assert not values_equal([1, 2.5000001], [1, 2]) and values_equal([1, 2.5000001], [1, 2.5])
+    # a check's ``a == b``: neither side is known to be the expected one, so an int on either side is exact
+    assert not values_equal(6, 6.0000001, roles=False) and not values_equal(6.0000001, 6, roles=False)
+    assert values_equal(0.1 + 0.2, 0.3, roles=False) and values_equal((6.0, [2]), (6, [2.0]), roles=False)
+
+
+def test_an_int_too_large_for_a_float_equals_no_float() -> None:
+    for expected in (0.5, float("inf"), float("nan"), 1e308):
+        assert not values_equal(10**400, expected) and not returned_equal(10**400, expected)
+    assert values_equal(10**400, 10**400) and not values_equal(10**400, 10**400 + 1)
+    with pytest.raises(ValueError, match="complex"):
+        decode_value({"$c": [10**400, 0]})
+
+
+def test_set_elements_made_to_collide_are_refused_at_once() -> None:
+    """Ints that all hash alike would make a set of 20,000 cost seconds to build, on the grader."""
+    colliding = [k * (2**61 - 1) + 7 for k in range(20_000)]
+    for wire in ({"$s": colliding}, {"$fs": colliding}, {"$d": [[k, 0] for k in colliding]}):
+        with pytest.raises(ValueError, match="share a hash"):
+            decode_value(wire)
+    assert not returned_equal({"$s": colliding}, {7})
+    few = colliding[: MAX_COLLISIONS + 1]  # up to MAX_COLLISIONS are allowed: a set as a program makes it
+    assert decode_value({"$s": few}) == set(few) and decode_value({"$s": [-1, -2]}) == {-1, -2}
 
 
 def test_untrusted_wire_data_is_checked() -> None:

@@ -88,7 +88,7 @@ from dojo.sandbox.compare import stdout_matches
 from dojo.tasks.canaries import redact
 from dojo.tasks.gold_calls import gold_calls
 from dojo.tasks.model import Task
-from dojo.tasks.values import decode_value, values_equal
+from dojo.tasks.values import decode_value, returned_equal
 
 DEFAULT_GRADING_LIMITS = Limits(wall_time=10.0, cpu_time=6.0, memory=512 << 20)
 
@@ -210,8 +210,8 @@ async def grade_function_task(
             out.cases.append(CaseOutcome(index=i, passed=False, detail=f"raised {r['error']}"))
             continue
         try:
-            ok = values_equal(decode_value(r.get("value")), decode_value(t.expected), task.float_tolerance)
-        except (ValueError, TypeError):
+            ok = returned_equal(r.get("value"), decode_value(t.expected), task.float_tolerance)
+        except (ValueError, TypeError):  # (an expected value that is no wire value: no answer passes)
             ok = False
         detail = "" if ok else ("wrong return value" if not t.visible else f"returned {str(r.get('value'))[:200]}")
         out.cases.append(CaseOutcome(index=i, passed=ok, detail=detail))

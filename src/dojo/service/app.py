@@ -29,7 +29,7 @@ from dojo.service.logs import ACCESS_LOGGER
 from dojo.service.metrics import ServiceMetrics
 from dojo.service.schemas import BatchCase, BatchItem, BatchRequest, BatchResponse, RunRequest
 from dojo.service.sessions import SessionLimitReached, SessionManager, register_session_routes
-from dojo.tasks.values import decode_value, values_equal
+from dojo.tasks.values import decode_value, returned_equal
 
 log = logging.getLogger(ACCESS_LOGGER)
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -280,7 +280,7 @@ def create_app(
         outcome = await call_function(sb, program, case.call.function, case.call.args, case.call.kwargs, limits)
         result = outcome.result
         judged = outcome.returned and "expected_return" in case.model_fields_set
-        if judged and not values_equal(decode_value(outcome.value), expected, case.tolerance):
+        if judged and not returned_equal(outcome.value, expected, case.tolerance):
             result = result.model_copy(update={"verdict": Verdict.WRONG_ANSWER})
         metrics.runs.labels(verdict=str(result.verdict), language="python").inc()
         return result, outcome.value

@@ -22,6 +22,11 @@ import math
 from typing import Any
 
 BIG_INT_BITS = 13_000  # ~3,900 decimal digits: under CPython's 4,300-digit limit for int <-> str
+# Elements of one decoded set (or keys of one dict) allowed to share a hash with another. A set's
+# elements come from the sandbox: ints chosen to collide (k * (2**61 - 1) + c all hash to c) make
+# building it quadratic, 13,000 of them ~6 s of the grader's CPU for one reply. A set a program made
+# has none (distinct ints below 2**61 never collide; text hashes are keyed per process).
+MAX_COLLISIONS = 16
 HEX = frozenset("0123456789abcdef")
 
 
@@ -76,20 +81,14 @@ def decode_value(v: Any, depth: int = 0) -> Any:
                 return tuple(decode_value(x, depth + 1) for x in body)
             if tag in ("$s", "$fs") and isinstance(body, list):
                 items = [decode_value(x, depth + 1) for x in body]
-                try:
-                    return set(items) if tag == "$s" else frozenset(items)
-                except TypeError as e:
-                    raise ValueError("set element is not hashable") from e
+                _check_hashes(items, "set element")
+                return set(items) if tag == "$s" else frozenset(items)
             if tag == "$d" and isinstance(body, list):
-                out: dict[Any, Any] = {}
-                for pair in body:
-                    if not (isinstance(pair, list) and len(pair) == 2):
-                        raise ValueError("malformed dict entry")
-                    try:
-                        out[decode_value(pair[0], depth + 1)] = decode_value(pair[1], depth + 1)
-                    except TypeError as e:
-                        raise ValueError("dict key is not hashable") from e
-                return out
+                if not all(isinstance(pair, list) and len(pair) == 2 for pair in body):
+                    raise ValueError("malformed dict entry")
+                keys = [decode_value(pair[0], depth + 1) for pair in body]
+                _check_hashes(keys, "dict key")
+                return {k: decode_value(pair[1], depth + 1) for k, pair in zip(keys, body, strict=True)}
             digits = body.lstrip("-") if isinstance(body, str) else ""
             if tag == "$I" and digits and all(c in HEX for c in digits):
                 return int(body, 16)
@@ -103,48 +102,77 @@ def decode_value(v: Any, depth: int = 0) -> Any:
                 re_, im = (decode_value(x, depth + 1) for x in body)
                 if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (re_, im)):
                     raise ValueError("malformed complex")
-                return complex(re_, im)
+                try:
+                    return complex(re_, im)
+                except OverflowError as e:  # (an int part too large for a float)
+                    raise ValueError("malformed complex") from e
         if any(k.startswith("$") for k in v):  # encode_value writes such keys only as tags (or in $d)
             raise ValueError(f"malformed tagged value: {str(v)[:80]}")
         return {k: decode_value(x, depth + 1) for k, x in v.items()}
     raise ValueError(f"not a wire value: {type(v).__name__}")
 
 
+def _check_hashes(items: list[Any], what: str) -> None:
+    """ValueError where ``items`` (decoded set elements or dict keys) are not hashable, or more than
+    ``MAX_COLLISIONS`` of them share a hash with another (duplicates included: an encoded set has none)."""
+    try:
+        hashes = [hash(x) for x in items]
+    except TypeError as e:
+        raise ValueError(f"{what} is not hashable") from e
+    if len(hashes) - len(set(hashes)) > MAX_COLLISIONS:  # (distinct hash values never collide as keys)
+        raise ValueError(f"{len(hashes) - len(set(hashes))} {what}s share a hash with another")
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def values_equal(actual: Any, expected: Any, tolerance: float = 1e-6) -> bool:
-    """Equal as data: same builtin types (int and float count as numbers, bool does not), floats
-    within ``tolerance`` (relative or absolute), containers element by element."""
+def values_equal(actual: Any, expected: Any, tolerance: float = 1e-6, *, roles: bool = True) -> bool:
+    """Equal as data: same builtin types (int and float count as numbers, bool does not), an
+    expected float matched within ``tolerance`` (relative or absolute), an expected int exactly (as
+    Python's ``==``: ``6.0`` matches ``6``, ``6.0000001`` does not), containers element by element.
+    ``roles=False`` where neither side is known to be the expected one (a check's ``a == b``): an int
+    on either side is matched exactly, two floats within the tolerance."""
     if _is_number(actual) and _is_number(expected):
-        if isinstance(actual, float) or isinstance(expected, float):
-            if math.isnan(actual) or math.isnan(expected):
-                return math.isnan(actual) and math.isnan(expected)
-            return math.isclose(actual, expected, rel_tol=tolerance, abs_tol=tolerance)
-        return bool(actual == expected)
+        if isinstance(expected, float) and (roles or isinstance(actual, float)):
+            try:
+                if math.isnan(actual) or math.isnan(expected):
+                    return math.isnan(actual) and math.isnan(expected)
+                return math.isclose(actual, expected, rel_tol=tolerance, abs_tol=tolerance)
+            except OverflowError:  # an int too large for a float: equal to none
+                return False
+        return bool(actual == expected)  # (Python compares an int and a float exactly, any size)
     if type(actual) is not type(expected):
         both_sets = isinstance(actual, (set, frozenset)) and isinstance(expected, (set, frozenset))
         if not both_sets:
             return False
     if isinstance(actual, (list, tuple)):
         return len(actual) == len(expected) and all(
-            values_equal(a, e, tolerance) for a, e in zip(actual, expected, strict=True)
+            values_equal(a, e, tolerance, roles=roles) for a, e in zip(actual, expected, strict=True)
         )
     if isinstance(actual, dict):
         if len(actual) != len(expected):
             return False
-        return all(not (k not in actual or not values_equal(actual[k], e, tolerance)) for k, e in expected.items())
+        return all(k in actual and values_equal(actual[k], e, tolerance, roles=roles) for k, e in expected.items())
     if isinstance(actual, (set, frozenset)):
         if len(actual) != len(expected):
             return False
         remaining = list(actual)
         for e in expected:
             for i, a in enumerate(remaining):
-                if values_equal(a, e, tolerance):
+                if values_equal(a, e, tolerance, roles=roles):
                     del remaining[i]
                     break
             else:
                 return False
         return True
     return bool(actual == expected)
+
+
+def returned_equal(value: Any, expected: Any, tolerance: float = 1e-6) -> bool:
+    """Whether ``value``, a return value from the sandbox (wire form: untrusted), equals ``expected``
+    (decoded) by ``values_equal``; a value that does not decode (``decode_value``) equals nothing."""
+    try:
+        return values_equal(decode_value(value), expected, tolerance)
+    except (ValueError, TypeError):
+        return False
