@@ -296,6 +296,31 @@ async def test_a_request_leaves_nothing_in_the_next_runs_memory(either_slot: Asy
     assert own.stdout.splitlines()[0] != "found []", own.stdout  # a secret that is there is found
 
 
+async def test_a_runs_output_and_fetched_files_are_in_no_later_runs_memory(either_slot: AsyncSandbox) -> None:
+    """What a run printed and the files fetched from it (a reference's answers) pass through the
+    zygote: none of it may stay in its memory, where a forker forked later (here: for a newly compiled
+    harness), a spare, and so every later run would find it."""
+    import hashlib
+    import secrets
+
+    tokens = [secrets.token_hex(16) for _ in range(4)]
+    out_secret, err_secret, small_file, large_file = (f"dojo-secret-{t}" for t in tokens)
+    digests = [hashlib.sha256(t.encode()).hexdigest() for t in tokens]
+    writer = (
+        f"import sys\nprint({out_secret!r})\nprint({err_secret!r}, file=sys.stderr)\n"
+        f"open('answer.json', 'w').write({small_file!r})\nopen('big.txt', 'w').write({large_file!r} + ' ' * 300000)\n"
+    )
+    for round_ in range(2):
+        r = await either_slot.run(Program(language="python", source=writer, fetch=["answer.json", "big.txt"]))
+        assert r.verdict is Verdict.ACCEPTED and r.files["answer.json"].content == small_file.encode(), r
+        # a harness compiled anew: the forker is forked again from the zygote
+        harness = f"def main():\n    print({round_})\n"
+        assert (await either_slot.run(Program(language="python", source=harness), harness=True)).stdout == f"{round_}\n"
+        probe = await either_slot.run(Program(language="python", source=MEMORY_PROBE, args=digests))
+        assert probe.verdict is Verdict.ACCEPTED, probe
+        assert probe.stdout.splitlines()[0] == "found []", probe.stdout
+
+
 async def test_a_longer_earlier_run_leaves_nothing_past_the_next_runs_own_message(one_slot: AsyncSandbox) -> None:
     """The forker receives each run's message (its arguments, environment and source) into one
     buffer that every run inherits: a shorter message must not leave the end of a longer earlier

@@ -8,48 +8,107 @@ Runs inside the sandbox, in the zygote: standard library only.
 from __future__ import annotations
 
 import os
+import re
 
 from dojo.sandbox.guest.wire import RunLimits
 
 OUT_OF_MEMORY_MARKS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory", b"out of memory",
                        b"JavaScript heap out of memory", b"Failed to reserve virtual memory")  # fmt: skip
+OUT_OF_MEMORY = re.compile(b"|".join(re.escape(mark) for mark in OUT_OF_MEMORY_MARKS))
 
 
 class Capture:
     """A run's stdout and stderr, each kept up to ``cap`` bytes; what goes past is dropped and
-    flagged. The one output pump of both run paths (a one-shot run, a session's exec)."""
+    flagged. The one output pump of both run paths (a one-shot run, a session's exec).
+
+    The bytes never pass through an object this process does not zero: they are read straight
+    into buffers of ours (no ``os.read`` chunks, no buffer left behind by growing one), which the
+    zygote zeroes once the response is written (``Zygote.serve``): a forker or spare forked from
+    the zygote later must find no earlier run's output in its memory (a reference's printed
+    answers, read by a later candidate of the same task)."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.out = bytearray()
-        self.err = bytearray()
+        self.buffers = {"stdout": bytearray(), "stderr": bytearray()}
+        self.lengths = {"stdout": 0, "stderr": 0}
         self.truncated = {"stdout": False, "stderr": False}
+        self.dropped: bytearray | None = None  # what is read past the cap, to be dropped
 
     def drain(self, fd: int, name: str) -> bool:
         """Read what ``fd`` has now into the stream ``name``; False at end of file."""
-        buf = self.out if name == "stdout" else self.err
         while True:
+            n = self.lengths[name]
+            if n < self.cap:
+                buf = self.buffers[name]
+                if n == len(buf):
+                    buf = self._grow(name, min(self.cap, max(4 * n, 4096)))
+                target = memoryview(buf)[n:]
+            else:
+                if self.dropped is None:
+                    self.dropped = bytearray(1 << 16)
+                target = memoryview(self.dropped)
             try:
-                chunk = os.read(fd, 1 << 16)
+                got = os.readv(fd, [target])
             except BlockingIOError:
                 return True
-            if not chunk:
+            finally:
+                target.release()
+            if not got:
                 return False
-            room = self.cap - len(buf)
-            if len(chunk) > room:
-                buf += chunk[: max(room, 0)]
-                self.truncated[name] = True
+            if n < self.cap:
+                self.lengths[name] = n + got
             else:
-                buf += chunk
+                self.truncated[name] = True
+                target = memoryview(self.dropped)[:got]
+                target[:] = bytes(got)  # (dropped: zeroed at once)
+                target.release()
+
+    def _grow(self, name: str, size: int) -> bytearray:
+        """The stream's buffer moved into a larger one; the old one zeroed (never freed holding output)."""
+        old, n = self.buffers[name], self.lengths[name]
+        new = bytearray(size)
+        new[:n] = old[:n]
+        old[:] = bytes(len(old))
+        self.buffers[name] = new
+        return new
+
+    @property
+    def out(self) -> memoryview:
+        return memoryview(self.buffers["stdout"])[: self.lengths["stdout"]]
+
+    @property
+    def err(self) -> memoryview:
+        return memoryview(self.buffers["stderr"])[: self.lengths["stderr"]]
 
     @property
     def over_cap(self) -> bool:
         return self.truncated["stdout"] or self.truncated["stderr"]
 
 
+def read_file(fd: int, max_bytes: int) -> memoryview:
+    """Up to ``max_bytes + 1`` bytes of the open regular file ``fd`` (one more than kept tells it was
+    truncated), read straight into a buffer of ours, as ``Capture`` reads (a buffer outgrown is
+    zeroed): a view of it, which the zygote zeroes after its reply."""
+    buf = bytearray(min(os.fstat(fd).st_size, max_bytes) + 1)
+    n = 0
+    while True:
+        if n == len(buf):
+            if n > max_bytes:
+                break
+            bigger = bytearray(min(2 * n, max_bytes + 1))
+            bigger[:n] = buf
+            buf[:] = bytes(n)
+            buf = bigger
+        got = os.readv(fd, [memoryview(buf)[n:]])
+        if not got:
+            break
+        n += got
+    return memoryview(buf)[:n]
+
+
 def classify_limit(
     limit: str | None, lim: RunLimits, *, memory_cgroup: bool, sig: int | None, cpu: float, oom: bool,
-    failed: bool, err: bytearray, max_rss: int,
+    failed: bool, err: bytes | bytearray | memoryview, max_rss: int,
 ) -> str | None:  # fmt: skip
     """Which limit a run (one-shot, or a session's exec) hit: ``limit`` when the zygote enforced
     one itself (wall, output), else what the facts say. One classifier for both run paths."""
@@ -68,8 +127,8 @@ def classify_limit(
     return None
 
 
-def out_of_memory(stderr: bytearray) -> bool:
+def out_of_memory(stderr: bytes | bytearray | memoryview) -> bool:
     """Where memory is an address-space rlimit, a failed allocation shows only in the program's own
-    report: a Python MemoryError, a C++ bad_alloc, V8's fatal OOM, a C library's ENOMEM message."""
-    tail = bytes(stderr[-4096:])
-    return any(mark in tail for mark in OUT_OF_MEMORY_MARKS)
+    report: a Python MemoryError, a C++ bad_alloc, V8's fatal OOM, a C library's ENOMEM message.
+    (Searched in place: no copy of the run's output is made.)"""
+    return OUT_OF_MEMORY.search(memoryview(stderr)[-4096:]) is not None

@@ -16,7 +16,7 @@ from typing import Any
 
 from dojo.sandbox.guest.capture import Capture, classify_limit
 from dojo.sandbox.guest.processes import RunProcesses
-from dojo.sandbox.guest.wire import ANSWERED, FAILED, RunLimits, RunReply, RunStep
+from dojo.sandbox.guest.wire import ANSWERED, FAILED, Blob, RunLimits, RunReply, RunStep
 
 # Once a judged run's candidate is killed at its deadline, how long its judge has to report the
 # cases left (each fails at once: the channel is closed) before it is killed too, and replaced.
@@ -46,7 +46,7 @@ class OneShotRun(RunProcesses):
             return False
         return True
 
-    def run_step(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
+    def run_step(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, Blob, Blob]:
         lim: RunLimits = step["limits"]
         oom_before = self.oom_count
         private = bool(step.get("stdin") and self.private_stdin is not None)
@@ -235,4 +235,4 @@ class OneShotRun(RunProcesses):
             "stderr_truncated": capture.truncated["stderr"],
             "exec_error": exec_error,
         }
-        return res, bytes(capture.out), bytes(capture.err)
+        return res, capture.out, capture.err  # (views of buffers the zygote zeroes after its reply)

@@ -27,7 +27,7 @@ class Spare:
     """The next run's process, forked while the slot is idle (``RunProcesses.fork_spare``) so that a
     request does not wait for the fork: it blocks on ``ctl`` until the zygote sends it its step
     (``RunProcesses.start_spare``), then sets itself up exactly as a freshly forked run's child does.
-    Forked after the last request was scrubbed, it never held any request's data. These are the
+    Forked after the last request and its reply were zeroed, it never held any run's data. These are the
     zygote's ends; the spare holds the others."""
 
     def __init__(self, pid: int, ctl: int, stdin_w: int, out: int, err: int, exc: int, memfd: int,

@@ -19,7 +19,16 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from dojo.sandbox.guest.capture import Capture, classify_limit, out_of_memory
 from dojo.sandbox.guest.ending import exit_status, flush_streams, print_program_error
 from dojo.sandbox.guest.jail import BOX
-from dojo.sandbox.guest.wire import FRAME_PREFIX, RunLimits, RunReply, RunStep, encode_frame, read_frame, write_all
+from dojo.sandbox.guest.wire import (
+    FRAME_PREFIX,
+    Blob,
+    RunLimits,
+    RunReply,
+    RunStep,
+    encode_frame,
+    read_frame,
+    write_all,
+)
 
 if TYPE_CHECKING:
     from dojo.sandbox.guest.zygote import Zygote
@@ -100,7 +109,7 @@ class Sessions:
         except (OSError, IndexError, ValueError):
             return 0.0
 
-    def run(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, bytes, bytes]:
+    def run(self, step: RunStep, stdin: bytes, req: dict[str, Any]) -> tuple[RunReply, Blob, Blob]:
         """One exec in the session's persistent interpreter (started on first use)."""
         lim: RunLimits = step["limits"]
         restarted = False
@@ -198,7 +207,7 @@ class Sessions:
             "stdout_truncated": capture.truncated["stdout"], "stderr_truncated": capture.truncated["stderr"],
             "exec_error": exec_error, "session_restarted": restarted, "session_ended": ended,
         }  # fmt: skip
-        return res, bytes(capture.out), bytes(capture.err)
+        return res, capture.out, capture.err  # (views of buffers the zygote zeroes after its reply)
 
     @staticmethod
     def session_worker_loop(ctl: int, status_fd: int, env: dict[str, str]) -> None:  # pragma: no cover

@@ -46,6 +46,49 @@ def decode_frame_body(header_raw: bytes, body: bytes) -> tuple[dict[str, Any], l
     return header, blobs
 
 
+Blob = bytes | bytearray | memoryview
+
+
+def write_frame(fd: int, header: dict[str, Any], blobs: list[Blob]) -> None:
+    """``encode_frame(header, blobs)`` written to ``fd`` without joining the blobs into one more copy
+    (the zygote's response: its blobs are buffers it zeroes after, ``Zygote.serve``)."""
+    header = dict(header)
+    header["blobs"] = [memoryview(b).nbytes for b in blobs]
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    parts = [memoryview(FRAME_PREFIX.pack(len(raw), sum(header["blobs"])) + raw)]
+    parts += [memoryview(b).cast("B") for b in blobs if memoryview(b).nbytes]
+    while parts:
+        n = os.writev(fd, parts[:512])
+        while parts and n >= len(parts[0]):
+            n -= len(parts.pop(0))
+        if n:
+            parts[0] = parts[0][n:]
+
+
+def read_frame_into(fd: int) -> tuple[dict[str, Any], list[Blob]]:
+    """``read_frame``, the body read into one buffer of ours: the blobs are views of it, so the
+    reader can zero them after (no ``bytes`` copy of them is ever made here)."""
+    header, _, blen = read_header(fd)
+    body = bytearray(blen)
+    read_into(fd, memoryview(body))
+    blobs: list[Blob] = []
+    offset = 0
+    for length in header.get("blobs", []):
+        blobs.append(memoryview(body)[offset : offset + length])
+        offset += length
+    if offset != blen:
+        raise ValueError("frame body length does not match its blob table")
+    return header, blobs
+
+
+def wipe(blobs: list[Blob]) -> None:
+    """Zero the writable buffers among ``blobs`` (read-only ones, ``bytes``, are left as they are)."""
+    for blob in blobs:
+        view = memoryview(blob)
+        if not view.readonly and view.nbytes:
+            view.cast("B")[:] = bytes(view.nbytes)
+
+
 def read_exact(fd: int, n: int) -> bytes:
     """``n`` bytes from ``fd``; EOFError if it closes first."""
     chunks = []

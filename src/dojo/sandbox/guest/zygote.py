@@ -56,6 +56,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dojo.sandbox.guest.capture import read_file
 from dojo.sandbox.guest.cgroup import CgroupHandle
 from dojo.sandbox.guest.child import set_signal
 from dojo.sandbox.guest.forker import Forker
@@ -66,7 +67,17 @@ from dojo.sandbox.guest.preload import preload, preload_environment
 from dojo.sandbox.guest.processes import Spare
 from dojo.sandbox.guest.sessions import Sessions
 from dojo.sandbox.guest.syscalls import PR_SET_NO_NEW_PRIVS, Syscalls
-from dojo.sandbox.guest.wire import RunStep, encode_frame, read_frame, read_header, read_into, write_all
+from dojo.sandbox.guest.wire import (
+    Blob,
+    RunStep,
+    encode_frame,
+    read_frame_into,
+    read_header,
+    read_into,
+    wipe,
+    write_all,
+    write_frame,
+)
 
 
 class Zygote(OneShotRun):
@@ -223,7 +234,7 @@ class Zygote(OneShotRun):
             os.close(self.private_stdin)
             self.private_stdin = None
 
-    def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+    def handle(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[Blob]]:
         """One request. Paths it ``hidden`` are masked while it runs (``Jail.hide``); a session's
         processes outlive its requests, so a session cannot hide anything."""
         hidden = header.get("hidden") or []
@@ -238,8 +249,8 @@ class Zygote(OneShotRun):
             self.reap_all()  # nothing of the request's runs may see the paths again
             self.jail.unhide()
 
-    def handle_request(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
-        out_blobs: list[bytes] = []
+    def handle_request(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[Blob]]:
+        out_blobs: list[Blob] = []
         self.marks = [("start", time.perf_counter())]
         if header.get("keep_files"):  # a session: the work dir is the program's; write as its uid
             self.spares = False  # a session's slot: its processes are the session's own
@@ -289,22 +300,24 @@ class Zygote(OneShotRun):
 
     # -- the request's files, read and written as the run's user ---------------------------------
 
-    def fetch(self, paths: list[str], max_bytes: int, out_blobs: list[bytes]) -> list[dict[str, Any]]:
+    def fetch(self, paths: list[str], max_bytes: int, out_blobs: list[Blob]) -> list[dict[str, Any]]:
         """Read requested files as the run uid (never as root: a symlink must not leak host files).
         Only regular files: a FIFO the run left at the path would block the read forever (the slot
         would die, and a repo grading read as an infrastructure error: a forger's way to dodge a
         score of 0), a device would read without end. They are opened without waiting."""
 
-        def work() -> tuple[list[dict[str, Any]], list[bytes]]:
+        def work() -> tuple[list[dict[str, Any]], list[Blob]]:
             results: list[dict[str, Any]] = []
-            blobs: list[bytes] = []
+            blobs: list[Blob] = []
             for p in paths:
                 try:
                     fd = os.open(os.path.join(BOX, p), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-                    with open(fd, "rb") as f:
+                    try:
                         if not stat.S_ISREG(os.fstat(fd).st_mode):
                             raise OSError(errno.EINVAL, "not a regular file")
-                        data = f.read(max_bytes + 1)
+                        data = read_file(fd, max_bytes)  # (into a buffer zeroed after the reply, ``serve``)
+                    finally:
+                        os.close(fd)
                     results.append({"path": p, "blob": len(blobs), "truncated": len(data) > max_bytes})
                     blobs.append(data[:max_bytes])
                 except OSError as e:
@@ -326,7 +339,7 @@ class Zygote(OneShotRun):
         os.mkdir(path)
         os.chown(path, self.uid, self.uid)
 
-    def as_run_identity(self, work: Callable[[], tuple[Any, list[bytes]]]) -> tuple[Any, list[bytes]]:
+    def as_run_identity(self, work: Callable[[], tuple[Any, list[Blob]]]) -> tuple[Any, list[Blob]]:
         """Run ``work()`` here with the run's uid and gid as this process's filesystem identity (root
         mode: the zygote has no supplementary group, ``setup``), so every file access is checked as
         the run's: a symlink the run left to a file it cannot read stays unread. In ``as_user``'s
@@ -338,7 +351,7 @@ class Zygote(OneShotRun):
         finally:
             self.sys.file_identity(0, 0)
 
-    def as_user(self, work: Any) -> tuple[Any, list[bytes]]:
+    def as_user(self, work: Any) -> tuple[Any, list[Blob]]:
         """Run ``work()`` in a child with the slot's uid; it returns (JSON-able value, blobs)."""
         r, w = os.pipe()
         pid = os.fork()
@@ -360,7 +373,7 @@ class Zygote(OneShotRun):
                 os._exit(status)
         os.close(w)
         try:
-            header, blobs = read_frame(r)
+            header, blobs = read_frame_into(r)  # (views of one buffer, zeroed after the reply)
         finally:
             os.close(r)
             os.waitpid(pid, 0)
@@ -369,7 +382,7 @@ class Zygote(OneShotRun):
         return header["value"], blobs
 
     def write_files_as_user(self, files: list[dict[str, Any]], blobs: list[bytes]) -> None:
-        def work() -> tuple[int, list[bytes]]:
+        def work() -> tuple[int, list[Blob]]:
             for f in files:
                 path = os.path.join(BOX, f["path"])
                 os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -401,7 +414,11 @@ class Zygote(OneShotRun):
                 del blobs
                 self.scrub()
             resp["id"] = header.get("id")
-            write_all(wfd, encode_frame(resp, out_blobs))
+            try:
+                write_frame(wfd, resp, out_blobs)
+            finally:  # no run's output or file stays in this process's memory (``guest.capture``)
+                wipe(out_blobs)
+                del out_blobs
             if header.get("last"):
                 return
             self.fork_spare((rfd, wfd))
