@@ -57,11 +57,9 @@ class Capture:
                 return False
             if n < self.cap:
                 self.lengths[name] = n + got
-            else:
+            elif self.dropped is not None:
                 self.truncated[name] = True
-                target = memoryview(self.dropped)[:got]
-                target[:] = bytes(got)  # (dropped: zeroed at once)
-                target.release()
+                self.dropped[:got] = bytes(got)  # (dropped: zeroed at once)
 
     def _grow(self, name: str, size: int) -> bytearray:
         """The stream's buffer moved into a larger one; the old one zeroed (never freed holding output)."""
