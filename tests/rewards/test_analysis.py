@@ -170,6 +170,22 @@ def test_packed_arrays_are_compared_by_shape_and_values_and_never_inflate_past_t
     assert not values_match(packed(grid, [4, 3]), listed, 1e-5, 1e-8)
     assert values_match(packed([1 + 2j, 3j], [2], "c"), packed([1 + 2j, 3j], [2], "c"), 1e-5, 1e-8)
     assert not values_match(packed(np.zeros(1 << 20), [2]), packed(np.zeros(2), [2]), 1e-5, 1e-8)
+    # a candidate's declared shape is bounded by the expected value's: a zlib bomb is never inflated
+    bomb = {"$nd": {"shape": [1 << 29], "kind": "f", "zb64": base64.b64encode(zlib.compress(bytes(1 << 20))).decode()}}
+    assert not values_match(bomb, packed(np.zeros(2), [2]), 1e-5, 1e-8) and not values_match(
+        bomb, [0.0, 0.0], 1e-5, 1e-8
+    )
+    assert not values_match(bomb, 0.0, 1e-5, 1e-8)
+    broken = {"$nd": {"shape": [], "kind": "f", "zb64": "AAAAAAAA"}}  # not zlib: no array, not an error
+    assert not values_match(broken, 0.0, 1e-5, 1e-8) and not values_match(broken, packed([0.0], []), 1e-5, 1e-8)
+
+
+def test_answers_nested_past_the_recursion_limit_are_not_json_not_errors() -> None:
+    from dojo.rewards.analysis import parse_answer
+    from dojo.rewards.report import report_of
+
+    assert parse_answer(b"[" * 200_000)[0] is None and "not JSON" in str(parse_answer(b"[" * 200_000)[1])
+    assert report_of("[" * 5000) == (None, "the report is not JSON: JSON nested too deeply")
 
 
 async def test_gradings_of_one_task_at_once_share_one_reference_run() -> None:

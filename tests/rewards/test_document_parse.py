@@ -156,3 +156,23 @@ def test_a_docx_whose_body_does_not_read_scores_as_a_document_that_does_not_pars
     data = _edited(_report(), "word/styles.xml", b'w:type="paragraph" w:default="1"', b'w:type="bogus" w:default="1"')
     with pytest.raises(DocumentError, match="does not read"):
         parse_docx(data)
+
+
+@pytest.mark.parametrize(
+    ("kind", "part", "element", "limit"),
+    [
+        ("docx", "word/document.xml", b"<w:p/>", document_parse.MAX_BLOCKS),
+        ("docx", "word/document.xml", b"<w:tc><w:p/></w:tc>", document_parse.MAX_BLOCKS // 2),
+        ("xlsx", "xl/worksheets/sheet1.xml", b'<c r="A1"/>', document_parse.MAX_CELLS),
+    ],
+)
+def test_a_package_holding_more_than_the_parse_may_meet_does_not_parse(
+    kind: str, part: str, element: bytes, limit: int
+) -> None:
+    """Counted in its XML before python-docx or openpyxl read it (their parse of 1.7 million paragraphs
+    held the grader 115 s; an xlsx's rows may all claim row 1, so openpyxl's own sheet size says nothing)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(part, b"<root>" + element * (limit + 1) + b"</root>")
+    with pytest.raises(DocumentError, match="holds more than"):
+        document_parse.parse_document(kind, out.getvalue())

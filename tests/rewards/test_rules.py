@@ -106,6 +106,30 @@ def test_numbers_read_as_written() -> None:
     assert parse_number("(12.00)") == -12.0
     assert parse_number("15%") == 15.0
     assert parse_number("12 apples") is None and parse_number("1,23") is None
+    assert parse_number("9" * 400) is None  # too large for a float: no amount
+
+
+def test_numbers_no_sum_can_hold_fail_the_rule_and_raise_nothing() -> None:
+    rules: list[dict[str, object]] = [{"kind": "sum", "fields": ["A", "B"], "total": "Total"}]
+    for a, b in (("1e308", "1e308"), ("9" * 400, "-" + "9" * 400)):
+        doc = f'{{"sections": [{{"heading": "Totals", "fields": {{"A": "{a}", "B": "{b}", "Total": "1"}}}}]}}'
+        (why,) = verdicts(doc, rules, "json").values()
+        assert why is not None and ("finite" in why or "not a number" in why), why
+
+
+def test_placeholders_are_found_in_linear_time_and_only_whole() -> None:
+    """The placeholder pattern was ``{{.*?}}``: quadratic on text of many ``{{`` and no ``}}`` (30,000
+    braces held the grader 7.5 s, a docx of 100,000 held it 89 s)."""
+    from dojo.rewards.rules import check_forbidden
+    from dojo.tasks.documents import PLACEHOLDERS
+
+    assert check_forbidden(PLACEHOLDERS, parse_document("markdown", "## Hi\n\nDear {{ name }},\n"))[0] is False
+    assert check_forbidden(PLACEHOLDERS, parse_document("markdown", "## Hi\n\n" + "{" * 20_000 + "\n"))[0] is True
+
+
+def test_json_nested_past_the_recursion_limit_does_not_parse() -> None:
+    with pytest.raises(DocumentError, match="nested too deeply"):
+        parse_document("json", "[" * 5000)
 
 
 def test_json_documents_follow_dojos_layout_and_anything_else_does_not_parse() -> None:

@@ -12,12 +12,12 @@ infrastructure failure, retried by the scheduler and never scored.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.errors import DojoError
+from dojo.tasks.values import untrusted_json
 
 
 class PolicyError(DojoError, RuntimeError):
@@ -94,8 +94,8 @@ def _tool_calls(message: Any) -> list[ToolCall]:
         if fn is None:
             continue
         try:
-            args = json.loads(fn.arguments or "{}")
-        except json.JSONDecodeError:
+            args = untrusted_json(fn.arguments or "{}")
+        except ValueError:
             args = {"_unparsed": fn.arguments}
         calls.append(ToolCall(id=call.id or "", name=fn.name, arguments=args if isinstance(args, dict) else {}))
     return calls

@@ -14,6 +14,7 @@ import json
 import re
 
 from dojo.agent.policy import ToolCall
+from dojo.tasks.values import untrusted_json
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
@@ -27,8 +28,8 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
         if not body:
             continue
         try:
-            obj = json.loads(body)
-        except json.JSONDecodeError as e:
+            obj = untrusted_json(body)
+        except ValueError as e:
             calls.append(ToolCall(id=f"call_{i}", name="invalid", arguments={"error": f"tool call is not JSON: {e}"}))
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
@@ -41,8 +42,8 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
         args = obj.get("arguments", obj.get("parameters", {}))
         if isinstance(args, str):
             try:
-                args = json.loads(args)
-            except json.JSONDecodeError:
+                args = untrusted_json(args)
+            except ValueError:
                 args = None
         if not isinstance(args, dict):
             calls.append(

@@ -41,6 +41,7 @@ from dojo.rewards.outcome import CaseOutcome
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.tasks.analysis import ANSWER_FILE
 from dojo.tasks.model import Task
+from dojo.tasks.values import untrusted_json
 
 ANSWER_MAX_BYTES = 16 << 20  # the default file-size limit of a run (a SciCode case captures fields of 200 x 200)
 ANALYSIS_GRADING_LIMITS = Limits(wall_time=20.0, cpu_time=10.0, memory=1 << 30)
@@ -116,7 +117,7 @@ def parse_answer(content: bytes) -> tuple[Any, str | None]:
     if len(content) > ANSWER_MAX_BYTES:
         return None, f"{ANSWER_FILE} is larger than {ANSWER_MAX_BYTES >> 20} MiB"
     try:
-        return json.loads(content.decode()), None
+        return untrusted_json(content.decode()), None
     except (UnicodeDecodeError, ValueError) as e:
         return None, f"{ANSWER_FILE} is not JSON: {str(e)[:200]}"
 
@@ -140,18 +141,26 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _array(value: Any) -> Any:
-    """A driver-encoded array (``{"$nd": ...}``) or complex number as numpy data, else None."""
+def _array(value: Any, max_items: int | None = None) -> Any:
+    """A driver-encoded array (``{"$nd": ...}``) or complex number as numpy data, else None.
+    ``max_items``: for a candidate's value, the most items it may hold (the expected value's), so
+    that a shape it declares cannot make this process inflate gigabytes (a 5 MiB answer file of
+    repeated zlib blocks declared 4 GiB: 8 GB of the grader's memory)."""
     import numpy as np
 
     if isinstance(value, dict) and isinstance(value.get("$nd"), dict):
         nd = value["$nd"]
         shape = [int(n) for n in nd.get("shape", [])]
+        if any(n < 0 for n in shape) or (max_items is not None and math.prod(shape) > max_items):
+            return None
         if isinstance(nd.get("zb64"), str):  # packed by the driver: float64 or complex128, zlib, base64
             dtype = np.dtype("<c16" if nd.get("kind") == "c" else "<f8")
             size = math.prod(shape) * dtype.itemsize
             inflate = zlib.decompressobj()
-            raw = inflate.decompress(base64.b64decode(nd["zb64"]), size + 1)  # never more than the shape holds
+            try:
+                raw = inflate.decompress(base64.b64decode(nd["zb64"]), size + 1)  # never more than the shape holds
+            except zlib.error:
+                return None
             return np.frombuffer(raw, dtype=dtype).reshape(shape) if len(raw) == size else None
         data = nd.get("data", [])
         if nd.get("kind") == "c":
@@ -170,7 +179,7 @@ def values_match(got: Any, want: Any, rel: float, abs_: float, unordered: bool =
     """Whether the candidate's ``got`` matches ``want`` (see the module doc); never raises."""
     try:
         return _match(got, want, rel, abs_, unordered, 0)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
         return False
 
 
@@ -179,12 +188,13 @@ def _match(got: Any, want: Any, rel: float, abs_: float, unordered: bool, depth:
         return False
     if (w := _number(want)) is not None:
         g = _number(got)
-        if g is None and _array(got) is not None and _array(got).shape == ():
-            return _arrays_close(_array(got), w, rel, abs_)
+        if g is None and (one := _array(got, max_items=1)) is not None and one.shape == ():
+            return _arrays_close(one, w, rel, abs_)
         return g is not None and math.isfinite(g) and abs(g - w) <= max(abs_, rel * abs(w))
     if isinstance(want, (str, bool)) or want is None:
         return type(got) is type(want) and got == want
-    want_array, got_array = _array(want), _array(got)
+    want_array = _array(want)
+    got_array = _array(got, max_items=_items(want_array if want_array is not None else want))
     if want_array is not None or got_array is not None:
         mine = got_array if got_array is not None else got
         return _arrays_close(mine, want_array if want_array is not None else want, rel, abs_)
@@ -206,6 +216,16 @@ def _match(got: Any, want: Any, rel: float, abs_: float, unordered: bool, depth:
 def _order_key(value: Any) -> tuple[int, Any]:
     n = _number(value)
     return (0, n) if n is not None else (1, json.dumps(value, sort_keys=True, default=str))
+
+
+def _items(want: Any) -> int:
+    """How many numbers the expected value ``want`` holds (an array's size, a nested list's leaves)."""
+    if hasattr(want, "size"):
+        return int(want.size)
+    if isinstance(want, (list, dict)):
+        values = want.values() if isinstance(want, dict) else want
+        return sum(_items(v) for v in values)
+    return 1
 
 
 def _arrays_close(got: Any, want: Any, rel: float, abs_: float) -> bool:
@@ -398,7 +418,7 @@ def constant_answers(task: Task) -> dict[str, bytes]:
     zeros = json.dumps(guessed_answer(task))
     question = _question_literal(task)
     try:
-        same = ast.literal_eval(zeros) == json.loads(zeros)
+        same = ast.literal_eval(zeros) == untrusted_json(zeros)
     except (ValueError, SyntaxError):
         same = False
     # The program a run would get (a fence inside the question would cut it short: then it runs).

@@ -36,11 +36,11 @@ checked by the rules above.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from typing import Any, cast
 
 from dojo.tasks.model import tool_name
+from dojo.tasks.values import untrusted_json
 
 Call = tuple[str, dict[str, Any]]
 RULES: tuple[str, ...] = ("bfcl", "strict")
@@ -92,7 +92,7 @@ def _json_call(obj: Any) -> Call | None:
     args = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
         try:
-            args = json.loads(args)
+            args = untrusted_json(args)
         except ValueError:
             return None
     return (obj["name"], args) if isinstance(args, dict) else None
@@ -105,7 +105,7 @@ def parse_calls(text: str) -> list[Call] | None:
         calls = []
         for block in blocks:
             try:
-                call = _json_call(json.loads(block))
+                call = _json_call(untrusted_json(block))
             except ValueError:
                 call = None
             if call is None:
@@ -118,7 +118,7 @@ def parse_calls(text: str) -> list[Call] | None:
         body = fenced[-1].strip()
     if body.startswith(("[", "{")):
         try:
-            data = json.loads(body)
+            data = untrusted_json(body)
         except ValueError:
             data = None
         if data is not None:
@@ -444,7 +444,7 @@ def api_answer(completion: str) -> Any:
     them as what it said (``said``; tau2 counts only the assistant's own words, never a call's)."""
     for text in (completion, *reversed(re.findall(r"```(?:json)?\n(.*?)```", completion, re.DOTALL))):
         try:
-            data = json.loads(text)
+            data = untrusted_json(text)
         except ValueError:
             continue
         if isinstance(data, dict) and "turns" in data:

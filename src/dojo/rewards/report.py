@@ -27,6 +27,7 @@ from dojo.rewards.analysis import DEFAULT_TOLERANCE, guessed_answer, lookup, val
 from dojo.rewards.documents import DocumentGrade
 from dojo.rewards.outcome import CaseOutcome
 from dojo.tasks.model import Task
+from dojo.tasks.values import untrusted_json
 
 REPORT_MAX_BYTES = 64 << 10
 FIELD_WEIGHT = 100
@@ -44,7 +45,7 @@ def report_of(completion: str) -> tuple[dict[str, Any] | None, str | None]:
     if len(text.encode()) > REPORT_MAX_BYTES:
         return None, f"the report is larger than {REPORT_MAX_BYTES >> 10} KiB"
     try:
-        data = json.loads(text)
+        data = untrusted_json(text)
     except ValueError as e:
         return None, f"the report is not JSON: {str(e)[:120]}"
     if not isinstance(data, dict):

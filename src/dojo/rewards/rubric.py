@@ -14,10 +14,11 @@ object (a missing or extra criterion, a level out of range, text around the JSON
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from dojo.tasks.values import untrusted_json
 
 Winner = Literal["A", "B", "tie"]
 
@@ -153,7 +154,7 @@ def parse_pairwise(text: str) -> Winner:
 
 def _json_object(text: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = untrusted_json(text)
     except (ValueError, TypeError) as e:
         raise ValueError(f"the reply is not JSON: {e}") from None
     if not isinstance(data, dict):

@@ -80,11 +80,14 @@ def heading_key(title: str) -> str:
 
 
 def parse_number(text: str) -> float | None:
-    """``$1,234.50``, ``1234.5``, ``(12.00)``, ``-3``, ``15%`` as a number; None otherwise."""
+    """``$1,234.50``, ``1234.5``, ``(12.00)``, ``-3``, ``15%`` as a number; None otherwise (a number
+    too large for a float too)."""
     m = _NUMBER.match(text.strip())
     if not m:
         return None
     value = float(m.group(3).replace(",", "") + (m.group(4) or ""))
+    if not math.isfinite(value):  # (400 digits: no amount a document states)
+        return None
     negative = bool(m.group(1) or m.group(2)) or (text.strip().startswith("(") and text.strip().endswith(")"))
     return -value if negative else value
 
@@ -233,8 +236,12 @@ def check_sum(rule: SumRule, doc: ParsedDocument) -> tuple[bool, str]:
     total, why = _field_number(doc, rule.total)
     if total is None:
         return False, why
-    if not math.isclose(math.fsum(addends), total, abs_tol=rule.tolerance):
-        return False, f"the items add up to {math.fsum(addends):.2f}, but {rule.total} is {total:.2f}"
+    try:
+        added = math.fsum(addends)
+    except OverflowError:  # (finite items whose sum is not)
+        return False, "the items do not add up to a finite number"
+    if not math.isclose(added, total, abs_tol=rule.tolerance):
+        return False, f"the items add up to {added:.2f}, but {rule.total} is {total:.2f}"
     return True, ""
 
 

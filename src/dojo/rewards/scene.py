@@ -41,6 +41,7 @@ from dojo.tasks.gold_calls import gold_turns
 from dojo.tasks.model import Task
 from dojo.tasks.scene3d import SceneCheck, scene_checks
 from dojo.tasks.scene_api import KINDS, MAX_METRES, MAX_OBJECTS, NAME, SIZE_KEYS, Vector, world_boxes
+from dojo.tasks.values import untrusted_json
 
 MAX_CALLS = 400  # calls in one answer: a scene of at most MAX_OBJECTS objects never needs more
 ENTRY_KEYS = {"name", "kind", "size", "position", "rotation", "group", "members", "bbox"}
@@ -89,7 +90,7 @@ def parse_scene(text: str) -> dict[str, dict[str, Any]]:
     """The final scene (``list_objects``' result as JSON text) as objects by name; ``SceneError``
     saying what is wrong with it (see the module doc)."""
     try:
-        data = json.loads(text)
+        data = untrusted_json(text)
     except ValueError as e:
         raise SceneError(f"the scene is not JSON: {str(e)[:100]}") from None
     if not isinstance(data, dict) or set(data) != {"unit", "objects"} or data["unit"] != "m":

@@ -46,6 +46,7 @@ from dojo.rewards.outcome import CaseOutcome
 from dojo.rewards.programs import program_source
 from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.tasks.model import Task
+from dojo.tasks.values import untrusted_json
 
 SHELL_GRADING_LIMITS = Limits(wall_time=60.0, cpu_time=30.0, memory=512 << 20, processes=64, disk=128 << 20)
 CHECKS = ("exists", "type", "sha256", "text", "mode", "members", "stdout", "values", "untouched", "probe")
@@ -88,7 +89,7 @@ async def run_shell_script(
     if result.verdict is Verdict.SANDBOX_ERROR:
         return None, result.sandbox_error or "sandbox error", None
     try:
-        report = json.loads(result.stdout)
+        report = untrusted_json(result.stdout)
         if report.get("dojo_shell") != 1:
             raise ValueError
     except (ValueError, AttributeError):
@@ -136,7 +137,7 @@ def parse_config(text: str, kind: str) -> dict[str, Any]:
     import tomllib
 
     if kind == "json":
-        data = json.loads(text)
+        data = untrusted_json(text)
     elif kind == "toml":
         data = tomllib.loads(text)
     elif kind == "ini":
@@ -170,7 +171,7 @@ def _probe_passes(check: dict[str, Any], report: dict[str, Any], index: int) -> 
         return False, f"{url} answered {answer.get('status')}, not {check['status']}"
     if "json" in check:
         try:
-            body = json.loads(answer.get("body", ""))
+            body = untrusted_json(answer.get("body", ""))
         except ValueError:
             return False, f"{url} did not answer with JSON"
         wrong = [k for k, v in check["json"].items() if not isinstance(body, dict) or body.get(k) != v]

@@ -47,7 +47,7 @@ ENVIRONMENT = "documents"
 DISTRIBUTIONS = ("python-docx", "lxml", "typing_extensions", "openpyxl", "et_xmlfile")
 LEVELS = 4
 KINDS = ("invoice", "report", "policy")
-PLACEHOLDERS = ForbiddenRule(phrases=["TBD", "TODO", "lorem ipsum", "XXX", "[insert"], patterns=[r"\{\{.*?\}\}"])
+PLACEHOLDERS = ForbiddenRule(phrases=["TBD", "TODO", "lorem ipsum", "XXX", "[insert"], patterns=[r"\{\{[^{}]*\}\}"])
 COMPANIES = [
     "Acme Corp",
     "Globex Ltd",

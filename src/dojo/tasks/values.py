@@ -18,6 +18,7 @@ run that has none never loads it).
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -28,6 +29,16 @@ BIG_INT_BITS = 13_000  # ~3,900 decimal digits: under CPython's 4,300-digit limi
 # has none (distinct ints below 2**61 never collide; text hashes are keyed per process).
 MAX_COLLISIONS = 16
 HEX = frozenset("0123456789abcdef")
+
+
+def untrusted_json(text: str | bytes) -> Any:
+    """``json.loads`` of text a program or a model wrote: nesting deeper than the interpreter's
+    recursion limit (``'[' * 100000``) is a ``ValueError`` like any malformed JSON, never the
+    ``RecursionError`` that would escape a grader's or a parser's ``except ValueError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def encode_value(v: Any, depth: int = 0) -> Any:
