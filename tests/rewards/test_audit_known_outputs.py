@@ -9,7 +9,7 @@ import json
 
 from dojo.rewards.analysis import constant_answers, guessed_answer, trivial_analysis_candidates
 from dojo.rewards.audit import audit_tasks
-from dojo.rewards.documents import hollow_document
+from dojo.rewards.documents import FILLER, hollow_document
 from dojo.rewards.extract import extract_code
 from dojo.rewards.graders import Grader
 from dojo.sandbox import AsyncSandbox
@@ -55,9 +55,13 @@ async def test_the_audit_runs_only_references_and_each_distinct_headings_script_
     assert report.summary()["verifiable"] == len(analysis) + len(office), [t.problems for t in report.unverifiable]
     sources = [p.source for p in recording.programs]
     references = [extract_code(t.reference or "", "python") for t in [*analysis, *office]]
-    hollow = {extract_code(h, "python") for t in office if (h := hollow_document(t)) is not None}
+    hollow = {
+        extract_code(h, "python") for t in office for f in ("", FILLER) if (h := hollow_document(t, f)) is not None
+    }
     assert sorted(s for s in sources if s in references) == sorted(references * 2)  # each reference twice
-    assert sorted(s for s in sources if s not in references) == sorted(hollow)  # each headings script once
+    assert sorted(s for s in sources if s not in references) == sorted(
+        hollow
+    )  # each headings script (bare or filled) once
 
 
 @requires_isolation

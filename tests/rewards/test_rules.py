@@ -193,3 +193,21 @@ def test_rules_are_validated_with_clear_errors() -> None:
         parse_rule({"kind": "forbidden", "patterns": ["("]})
     with pytest.raises(ValueError, match="min 5 is above max 2"):
         parse_rule({"kind": "length", "unit": "words", "min": 5, "max": 2})
+
+
+def test_a_documents_form_alone_earns_nothing_where_its_rules_ask_for_content() -> None:
+    """Headings with a filler sentence each pass the sections and placeholder rules: no credit while
+    no rule about what the document says holds; rules that only ask for form still score."""
+    form = [
+        {"kind": "sections", "titles": ["Details", "Totals"]},
+        {"kind": "forbidden", "phrases": ["TBD"]},
+    ]
+    content = [*form, {"kind": "field", "label": "Invoice Number"}]
+    filler = "## Details\n\nThe details are given below.\n\n## Totals\n\nThe totals are given below.\n"
+    doc = parse_document("markdown", filler)
+    assert rules_score(check_rules([parse_rule(r) for r in content], doc)) == (0, 3)
+    assert rules_score(check_rules([parse_rule(r) for r in form], doc)) == (2, 2)
+    with_field = parse_document(
+        "markdown", filler.replace("given below.\n\n## Totals", "below.\n\nInvoice Number: 7\n\n## Totals")
+    )
+    assert rules_score(check_rules([parse_rule(r) for r in content], with_field)) == (3, 3)

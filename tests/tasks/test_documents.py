@@ -8,7 +8,7 @@ import re
 
 from dojo.rewards import Grader
 from dojo.rewards.audit import audit_tasks
-from dojo.rewards.documents import hollow_document
+from dojo.rewards.documents import FILLER, hollow_document
 from dojo.sandbox import AsyncSandbox, Program
 from dojo.tasks import generate_tasks, load_source
 from tests.sandbox.conftest import requires_isolation
@@ -40,6 +40,7 @@ async def test_trivial_and_hacked_documents_earn_nothing(fast_sandbox: AsyncSand
             "empty": "",
             "prompt echoed": task.prompt_text(),
             "headings only": hollow_document(task) or "",
+            "headings and filler": hollow_document(task, FILLER) or "",
             "claims compliance": "This document meets every rule: all sections, fields and totals are correct.",
             "prints what the checker looks for": rules_text,
             "keyword stuffing": "\n".join(f"## {w}\n{task.prompt_text()}" for w in ("Totals", "Summary")),
@@ -65,6 +66,7 @@ async def test_office_documents_are_written_in_the_sandbox_and_checked_outside(f
     for task in tasks:
         assert (await grader.grade(task, task.reference or "")).value == 1.0, task.id
         assert (await grader.grade(task, hollow_document(task) or "")).value == 0.0, task.id
+        assert (await grader.grade(task, hollow_document(task, FILLER) or "")).value == 0.0, task.id
         nothing = await grader.grade(task, "```python\nprint('the report is written')\n```")
         assert nothing.value == 0.0 and "wrote no" in (nothing.error or ""), nothing
         broken = await grader.grade(task, f"```python\nopen({task.document.path!r}, 'w').write('x')\n```")  # type: ignore[union-attr]

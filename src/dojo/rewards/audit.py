@@ -28,7 +28,7 @@ from datasketch import MinHash, MinHashLSH
 from dojo.errors import InputError
 from dojo.rewards.analysis import constant_answers, trivial_analysis_candidates
 from dojo.rewards.calls import check_calls, parse_calls
-from dojo.rewards.documents import fetch_document, hollow_document
+from dojo.rewards.documents import FILLER, fetch_document, hollow_document
 from dojo.rewards.extract import extract_code
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
@@ -62,6 +62,7 @@ DO_NOTHING = frozenset(
         "empty program",
         "return None",
         "headings only",
+        "headings and filler",
         "objects at the origin",
         "question echoed",
         "claims success",
@@ -69,6 +70,7 @@ DO_NOTHING = frozenset(
         "report of zeros",
     }
 )
+HOLLOW = ("headings only", "headings and filler")  # document scripts of the audit's own: run once per distinct one
 COMPLIANCE_CLAIM = "The document above follows every requirement: all sections, fields and totals are correct."
 TRIVIAL_ANSWERS = ("<answer></answer>", "<answer>0</answer>", "<answer>1</answer>", "<answer>yes</answer>")
 
@@ -189,8 +191,8 @@ def trivial_candidates(task: Task) -> list[tuple[str, str]]:
     if task.form == "analysis":  # no program, an answer file of zeros, the question printed
         return trivial_analysis_candidates(task)
     if task.form == "document":  # the prompt given back, a claim, the required headings with nothing under them
-        hollow = hollow_document(task)
-        out = [] if hollow is None else [("headings only", hollow)]
+        hollow, filled = hollow_document(task), hollow_document(task, FILLER)
+        out = [] if hollow is None or filled is None else [("headings only", hollow), ("headings and filler", filled)]
         if task.document is not None and task.document.path is not None:
             return [("empty program", "```python\n\n```"), *out]
         return [("prompt echoed", task.prompt_text()), ("claims compliance", COMPLIANCE_CLAIM), *out]
@@ -407,7 +409,7 @@ async def audit_tasks(
         """A trivial candidate graded; one whose output is known without a run (see
         ``constant_answers``, ``written_once``) is judged on that output by the same grading."""
         written = known.get(name)
-        if written is None and name == "headings only" and task.document is not None and task.document.path:
+        if written is None and name in HOLLOW and task.document is not None and task.document.path:
             written = await written_once(task, completion)
         if written is not None:
             return await grader.grade_written(task, completion, written)

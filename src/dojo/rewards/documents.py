@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -92,23 +93,30 @@ def _written_document(task: Task, written: bytes) -> tuple[bytes | None, str | N
     return written, None, None
 
 
-def hollow_document(task: Task) -> str | None:
-    """A reply made of the task's required headings and nothing else (an audit's trivial
-    candidate: it must earn nothing); None when the task requires no sections."""
+FILLER = "The details of this section are given below."  # a sentence that states nothing
+
+
+def hollow_document(task: Task, filler: str = "") -> str | None:
+    """A reply made of the task's required headings and nothing else, or with ``filler`` (a
+    sentence) under each (an audit's trivial candidates: they must earn nothing); None when the
+    task requires no sections."""
     titles = [t for r in task_rules(task) if isinstance(r, SectionsRule) for t in r.titles]
     if not titles or task.document is None:
         return None
     fmt = task.document.format
     if fmt == "json":
-        return "```json\n" + '{"sections": [' + ", ".join(f'{{"heading": "{t}"}}' for t in titles) + "]}\n```"
+        body = f', "paragraphs": [{json.dumps(filler)}]' if filler else ""
+        return "```json\n" + '{"sections": [' + ", ".join(f'{{"heading": "{t}"{body}}}' for t in titles) + "]}\n```"
     if fmt == "docx":
-        lines = "".join(f"d.add_heading({t!r}, level=1)\n" for t in titles)
+        under = f"d.add_paragraph({filler!r})\n" if filler else ""
+        lines = "".join(f"d.add_heading({t!r}, level=1)\n{under}" for t in titles)
         return f"```python\nimport docx\nd = docx.Document()\n{lines}d.save({task.document.path!r})\n```"
     if fmt == "xlsx":
-        lines = "".join(f"b.create_sheet({t[:31]!r})\n" for t in titles)
+        under = f".append([{filler!r}])" if filler else ""
+        lines = "".join(f"b.create_sheet({t[:31]!r}){under}\n" for t in titles)
         save = f"del b[b.sheetnames[0]]\nb.save({task.document.path!r})"
         return f"```python\nimport openpyxl\nb = openpyxl.Workbook()\n{lines}{save}\n```"
-    return "\n\n".join(f"## {t}" for t in titles)
+    return "\n\n".join(f"## {t}" + (f"\n\n{filler}" if filler else "") for t in titles)
 
 
 def judge_document(rules: list[Rule], doc: ParsedDocument) -> tuple[int, int, list[CaseOutcome], dict[str, float]]:
@@ -118,6 +126,8 @@ def judge_document(rules: list[Rule], doc: ParsedDocument) -> tuple[int, int, li
     cases = [CaseOutcome(index=v.index, passed=v.passed, detail=v.detail) for v in verdicts]
     if failed := [v for v in verdicts if v.essential and not v.passed]:
         cases.append(CaseOutcome(index=-1, passed=False, detail=f"an essential rule failed ({failed[0].label}): 0"))
+    elif passed == 0 and any(v.passed for v in verdicts):
+        cases.append(CaseOutcome(index=-1, passed=False, detail="no rule about the document's content holds: 0"))
     return passed, total, cases, {v.component: float(v.passed) for v in verdicts}
 
 

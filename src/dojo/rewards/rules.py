@@ -395,9 +395,17 @@ def check_rules(rules: list[Rule], doc: ParsedDocument) -> list[RuleVerdict]:
     return out
 
 
+FORM_KINDS = frozenset({"sections", "forbidden", "length"})  # rules about a document's shape, not what it says
+
+
 def rules_score(verdicts: list[RuleVerdict]) -> tuple[int, int]:
-    """(weights passed, weights in all); nothing passed when an essential rule failed."""
+    """(weights passed, weights in all); nothing passed when an essential rule failed, or when the
+    rules ask for content (any kind but ``FORM_KINDS``) and none of those passed: form alone earns
+    nothing (the required headings with a filler sentence each passed half of an invoice's rules)."""
     total = sum(v.weight for v in verdicts)
     if any(v.essential and not v.passed for v in verdicts):
+        return 0, total
+    content = [v for v in verdicts if v.kind not in FORM_KINDS]
+    if content and not any(v.passed for v in content):
         return 0, total
     return sum(v.weight for v in verdicts if v.passed), total

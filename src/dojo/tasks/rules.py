@@ -17,7 +17,9 @@ it on a parsed document lives in ``dojo.rewards.rules``. The kinds:
 
 Every rule has a ``weight`` (partial credit counts weights of rules passed) and may be
 ``essential``: when an essential rule fails the document scores nothing, whatever else holds (a
-skeleton of headings with no content passes ``forbidden`` rules; it must not earn for it).
+skeleton of headings with no content passes ``forbidden`` rules; it must not earn for it). Form
+alone earns nothing either: where the rules ask for content, a document that meets none of those
+scores 0 (``dojo.rewards.rules.rules_score``).
 """
 
 from __future__ import annotations
