@@ -49,6 +49,23 @@ async def test_partial_credit_per_check_with_components(fast_sandbox: AsyncSandb
     assert failed and all("chair" in k for k in failed)
 
 
+async def test_a_scene_with_no_object_where_it_belongs_earns_nothing(
+    fast_sandbox: AsyncSandbox, tasks: list[Task]
+) -> None:
+    """Every object made with its size and height but at x = y = 0 rests on the floor (and stands
+    upright): without one object where it belongs, those checks earn nothing."""
+    grader = Grader(fast_sandbox)
+    for task in tasks:
+        gold = json.loads(task.reference or "")
+        made = [c for turn in gold["turns"] for step in turn for c in step if c["name"].startswith("create_")]
+        origin = [{**c, "arguments": {**c["arguments"], "x": 0.0, "y": 0.0}} for c in made]
+        reward = await grader.grade(task, json.dumps({"turns": [[origin]]}))
+        placed = [v for k, v in reward.components.items() if k.startswith("scene:") and ":object:" in k]
+        if not any(placed):
+            assert reward.value == 0.0, (task.id, reward.components)
+            assert "no object is where it belongs" in " ".join(c.detail for c in reward.cases), reward.cases
+
+
 async def test_a_text_claim_or_the_checks_printed_earn_nothing(fast_sandbox: AsyncSandbox, tasks: list[Task]) -> None:
     task = tasks[0]
     grader = Grader(fast_sandbox)

@@ -23,7 +23,10 @@ is one test and one reward component (``scene:<i>:<kind>:<name>``):
 - ``group``: it is a group of exactly these members;
 - ``rotation``: it stands upright, turned ``yaw`` degrees about z (modulo ``period``: a box's symmetry).
 
-Lengths are compared within the check's ``tol`` (metres), angles within ``tol_deg``.
+Lengths are compared within the check's ``tol`` (metres), angles within ``tol_deg``. A scene in
+which no object is where it belongs (no ``object`` check holds) earns nothing for the rest: every
+object made at the origin and set on the floor passed the ``on_floor`` and upright ``rotation``
+checks, half the reward of a room in which nothing was placed.
 """
 
 from __future__ import annotations
@@ -263,6 +266,11 @@ async def grade_scene(task: Task, answer: Any, sandbox: SandboxAPI, limits: Limi
         out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"no final scene: {why}"))
         return out
     out.cases, out.components, _ = judge_scene(checks, texts[-1])
+    placed = [case.passed for case, check in zip(out.cases, checks, strict=False) if check.kind == "object"]
+    if len(out.cases) == len(checks) and placed and not any(placed):
+        why = "no object is where it belongs (no 'object' check holds): the scene earns nothing"
+        out.cases.append(CaseOutcome(index=-1, passed=False, detail=why))
+        return out
     out.passed = sum(c.passed for c in out.cases)
     return out
 
