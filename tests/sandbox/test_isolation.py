@@ -321,6 +321,26 @@ async def test_a_runs_output_and_fetched_files_are_in_no_later_runs_memory(eithe
         assert probe.stdout.splitlines()[0] == "found []", probe.stdout
 
 
+async def test_a_forker_forked_during_a_request_keeps_none_of_its_files_source_or_stdin(one_slot: AsyncSandbox) -> None:
+    """A run that leaves a SysV segment moves the slot to a new IPC namespace, so the next request
+    forks the forker anew while it holds that request: the request's blobs must not stay in it, where
+    every later run would find them (a scicode: candidate ran the next task's reference from there)."""
+    import hashlib
+    import secrets
+
+    tokens = [secrets.token_hex(16) for _ in range(3)]
+    source_secret, file_secret, stdin_secret = (f"dojo-secret-{t}" for t in tokens)
+    digests = [hashlib.sha256(t.encode()).hexdigest() for t in tokens]
+    leaver = "import ctypes\nprint(ctypes.CDLL(None).shmget(0x5EED, 4096, 0o1600) >= 0)\n"
+    assert (await one_slot.run(Program(language="python", source=leaver))).stdout == "True\n"
+    victim = Program(language="python", source=f"import sys\nx = {source_secret!r}\nprint(len(sys.stdin.read()))\n",
+                     stdin=stdin_secret, files=[InputFile(path="data.txt", content=file_secret.encode())])  # fmt: skip
+    assert (await one_slot.run(victim)).stdout == f"{len(stdin_secret)}\n"
+    probe = await one_slot.run(Program(language="python", source=MEMORY_PROBE, args=digests))
+    assert probe.verdict is Verdict.ACCEPTED, probe
+    assert probe.stdout.splitlines()[0] == "found []", probe.stdout
+
+
 async def test_a_longer_earlier_run_leaves_nothing_past_the_next_runs_own_message(one_slot: AsyncSandbox) -> None:
     """The forker receives each run's message (its arguments, environment and source) into one
     buffer that every run inherits: a shorter message must not leave the end of a longer earlier

@@ -86,6 +86,8 @@ class RunChild:
     cached_code: Any  # this step's, from ``code_cache``
     cached_key: str | None
     forker: Forker | None
+    request_body: bytearray | None  # the request's blobs, as read (``Zygote.read_request``)
+    main_source: memoryview | None  # the step's main file as sent (``RunChild.sent_source``)
 
     # -- what every run inherits from the zygote -------------------------------------------------
 
@@ -287,6 +289,17 @@ class RunChild:
         if entry is None or len(blobs[entry["blob"]]) > self.forker.SOURCE_CAPACITY:
             return None
         return memoryview(blobs[entry["blob"]])
+
+    def forget_request(self) -> None:
+        """In a process forked from the zygote while a request is in hand, to outlive it (the forker,
+        forked anew for a harness compiled by that request or after an IPC namespace change): the
+        request's blobs (its files, source and stdin) zeroed in this process's own copy of them.
+        Every run the forker makes is a copy of it: it would hold them for every later run of the
+        slot (a scicode: candidate ran the next task's reference, found there, and scored 1.0)."""
+        body = self.request_body
+        self.main_source = None
+        if body:
+            body[:] = bytes(len(body))
 
     def cache_main(self, step: RunStep, header: dict[str, Any], blobs: list[bytes]) -> None:
         """Compile a trusted main file once per slot (the grader's harness, identical every run)

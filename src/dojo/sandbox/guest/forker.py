@@ -122,6 +122,7 @@ class Forker(Resident):
         pid = zygote.sys.fork()
         if pid == 0:  # pragma: no cover - the forker, then (returning from C) each run's process
             try:
+                zygote.forget_request()  # (forked mid-request: nothing of it may outlive it here)
                 ours.detach()  # the zygote's end: closed below with the rest
                 keep = sorted({0, 1, 2, theirs_fd, *((zygote.jail.host_netns,) if zygote.jail.host_netns else ())})
                 low = 0

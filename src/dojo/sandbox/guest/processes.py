@@ -53,7 +53,6 @@ class RunProcesses(RunChild):
     spare: Spare | None  # the next run's process, forked while idle (``fork_spare``)
     spares: bool  # whether to fork one (off for a session's slot)
     previous_env: dict[str, str] | None  # the last run's environment (``fork_or_start``)
-    main_source: memoryview | None  # the step's main file as sent (``RunChild.sent_source``)
     marks: list[tuple[str, float]]  # the request's timings (``Zygote.handle_request``)
     sessions: Sessions
     judge: Judge  # the slot's judge (``guest.judge``): the trusted side of judged grading runs
