@@ -164,6 +164,10 @@ def test_a_docx_whose_body_does_not_read_scores_as_a_document_that_does_not_pars
         ("docx", "word/document.xml", b"<w:p/>", document_parse.MAX_BLOCKS),
         ("docx", "word/document.xml", b"<w:tc><w:p/></w:tc>", document_parse.MAX_BLOCKS // 2),
         ("xlsx", "xl/worksheets/sheet1.xml", b'<c r="A1"/>', document_parse.MAX_CELLS),
+        ("xlsx", "xl/worksheets/sheet1.dat", b'<c r="A1"/>', document_parse.MAX_CELLS),  # (any part's name)
+        # one element that the parse turns into many: a cell spanning columns, a merged range
+        ("docx", "word/document.xml", b'<w:tc><w:tcPr><w:gridSpan w:val="30000"/></w:tcPr></w:tc>', 0),
+        ("xlsx", "xl/worksheets/sheet1.xml", b'<mergeCells><mergeCell ref="A1:XFD1048576"/></mergeCells>', 0),
     ],
 )
 def test_a_package_holding_more_than_the_parse_may_meet_does_not_parse(

@@ -47,6 +47,33 @@ _ELEMENTS = {
     "docx": (re.compile(rb"<(?:\w+:)?(?:p|tc)[\s/>]"), MAX_BLOCKS, "paragraphs and table cells"),
     "xlsx": (re.compile(rb"<(?:\w+:)?c[\s/>]"), MAX_CELLS, "cells"),
 }
+# What one element makes the parse build many of: a docx table cell spanning N grid columns
+# (python-docx gives it N times, ``_Row.cells``), an xlsx merged range (openpyxl makes a cell of each).
+_GRID_SPAN = re.compile(rb"<(?:\w+:)?gridSpan\s+(?:\w+:)?val\s*=\s*[\"'](\d{1,12})")
+_MERGED = re.compile(
+    rb"<(?:\w+:)?mergeCell\s+ref\s*=\s*[\"']\$?([A-Za-z]{1,3})\$?(\d{1,7}):\$?([A-Za-z]{1,3})\$?(\d{1,7})"
+)
+
+
+def _column(letters: bytes) -> int:
+    n = 0
+    for c in letters.upper():
+        n = n * 26 + c - 64
+    return n
+
+
+def _elements(kind: str, xml: bytes) -> int:
+    """How many paragraphs and table cells (docx) or cells (xlsx) a package part makes its parse
+    build, as ``_ELEMENTS`` and the spans and merged ranges in it count."""
+    pattern = _ELEMENTS[kind][0]
+    count = sum(1 for _ in pattern.finditer(xml))
+    if kind == "docx":
+        count += sum(max(0, int(m.group(1)) - 1) for m in _GRID_SPAN.finditer(xml))
+    else:
+        for m in _MERGED.finditer(xml):
+            columns = abs(_column(m.group(3)) - _column(m.group(1))) + 1
+            count += columns * (abs(int(m.group(4)) - int(m.group(2))) + 1)
+    return count
 
 
 class DocumentError(ValueError):
@@ -225,16 +252,14 @@ def _unzipped(data: bytes, kind: str) -> None:
         raise DocumentError(f"the {kind} file is not a valid {kind} (zip) file: {e}") from None
     if len(entries) > MAX_ENTRIES or sum(e.file_size for e in entries) > MAX_UNPACKED:
         raise DocumentError(f"the {kind} file unpacks to more than {MAX_UNPACKED >> 20} MiB or {MAX_ENTRIES} entries")
-    pattern, most, what = _ELEMENTS[kind]
+    _, most, what = _ELEMENTS[kind]
     found = 0
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            for entry in entries:
-                if entry.filename.endswith(".xml"):
-                    for _ in pattern.finditer(z.read(entry)):
-                        found += 1
-                        if found > most:
-                            raise DocumentError(f"the {kind} file holds more than {most} {what}")
+            for entry in entries:  # (every part, whatever its name: the package's relationships find them)
+                found += _elements(kind, z.read(entry))
+                if found > most:
+                    raise DocumentError(f"the {kind} file holds more than {most} {what}")
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
         if isinstance(e, DocumentError):
             raise
