@@ -119,12 +119,12 @@ def test_numbers_no_sum_can_hold_fail_the_rule_and_raise_nothing() -> None:
 
 def test_placeholders_are_found_in_linear_time_and_only_whole() -> None:
     """The placeholder pattern was ``{{.*?}}``: quadratic on text of many ``{{`` and no ``}}`` (30,000
-    braces held the grader 7.5 s, a docx of 100,000 held it 89 s)."""
+    braces held the grader 7.5 s, a docx of 100,000 held it 89 s: the 200,000 here, minutes)."""
     from dojo.rewards.rules import check_forbidden
     from dojo.tasks.documents import PLACEHOLDERS
 
     assert check_forbidden(PLACEHOLDERS, parse_document("markdown", "## Hi\n\nDear {{ name }},\n"))[0] is False
-    assert check_forbidden(PLACEHOLDERS, parse_document("markdown", "## Hi\n\n" + "{" * 20_000 + "\n"))[0] is True
+    assert check_forbidden(PLACEHOLDERS, parse_document("markdown", "## Hi\n\n" + "{" * 200_000 + "\n"))[0] is True
 
 
 def test_json_nested_past_the_recursion_limit_does_not_parse() -> None:

@@ -1,6 +1,8 @@
 """What a run printed and which limit it hit: ``Capture``, the one output pump (stdout and stderr,
 each capped), and ``classify_limit``, the one limit classifier, both shared by the two run paths
-(a one-shot run, ``guest.oneshot``; a session's exec, ``guest.sessions``).
+(a one-shot run, ``guest.oneshot``; a session's exec, ``guest.sessions``); and ``read_file``, how a
+file the request fetches is read. Both read into buffers that the zygote zeroes once its reply is
+written: nothing a run printed or wrote stays in the zygote's memory for a later run to find.
 
 Runs inside the sandbox, in the zygote: standard library only.
 """

@@ -46,7 +46,7 @@ from dojo.sandbox.guest.syscalls import (
     PR_SET_DUMPABLE,
     Syscalls,
 )
-from dojo.sandbox.guest.wire import RunLimits, RunStep
+from dojo.sandbox.guest.wire import RunLimits, RunStep, wipe
 
 if TYPE_CHECKING:
     from dojo.sandbox.guest.forker import Forker
@@ -88,6 +88,7 @@ class RunChild:
     forker: Forker | None
     request_body: bytearray | None  # the request's blobs, as read (``Zygote.read_request``)
     main_source: memoryview | None  # the step's main file as sent (``RunChild.sent_source``)
+    reply_blobs: list[Any]  # the reply's blobs made so far (``Zygote.handle_request``)
 
     # -- what every run inherits from the zygote -------------------------------------------------
 
@@ -293,13 +294,15 @@ class RunChild:
     def forget_request(self) -> None:
         """In a process forked from the zygote while a request is in hand, to outlive it (the forker,
         forked anew for a harness compiled by that request or after an IPC namespace change): the
-        request's blobs (its files, source and stdin) zeroed in this process's own copy of them.
+        request's blobs (its files, source and stdin), and its reply's so far (the output of its
+        earlier steps), zeroed in this process's own copy of them.
         Every run the forker makes is a copy of it: it would hold them for every later run of the
         slot (a scicode: candidate ran the next task's reference, found there, and scored 1.0)."""
         body = self.request_body
         self.main_source = None
         if body:
             body[:] = bytes(len(body))
+        wipe(self.reply_blobs)  # (an earlier step's output: a compile step's)
 
     def cache_main(self, step: RunStep, header: dict[str, Any], blobs: list[bytes]) -> None:
         """Compile a trusted main file once per slot (the grader's harness, identical every run)

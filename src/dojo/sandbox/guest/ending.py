@@ -148,6 +148,6 @@ def end_by_interrupt() -> int:
     try:
         _SET_SIGNAL(_SIGINT, _SIG_DFL)
         _KILL(_GETPID(), _SIGINT)
-    except OSError:
+    except _ANY_EXCEPTION:
         pass
     return 128 + _SIGINT

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections.abc import Sequence
 from typing import Any, NotRequired, TypedDict
 
 FRAME_PREFIX = struct.Struct(">II")
@@ -27,35 +28,41 @@ JUDGE_READY = b"r"  # the judge's first message, once it is set up
 ANSWERED, GONE, FAILED = 0, 1, 2  # every call answered; the candidate stopped answering; the judge failed
 
 
-def encode_frame(header: dict[str, Any], blobs: list[bytes]) -> bytes:
-    header = dict(header)
-    header["blobs"] = [len(b) for b in blobs]
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    return FRAME_PREFIX.pack(len(raw), sum(len(b) for b in blobs)) + raw + b"".join(blobs)
+Blob = bytes | bytearray | memoryview
 
 
-def decode_frame_body(header_raw: bytes, body: bytes) -> tuple[dict[str, Any], list[bytes]]:
-    header = json.loads(header_raw)
-    blobs: list[bytes] = []
+def frame_head(header: dict[str, Any], blobs: Sequence[Blob]) -> bytes:
+    """A frame's prefix and header (its blob table added) for ``blobs``, which follow it."""
+    lengths = [memoryview(b).nbytes for b in blobs]
+    raw = json.dumps({**header, "blobs": lengths}, separators=(",", ":")).encode()
+    return FRAME_PREFIX.pack(len(raw), sum(lengths)) + raw
+
+
+def encode_frame(header: dict[str, Any], blobs: Sequence[Blob]) -> bytes:
+    return frame_head(header, blobs) + b"".join(blobs)
+
+
+def split_blobs(header: dict[str, Any], body: Any) -> list[Any]:
+    """The blobs of a frame's ``body`` (bytes, or a memoryview: views of it), by its blob table."""
+    blobs = []
     offset = 0
     for length in header.get("blobs", []):
         blobs.append(body[offset : offset + length])
         offset += length
     if offset != len(body):
         raise ValueError("frame body length does not match its blob table")
-    return header, blobs
+    return blobs
 
 
-Blob = bytes | bytearray | memoryview
+def decode_frame_body(header_raw: bytes, body: bytes) -> tuple[dict[str, Any], list[bytes]]:
+    header = json.loads(header_raw)
+    return header, split_blobs(header, body)
 
 
-def write_frame(fd: int, header: dict[str, Any], blobs: list[Blob]) -> None:
+def write_frame(fd: int, header: dict[str, Any], blobs: Sequence[Blob]) -> None:
     """``encode_frame(header, blobs)`` written to ``fd`` without joining the blobs into one more copy
     (the zygote's response: its blobs are buffers it zeroes after, ``Zygote.serve``)."""
-    header = dict(header)
-    header["blobs"] = [memoryview(b).nbytes for b in blobs]
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    parts = [memoryview(FRAME_PREFIX.pack(len(raw), sum(header["blobs"])) + raw)]
+    parts = [memoryview(frame_head(header, blobs))]
     parts += [memoryview(b).cast("B") for b in blobs if memoryview(b).nbytes]
     while parts:
         n = os.writev(fd, parts[:512])
@@ -71,17 +78,10 @@ def read_frame_into(fd: int) -> tuple[dict[str, Any], list[Blob]]:
     header, _, blen = read_header(fd)
     body = bytearray(blen)
     read_into(fd, memoryview(body))
-    blobs: list[Blob] = []
-    offset = 0
-    for length in header.get("blobs", []):
-        blobs.append(memoryview(body)[offset : offset + length])
-        offset += length
-    if offset != blen:
-        raise ValueError("frame body length does not match its blob table")
-    return header, blobs
+    return header, split_blobs(header, memoryview(body))
 
 
-def wipe(blobs: list[Blob]) -> None:
+def wipe(blobs: Sequence[Blob]) -> None:
     """Zero the writable buffers among ``blobs`` (read-only ones, ``bytes``, are left as they are)."""
     for blob in blobs:
         view = memoryview(blob)

@@ -30,7 +30,7 @@ The parts, in import order (each imports only those before it):
 - ``wire``: the framing and the typed messages, shared with the host (``RunStep``, ``RunLimits``,
   ``RunReply``);
 - ``syscalls``: libc (mounts, namespaces, prctl, syscall filters, the raw fork);
-- ``capture``: the one output pump and the one limit classifier of both run paths;
+- ``capture``: the one output pump, the one limit classifier of both run paths, and the fetch's reads;
 - ``cgroup``: per-run memory and pids limits, peak memory, OOM kills;
 - ``jail``: loopback, the new root, hidden paths, the watched IPC namespace, scratch wiping;
 - ``child``: a run's process: its set-up (``RunChild.child``) and the inline-Python run path;
@@ -107,6 +107,7 @@ class Zygote(OneShotRun):
         self.environment: dict[str, str] | None = None
         self.cached_code: Any = None
         self.request_body: bytearray | None = None
+        self.reply_blobs: list[Blob] = []  # the reply's blobs as they are made, zeroed once it is written
         self.private_stdin: int | None = None
         self.cached_key: str | None = None
         self.main_source: memoryview | None = None  # the step's main file as sent (``sent_source``)
@@ -251,6 +252,7 @@ class Zygote(OneShotRun):
 
     def handle_request(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[Blob]]:
         out_blobs: list[Blob] = []
+        self.reply_blobs = out_blobs  # (zeroed by ``serve`` whatever happens, and in a forker forked meanwhile)
         self.marks = [("start", time.perf_counter())]
         if header.get("keep_files"):  # a session: the work dir is the program's; write as its uid
             self.spares = False  # a session's slot: its processes are the session's own
@@ -320,6 +322,7 @@ class Zygote(OneShotRun):
                         os.close(fd)
                     results.append({"path": p, "blob": len(blobs), "truncated": len(data) > max_bytes})
                     blobs.append(data[:max_bytes])
+                    wipe([data[max_bytes:]])  # (the byte read past the cap: kept nowhere)
                 except OSError as e:
                     results.append({"path": p, "blob": None, "error": e.strerror or str(e)})
             return results, blobs
@@ -405,19 +408,21 @@ class Zygote(OneShotRun):
                 header, blobs = self.read_request(rfd)
             except EOFError:
                 return
+            out_blobs: list[Blob] = []
             try:
                 resp, out_blobs = self.handle(header, blobs)
             except Exception as e:
                 self.reap_all()
-                resp, out_blobs = {"error": f"{type(e).__name__}: {e}"}, []
+                resp = {"error": f"{type(e).__name__}: {e}"}
             finally:
                 del blobs
                 self.scrub()
             resp["id"] = header.get("id")
             try:
                 write_frame(wfd, resp, out_blobs)
-            finally:  # no run's output or file stays in this process's memory (``guest.capture``)
-                wipe(out_blobs)
+            finally:  # no run's output or file stays in this process's memory (``guest.capture``),
+                wipe(self.reply_blobs)  # a failed request's steps' included
+                self.reply_blobs = []
                 del out_blobs
             if header.get("last"):
                 return
