@@ -377,17 +377,25 @@ def _docx_document(data: bytes) -> Any:
     return part.document
 
 
-def _paragraph_style_name(doc: Any, style_id: str | None) -> str:
+def _style_index(doc: Any) -> dict[str, Any]:
+    """The document's styles by id, the first of each id (as python-docx finds one)."""
+    index: dict[str, Any] = {}
+    for style in doc.styles.element.style_lst:
+        index.setdefault(style.styleId, style)
+    return index
+
+
+def _paragraph_style_name(doc: Any, style_id: str | None, index: dict[str, Any]) -> str:
     """The name of the paragraph style ``style_id`` names, resolved as python-docx resolves it (the
     first style with that id if it is a paragraph style, else the default paragraph style), but
     matched by value: python-docx finds it by an XPath holding the id unquoted, so an id such as
     ``x"] | //w:style[@w:styleId="Heading1`` selected another style (text Word shows as body read
-    as a heading; found by a reviewer, 2026-12-04)."""
+    as a heading; found by a reviewer, 2026-12-04). ``index``: ``_style_index(doc)`` (a scan of every
+    style for each id made a document of many ids and many styles quadratic)."""
     from docx.enum.style import WD_STYLE_TYPE
     from docx.styles.style import StyleFactory
 
-    styles = doc.styles.element.style_lst if style_id is not None else []
-    found = next((s for s in styles if s.styleId == style_id), None)
+    found = index.get(style_id) if style_id is not None else None
     if found is not None and found.type == WD_STYLE_TYPE.PARAGRAPH:
         return StyleFactory(found).name or ""
     default = doc.styles.default(WD_STYLE_TYPE.PARAGRAPH)
@@ -417,13 +425,16 @@ def _docx_sections(doc: Any) -> list[Section]:
     # A paragraph's style name, by the style id it names: python-docx looks a style up by scanning
     # every style of the document, each time (half of a parse of the office family's documents).
     style_names: dict[str | None, str] = {}
+    index: dict[str, Any] | None = None  # (built at the first style looked up)
     for child in doc.element.body.iterchildren():
         tag = child.tag.rsplit("}", 1)[-1]
         if tag == "p":
             text = Paragraph(child, doc).text.strip()
             style_id = child.style
             if style_id not in style_names:
-                style_names[style_id] = _paragraph_style_name(doc, style_id)
+                if index is None:
+                    index = _style_index(doc)
+                style_names[style_id] = _paragraph_style_name(doc, style_id, index)
             style = style_names[style_id]
             if not text:
                 continue
