@@ -105,6 +105,28 @@ async def test_tool_errors_are_observations_not_crashes(grader: Grader) -> None:
     assert ep.status == "turn_limit" and ep.reward is not None  # still graded (no code: no_answer)
 
 
+async def test_calls_made_to_break_the_episode_are_observations_not_crashes(grader: Grader) -> None:
+    """Each of these ended the episode with an exception (and so the whole rollout) or a sandbox
+    failure (no reward): a file named as the program's own, a file where a directory must be, a
+    lone surrogate, arguments nested past what the trajectory store serializes."""
+    deep = "<tool_call>" + json.dumps({"name": "write_file", "arguments": {"path": "d", "content": [[[[[]]]]]}})
+    policy = fixed(
+        tool("write_file", path="main.py", content="x"),
+        tool("run_code", code="print(1)"),
+        tool("write_file", path="a", content="x"),
+        tool("write_file", path="a/b", content="y"),
+        '<tool_call>{"name": "write_file", "arguments": {"path": "s", "content": "\\ud800"}}</tool_call>',
+        deep.replace("[[[[[]]]]]", "[" * 300 + "]" * 300) + "</tool_call>",
+        tool("submit", code="def f(x):\n    return 2 * x"),
+    )
+    ep = await EpisodeRunner(policy, grader, EpisodeConfig(mode="tools", max_turns=8)).run(double_task())
+    said = [m["content"] for m in ep.messages if m["role"] == "tool"]
+    assert "clashes with the source file" in said[1], said[1]
+    assert said[3].startswith("error:") and "cannot both be files" in said[3], said[3]
+    assert "surrogate" in said[4] and "nested more than" in said[5], said[4:6]
+    assert ep.status == "submitted" and ep.reward is not None and ep.reward.value == 1.0, (ep.status, ep.reward)
+
+
 async def test_long_output_is_cut_in_the_middle(grader: Grader) -> None:
     code = "print('A' * 50000); print('THE END')"
     ep = await EpisodeRunner(fixed(tool("run_code", code=code), RIGHT), grader, TOOLS4).run(double_task())

@@ -85,6 +85,13 @@ def test_a_runs_own_output_cannot_claim_tests_passed() -> None:
     assert not step_signal(TurnRecord(index=0, completion=Completion(text="x"), tool_results=[lost])).failed
 
 
+async def test_an_episode_graded_a_hack_earns_no_turn_anything() -> None:
+    """The visible checks run without the static scan: a hack passed them and was paid progress."""
+    scorer = ProcessScorer()
+    assert any(r["total"] for r in await scorer.score_turns(TASK, TURNS))
+    assert await scorer.score_turns(TASK, TURNS, "hack") == [{"total": 0.0}] * len(TURNS)
+
+
 async def test_turn_rewards_reach_the_store_and_the_trl_bridge(tmp_path: Path) -> None:
     ep = episode(await ProcessScorer().score(TASK, episode()))
     store = TrajectoryStore(str(tmp_path / "run"))

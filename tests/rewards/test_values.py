@@ -105,3 +105,18 @@ def test_ints_past_the_decimal_text_limit_travel_as_hex() -> None:
     for bad in ({"$I": ""}, {"$I": "xyz"}, {"$I": 12}):
         with pytest.raises(ValueError):
             decode_value(bad)
+
+
+def test_untrusted_json_refuses_what_no_later_step_could_take() -> None:
+    from dojo.tasks.values import MAX_JSON_DEPTH, untrusted_json
+
+    assert untrusted_json("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH) is not None
+    for bad, why in (
+        ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), "nested more than"),
+        ("[" * 100_000, "nested too deeply"),
+        ('{"a": "\\ud800"}', "surrogate"),
+        ('{"\\udfff": 1}', "surrogate"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            untrusted_json(bad)
+    assert untrusted_json('{"a": "\\u00e9\\ud83d\\ude00"}') == {"a": "\u00e9\U0001f600"}  # a pair is fine

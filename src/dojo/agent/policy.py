@@ -96,7 +96,7 @@ def _tool_calls(message: Any) -> list[ToolCall]:
         try:
             args = untrusted_json(fn.arguments or "{}")
         except ValueError:
-            args = {"_unparsed": fn.arguments}
+            args = {"_unparsed": str(fn.arguments).encode("utf-8", "replace").decode()}  # (no lone surrogate kept)
         calls.append(ToolCall(id=call.id or "", name=fn.name, arguments=args if isinstance(args, dict) else {}))
     return calls
 

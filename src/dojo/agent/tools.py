@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.policy import ToolCall
+from dojo.errors import InputError
 from dojo.rewards.analysis import task_files
 from dojo.rewards.config import GradingConfig
 from dojo.rewards.graders import Grader
@@ -200,8 +201,14 @@ class Toolbox:
         return tool_specs(self.tools)
 
     async def call(self, call: ToolCall) -> ToolResult:
+        """One tool call's result. What the sandbox refuses as input (a file the episode wrote that
+        clashes with the program's own: ``main.py``) is the call's error, shown to the model: raised,
+        it ended the episode and stopped the whole rollout."""
         start = time.perf_counter()
-        result = await self._dispatch(call)
+        try:
+            result = await self._dispatch(call)
+        except InputError as e:
+            result = ToolResult(call=call, observation=f"error: {e}")
         return result.model_copy(update={"seconds": time.perf_counter() - start})
 
     async def _dispatch(self, call: ToolCall) -> ToolResult:
@@ -254,6 +261,10 @@ class Toolbox:
             return ToolResult(call=call, observation=f"error: files are limited to {self.max_file_bytes} bytes")
         if path not in self.files and len(self.files) >= self.max_files:
             return ToolResult(call=call, observation=f"error: at most {self.max_files} files")
+        if clash := next((f for f in self.files if f.startswith(path + "/") or path.startswith(f + "/")), None):
+            # (a file where a directory must be: the run's files could not be laid out, which read as
+            # the sandbox's failure, so an episode heading for a 0 ended without a reward)
+            return ToolResult(call=call, observation=f"error: {path} and {clash} cannot both be files")
         self.files[path] = content
         return ToolResult(call=call, observation=f"wrote {path} ({len(content)} characters)")
 

@@ -52,11 +52,18 @@ class ProcessScorer:
         self.prm = prm
 
     async def score(self, task: Task, episode: Episode) -> list[dict[str, float]]:
-        return await self.score_turns(task, episode.turns)
+        verdict = episode.reward.verdict if episode.reward is not None else None
+        return await self.score_turns(task, episode.turns, verdict)
 
-    async def score_turns(self, task: Task, turns: Sequence[TurnRecord]) -> list[dict[str, float]]:
+    async def score_turns(
+        self, task: Task, turns: Sequence[TurnRecord], verdict: str | None = None
+    ) -> list[dict[str, float]]:
         """Each turn's reward parts and ``total``, from the turns' records (the episode runner's, or
-        the verl agent loop's, which records its turns the same way)."""
+        the verl agent loop's, which records its turns the same way). ``verdict``: the episode's
+        grade; one the grader called a hack earns no turn anything (its visible checks, which run
+        without the static scan, paid progress to the hack on the way)."""
+        if verdict == "hack":
+            return [{"total": 0.0} for _ in turns]
         steps = [step_signal(t) for t in turns]
         prm_scores = None
         if self.prm is not None and self.config.prm_weight and steps:

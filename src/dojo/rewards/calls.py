@@ -44,7 +44,7 @@ from dojo.tasks.values import untrusted_json
 
 Call = tuple[str, dict[str, Any]]
 RULES: tuple[str, ...] = ("bfcl", "strict")
-TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)  # (a block is stripped after; see tool_calls)
 _STANDARDISE = re.compile(r"[ ,./\-_*^]")
 # BFCL's types (its ``PYTHON_TYPE_MAPPING``), and JSON Schema's two names that BFCL's data never uses
 PYTHON_TYPES: dict[str, type] = {
@@ -100,8 +100,8 @@ def _json_call(obj: Any) -> Call | None:
 
 def parse_calls(text: str) -> list[Call] | None:
     """The calls ``text`` makes, or None when it holds none that can be read (prose, a refusal)."""
-    blocks = TOOL_CALL.findall(text)
-    if blocks:
+    blocks = TOOL_CALL.findall(text[: text.rfind("</tool_call>") + len("</tool_call>")])  # (openers past the
+    if blocks:  # last closer close nothing: searching them made a reply of many of them quadratic)
         calls = []
         for block in blocks:
             try:

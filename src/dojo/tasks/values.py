@@ -31,14 +31,36 @@ MAX_COLLISIONS = 16
 HEX = frozenset("0123456789abcdef")
 
 
+MAX_JSON_DEPTH = 64  # (pydantic refuses to serialize past 255: a deeper tool call broke the trajectory store)
+
+
 def untrusted_json(text: str | bytes) -> Any:
-    """``json.loads`` of text a program or a model wrote: nesting deeper than the interpreter's
-    recursion limit (``'[' * 100000``) is a ``ValueError`` like any malformed JSON, never the
-    ``RecursionError`` that would escape a grader's or a parser's ``except ValueError``."""
+    """``json.loads`` of text a program or a model wrote, as a ``ValueError`` like any malformed
+    JSON where it nests deeper than ``MAX_JSON_DEPTH`` (``'[' * 100000`` raised ``RecursionError``,
+    which escaped every ``except ValueError``) or holds a lone surrogate (``"\\ud800"``: text no
+    UTF-8 encoder takes, so a file or a request made of it raised ``UnicodeEncodeError``)."""
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError("JSON text holds a lone surrogate (not Unicode text)") from None
+        elif isinstance(value, (list, dict)):
+            if depth >= MAX_JSON_DEPTH:
+                raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} deep")
+            items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+            for key, item in items:
+                stack.append((item, depth + 1))
+                if key is not None:
+                    stack.append((key, depth + 1))
+    return data
 
 
 def encode_value(v: Any, depth: int = 0) -> Any:
