@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from dojo.sandbox.guest.wire import RunLimits
+from dojo.sandbox.guest.wire import RunLimits, wipe
 
 OUT_OF_MEMORY_MARKS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memory", b"out of memory",
                        b"JavaScript heap out of memory", b"Failed to reserve virtual memory")  # fmt: skip
@@ -64,13 +64,8 @@ class Capture:
                 self.dropped[:got] = bytes(got)  # (dropped: zeroed at once)
 
     def _grow(self, name: str, size: int) -> bytearray:
-        """The stream's buffer moved into a larger one; the old one zeroed (never freed holding output)."""
-        old, n = self.buffers[name], self.lengths[name]
-        new = bytearray(size)
-        new[:n] = old[:n]
-        old[:] = bytes(len(old))
-        self.buffers[name] = new
-        return new
+        self.buffers[name] = grown(self.buffers[name], self.lengths[name], size)
+        return self.buffers[name]
 
     @property
     def out(self) -> memoryview:
@@ -85,6 +80,15 @@ class Capture:
         return self.truncated["stdout"] or self.truncated["stderr"]
 
 
+def grown(buf: bytearray, used: int, size: int) -> bytearray:
+    """A buffer of ``size`` bytes holding ``buf``'s first ``used``; ``buf`` zeroed (never freed holding
+    a run's bytes)."""
+    new = bytearray(size)
+    new[:used] = buf[:used]
+    wipe([buf])
+    return new
+
+
 def read_file(fd: int, max_bytes: int) -> memoryview:
     """Up to ``max_bytes + 1`` bytes of the open regular file ``fd`` (one more than kept tells it was
     truncated), read straight into a buffer of ours, as ``Capture`` reads (a buffer outgrown is
@@ -95,10 +99,7 @@ def read_file(fd: int, max_bytes: int) -> memoryview:
         if n == len(buf):
             if n > max_bytes:
                 break
-            bigger = bytearray(min(2 * n, max_bytes + 1))
-            bigger[:n] = buf
-            buf[:] = bytes(n)
-            buf = bigger
+            buf = grown(buf, n, min(2 * n, max_bytes + 1))
         got = os.readv(fd, [memoryview(buf)[n:]])
         if not got:
             break

@@ -46,7 +46,7 @@ from dojo.sandbox.guest.syscalls import (
     PR_SET_DUMPABLE,
     Syscalls,
 )
-from dojo.sandbox.guest.wire import RunLimits, RunStep, wipe
+from dojo.sandbox.guest.wire import Blob, RunLimits, RunStep, wipe
 
 if TYPE_CHECKING:
     from dojo.sandbox.guest.forker import Forker
@@ -88,7 +88,7 @@ class RunChild:
     forker: Forker | None
     request_body: bytearray | None  # the request's blobs, as read (``Zygote.read_request``)
     main_source: memoryview | None  # the step's main file as sent (``RunChild.sent_source``)
-    reply_blobs: list[Any]  # the reply's blobs made so far (``Zygote.handle_request``)
+    reply_blobs: list[Blob]  # the reply's blobs made so far (``Zygote.handle_request``)
 
     # -- what every run inherits from the zygote -------------------------------------------------
 
