@@ -418,7 +418,7 @@ def constant_answers(task: Task) -> dict[str, bytes]:
     zeros = json.dumps(guessed_answer(task))
     question = _question_literal(task)
     try:
-        same = ast.literal_eval(zeros) == untrusted_json(zeros)
+        same = ast.literal_eval(zeros) == json.loads(zeros)
     except (ValueError, SyntaxError):
         same = False
     # The program a run would get (a fence inside the question would cut it short: then it runs).
