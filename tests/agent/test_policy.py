@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from dojo.agent.hf_policy import HFPolicy
-from dojo.agent.policy import Completion, OpenAIPolicy, PolicyError, SamplingParams
+from dojo.agent.policy import Completion, ContextFull, OpenAIPolicy, PolicyError, SamplingParams
 from dojo.agent.policy_server import create_policy_app
 from dojo.agent.tiny_model import build_tokenizer, char_vocabulary
 
@@ -81,6 +81,27 @@ async def test_bad_requests_get_clear_errors(policy_server: str) -> None:
         await client.chat.completions.create(model="tiny", messages=HI, n=0)  # type: ignore[arg-type]
     with pytest.raises(openai.BadRequestError, match="messages"):
         await client.chat.completions.create(model="tiny", messages=[])
+    await client.close()
+
+
+async def test_a_prompt_past_the_context_is_context_full_not_a_server_failure(
+    policy_server: str, tiny_model_dir: Path
+) -> None:
+    """The tiny model (1,024 positions) refuses a longer prompt as vLLM does, with a 400 naming the
+    context length; the client raises ContextFull for it (the episode's own length: a 400 had raised
+    out of the episode and stopped the whole rollout) and PolicyError for any other 400."""
+    long = [{"role": "user", "content": "x" * 1500}]
+    with pytest.raises(ContextFull, match="maximum context length is 1024 tokens"):
+        await HFPolicy.from_dir(tiny_model_dir).generate(long, SamplingParams(max_tokens=4))
+    policy = OpenAIPolicy(policy_server)
+    with pytest.raises(ContextFull, match="maximum context length is 1024 tokens"):
+        await policy.generate(long, SamplingParams(max_tokens=4))
+    with pytest.raises(PolicyError, match=r"refused the request \(400\)"):
+        await policy.generate(HI, SamplingParams(max_tokens=4), n=0)
+    await policy.close()
+    client = openai.AsyncOpenAI(base_url=policy_server, api_key="x", max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="maximum context length"):
+        await client.completions.create(model="tiny", prompt="x" * 1500, max_tokens=4)
     await client.close()
 
 

@@ -219,16 +219,17 @@ def test_an_episode_without_a_token_record_is_unscorable(tiny_model_dir: Path) -
     chained = ep.model_copy(update={"turns": [ep.turns[0]]})
     tokens, value = rollout._row(chained, tokenizer)
     assert value == 1.0 and tokens.prompt_ids == [1, 2] and tokens.completion_ids == [5]
-    # a prompt that filled the model's context: nothing sampled (HFPolicy), so nothing to train on;
-    # TRL needs a token in every row (an empty one crashed dojo train on SciCode's longest prompts)
-    nothing = Completion(text="", finish_reason="length", token_ids=[], logprobs=[], prompt_token_ids=[1, 2])
-    overflow = ep.model_copy(update={"turns": [TurnRecord(index=0, completion=nothing)]})
+    # a prompt that alone fills the model's context: nothing sampled (HFPolicy raises ContextFull), so
+    # nothing to train on; TRL needs a token in every row (an empty one crashed dojo train on SciCode's longest prompts)
+    full = "This model's maximum context length is 2048 tokens. However, your request has 5000 input tokens."
+    overflow = ep.model_copy(update={"turns": [], "status": "prompt_too_long", "reward": None, "error": full})
     tokens, value = rollout._row(overflow, tokenizer)
     assert value is None and tokens.completion_ids == [tokenizer.eos_token_id] and tokens.env_mask == [0]
     assert rollout.context_overflows == 1
     long = Completion(text="", finish_reason="length", token_ids=[], logprobs=[], prompt_token_ids=list(range(5000)))
-    tokens, _ = rollout._row(ep.model_copy(update={"turns": [TurnRecord(index=0, completion=long)]}), tokenizer)
+    tokens, value = rollout._row(ep.model_copy(update={"turns": [TurnRecord(index=0, completion=long)]}), tokenizer)
     assert tokens.prompt_ids == list(range(5000))[-UNSCORABLE_PROMPT_TOKENS:]  # TRL runs the model over it all
+    assert value is None and rollout.context_overflows == 1  # (a reply of no token: not the context's doing)
 
 
 def _serve(model_dir: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -130,3 +130,13 @@ async def test_deadline_is_retried_then_dropped(grader: Grader) -> None:
     (group,) = [g async for g in sched.run([_tagged(0)])]
     assert not group.complete and group.episodes[0].status == "deadline"
     assert sched.stats.retries["deadline"] == 1
+
+
+async def test_a_prompt_past_the_context_is_not_retried(grader: Grader) -> None:
+    from dojo.agent.policy import ContextFull
+
+    policy = fixed(ContextFull("This model's maximum context length is 1024 tokens."))
+    sched = RolloutScheduler(policy, grader, RolloutConfig(group_size=1, max_attempts=3, retry_backoff=0.0))
+    (group,) = [g async for g in sched.run([_tagged(0)])]
+    assert group.episodes[0].status == "prompt_too_long" and not group.complete
+    assert len(policy.calls) == 1 and not sched.stats.retries  # the same prompt would not fit again

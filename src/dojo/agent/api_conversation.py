@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from dojo.agent.policy import ToolCall
-from dojo.agent.tools import ToolResult, held, truncate_middle
+from dojo.agent.tools import SlotClock, ToolResult, truncate_middle
 from dojo.rewards.simulated_api import conversation_steps, run_api_calls, tau2_cut_short
 from dojo.sandbox import Limits, SandboxAPI
 from dojo.tasks.model import ApiScenario, Task
@@ -46,7 +46,7 @@ class ApiConversation:
         self.sandbox = sandbox
         self.limits = limits
         self.max_observation_chars = max_observation_chars
-        self._slots = sandbox_slots
+        self.clock = SlotClock(sandbox_slots)
         self.turn = 0
         self.steps: list[list[list[dict[str, Any]]]] = [[] for _ in self.api.turns]
         self.said: list[str] = []  # the model's replies' text (what it told the user)
@@ -95,7 +95,7 @@ class ApiConversation:
         self.steps[self.turn].append(made)
         flat = [[c for step in turn for c in step] for turn in self.steps[: self.turn + 1]]
         start = time.perf_counter()
-        async with held(self._slots):
+        async with self.clock.held():
             run = await run_api_calls(self.task, flat, self.sandbox, self.limits, observe_from=before)
         seconds = (time.perf_counter() - start) / max(1, len(calls))
         if run.infrastructure_error is not None:

@@ -14,10 +14,14 @@ mode (``dojo.agent.api_conversation``): the user speaks once per turn, each repl
 the API and their results come back, a reply without a call ends the turn, and every call of every
 turn is the answer.
 
-Limits: turns, completion tokens over the whole episode, and a wall-clock deadline. The final
-candidate (the submission, else the last reply) is graded on every test, hidden ones included.
-A policy or sandbox failure, or the deadline, leaves the episode without a reward
-(``status`` says which): the scheduler retries it and never scores it.
+Limits: turns, completion tokens over the whole episode, tool calls per reply, the sandbox time
+of the episode's tool calls, the model's context, and a wall-clock deadline. The final candidate
+(the submission, else the last reply) is graded on every test, hidden ones included, when the
+episode ends by its own doing: a reply, a submit, or one of the limits the policy's choices use
+up (turns, tokens, tool time, context). A policy or sandbox failure, or the deadline, leaves the
+episode without a reward (``status`` says which): the scheduler retries it and never scores it.
+The tool time budget is below the deadline, so that a policy cannot slow its own runs until the
+deadline turns its 0 into no reward; grading has a deadline of its own.
 """
 
 from __future__ import annotations
@@ -27,13 +31,13 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dojo.agent.api_conversation import ApiConversation
 from dojo.agent.feedback import feedback_step
-from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams
+from dojo.agent.policy import Completion, ContextFull, Policy, PolicyError, SamplingParams, ToolCall
 from dojo.agent.tool_calls import format_tool_call, parse_tool_calls
-from dojo.agent.tools import Toolbox, ToolResult, held, tools_for
+from dojo.agent.tools import SlotClock, Toolbox, ToolResult, held, tools_for
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import Reward
 from dojo.tasks.model import Task
@@ -46,11 +50,15 @@ EpisodeStatus = Literal[
     "submitted",  # the model called submit
     "turn_limit",  # turns ran out; the last candidate was graded
     "token_limit",  # the token budget ran out; the last candidate was graded
+    "tool_time_limit",  # the tools' sandbox time ran out; the last candidate was graded
+    "context_limit",  # the conversation outgrew the model's context; the last candidate was graded
+    "prompt_too_long",  # the task's prompt alone does not fit the model's context: no reward, no retry
     "deadline",  # the wall-clock deadline passed: no reward
     "policy_error",  # the policy server failed: no reward
     "infra_error",  # the sandbox failed (in a tool or in grading): no reward
 ]
-SCORED_STATUSES = frozenset({"answered", "submitted", "turn_limit", "token_limit"})
+SCORED_STATUSES = frozenset({"answered", "submitted", "turn_limit", "token_limit", "tool_time_limit", "context_limit"})
+FINAL_STATUSES = SCORED_STATUSES | {"prompt_too_long"}  # a retry would end the same way
 
 TOOLS_SYSTEM_PROMPT = (
     "You can use tools. To call one, write\n<tool_call>\n"
@@ -81,7 +89,35 @@ class EpisodeConfig(BaseModel):
     native_tools: bool = Field(True, description="tools mode: pass tool specs to the server (OpenAI tools).")
     tool_prompt: bool = Field(True, description="tools mode: add a system message describing the tool format.")
     max_observation_chars: int = Field(2000, ge=100, description="Cut of each tool observation.")
+    max_tool_calls: int = Field(
+        16,
+        ge=1,
+        le=256,
+        description="Tool calls run per reply; each call past it is answered 'not run' (one reply of 300 read_file "
+        "calls had put 609,000 characters into the next prompt).",
+    )
+    tool_time_limit: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds the episode's tool calls and visible checks may hold a sandbox slot in all (queueing "
+        "for one not counted); past it the episode ends and its last candidate is graded. Default: half of "
+        "time_limit; it must be less than time_limit.",
+    )
     max_user_turns: int = Field(10, ge=1, le=64, description="Messages a served user model may send.")
+
+    @model_validator(mode="after")
+    def _tool_time_below_deadline(self) -> EpisodeConfig:
+        if self.tool_time_limit is not None and self.tool_time_limit >= self.time_limit:
+            raise ValueError(
+                f"tool_time_limit ({self.tool_time_limit:g} s) must be less than time_limit ({self.time_limit:g} s): "
+                "a policy whose tools ran until the deadline would end with no reward instead of its grade"
+            )
+        return self
+
+    @property
+    def tool_budget(self) -> float:
+        """The tools' sandbox time budget, in seconds."""
+        return self.tool_time_limit if self.tool_time_limit is not None else self.time_limit / 2
 
 
 class TurnRecord(BaseModel):
@@ -137,6 +173,11 @@ class Episode(BaseModel):
         return self.reward.value if self.reward is not None else None
 
 
+def _tool_message(result: ToolResult) -> dict[str, Any]:
+    call = result.call
+    return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.observation}
+
+
 def _assistant_message(c: Completion) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "assistant", "content": c.text}
     if c.tool_calls:
@@ -186,7 +227,8 @@ class EpisodeRunner:
         try:
             async with asyncio.timeout(self.config.time_limit):
                 await self._loop(task, ep)
-                if ep.status in SCORED_STATUSES:
+            if ep.status in SCORED_STATUSES:
+                async with asyncio.timeout(self.config.time_limit):  # (the grade's own: bounded by its runs)
                     await self._grade(task, ep)
         except TimeoutError:
             ep.status, ep.reward = "deadline", None
@@ -216,8 +258,14 @@ class EpisodeRunner:
         if params.max_tokens > remaining:
             params = params.model_copy(update={"max_tokens": remaining})
         t0 = time.perf_counter()
-        async with held(self.policy_slots):
-            completions = await self.policy.generate(ep.messages, params, n=1, tools=tools)
+        try:
+            async with held(self.policy_slots):
+                completions = await self.policy.generate(ep.messages, params, n=1, tools=tools)
+        except ContextFull as e:  # the episode's own length: it ends, graded on its last candidate
+            ep.status = "context_limit" if ep.turns else "prompt_too_long"
+            ep.error = str(e)
+            ep.policy_seconds += time.perf_counter() - t0
+            return None
         if not completions:
             raise PolicyError("the policy returned no completion")
         c = completions[0]
@@ -259,16 +307,20 @@ class EpisodeRunner:
             talk.reply(c.text)
             calls = c.tool_calls or parse_tool_calls(c.text)
             if calls and not talk.turn_exhausted:
-                results = await talk.step(calls)
-                record.tool_results += results
+                made, skipped = calls[: cfg.max_tool_calls], calls[cfg.max_tool_calls :]
+                results = await talk.step(made)
                 record.tool_seconds = sum(r.seconds for r in results)
                 ep.tool_seconds += record.tool_seconds
                 if (err := next((r.infra_error for r in results if r.infra_error), None)) is not None:
+                    record.tool_results += results
                     ep.status, ep.error = "infra_error", err
                     return
-                ep.messages += [{"role": "tool", "tool_call_id": r.call.id, "name": r.call.name,
-                                 "content": r.observation} for r in results]  # fmt: skip
+                results += [self._not_run(call) for call in skipped]
+                record.tool_results += results
+                ep.messages += [_tool_message(r) for r in results]
                 if talk.cut_short is not None:  # (tau2 ends it here; the grader scores it 0)
+                    break
+                if self._out_of_tool_time(talk.clock, ep):
                     break
                 continue
             if served:
@@ -295,9 +347,13 @@ class EpisodeRunner:
             elif m["role"] == "user":
                 flipped.append({"role": "assistant", "content": m["content"]})
         t0 = time.perf_counter()
-        async with held(self.policy_slots):
-            completions = await self.user.generate(flipped, self.config.sampling, n=1)
-        ep.policy_seconds += time.perf_counter() - t0
+        try:
+            async with held(self.policy_slots):
+                completions = await self.user.generate(flipped, self.config.sampling, n=1)
+        except ContextFull:  # the conversation outgrew the user model's context: the user has no more to say
+            return None
+        finally:
+            ep.policy_seconds += time.perf_counter() - t0
         if not completions:
             raise PolicyError("the user model returned no completion")
         text = completions[0].text.strip()
@@ -337,7 +393,7 @@ class EpisodeRunner:
                     ep.status = "answered" if cfg.max_turns == 1 else "turn_limit"
                 elif step.done:
                     ep.status = "answered"
-                if step.done:
+                if step.done or self._out_of_tool_time(toolbox.clock, ep):
                     return
                 assert step.message is not None
                 ep.messages.append(step.message)
@@ -350,17 +406,15 @@ class EpisodeRunner:
             if not calls:
                 ep.status = "answered"
                 return
-            for call in calls:
-                result = await toolbox.call(call)
+            for k, call in enumerate(calls):
+                result = await toolbox.call(call) if k < cfg.max_tool_calls else self._not_run(call)
                 record.tool_results.append(result)
                 record.tool_seconds += result.seconds
                 ep.tool_seconds += result.seconds
                 if result.infra_error is not None:
                     ep.status, ep.error = "infra_error", result.infra_error
                     return
-                ep.messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.observation}
-                )
+                ep.messages.append(_tool_message(result))
                 if result.submitted is not None:
                     ep.final = result.submitted
                     ep.status = "submitted"
@@ -369,7 +423,23 @@ class EpisodeRunner:
                 ep.final = toolbox.repo_edits()
             elif toolbox.last_code is not None:
                 ep.final = f"```{task.language}\n{toolbox.last_code}\n```"
+            if self._out_of_tool_time(toolbox.clock, ep):
+                return
         ep.status = "turn_limit"
+
+    def _not_run(self, call: ToolCall) -> ToolResult:
+        """What a call past the reply's ``max_tool_calls`` gets: an error, and no run."""
+        limit = self.config.max_tool_calls
+        return ToolResult(call=call, observation=f"error: not run: at most {limit} tool calls run per reply")
+
+    def _out_of_tool_time(self, clock: SlotClock, ep: Episode) -> bool:
+        """Whether the tools' sandbox time is spent (the episode then ends, graded: ``tool_time_limit``)."""
+        if clock.seconds < self.config.tool_budget:
+            return False
+        ep.status = "tool_time_limit"
+        budget = self.config.tool_budget
+        ep.error = f"the tool calls used {clock.seconds:.1f} s of sandbox time, past the {budget:g} s budget"
+        return True
 
     async def _grade(self, task: Task, ep: Episode) -> None:
         t0 = time.perf_counter()

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dojo.agent.chat_turns import text_after_reply
-from dojo.agent.policy import Completion, PolicyError, SamplingParams
+from dojo.agent.policy import Completion, ContextFull, PolicyError, SamplingParams, context_full_message
 from dojo.agent.tool_calls import parse_tool_calls
 
 PromptFormat = Literal["chat", "text"]
@@ -204,6 +204,9 @@ class HFPolicy:
             raise ValueError("n must be at least 1")
         if not prompt_ids:
             raise ValueError("the prompt is empty")
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        if limit is not None and len(prompt_ids) >= int(limit):  # (as vLLM refuses it: a 400)
+            raise ContextFull(context_full_message(int(limit), len(prompt_ids)))
         future: asyncio.Future[list[Completion]] = asyncio.get_running_loop().create_future()
         self._queue.append(_Request(list(prompt_ids), params, n, future))
         if self._drainer is None or self._drainer.done():
@@ -234,21 +237,10 @@ class HFPolicy:
         """One padded ``model.generate`` for every request (each prompt ``n`` times)."""
         import torch
 
-        limit = getattr(self.model.config, "max_position_embeddings", None)
+        limit = getattr(self.model.config, "max_position_embeddings", None)  # (each prompt fits: complete_ids)
         out: list[list[Completion]] = [[] for _ in requests]
-        fits = [i for i, r in enumerate(requests) if limit is None or len(r.prompt_ids) < int(limit)]
-        fitting = set(fits)
-        for i, r in enumerate(requests):
-            if i not in fitting:
-                empty = Completion(
-                    text="", finish_reason="length", token_ids=[], logprobs=[], prompt_token_ids=r.prompt_ids,
-                    prompt_tokens=len(r.prompt_ids), completion_tokens=0,
-                )  # fmt: skip
-                out[i] = [empty] * r.n
-        if not fits:
-            return out
         greedy = params.temperature == 0.0
-        rows = [(i, requests[i].prompt_ids) for i in fits for _ in range(1 if greedy else requests[i].n)]
+        rows = [(i, r.prompt_ids) for i, r in enumerate(requests) for _ in range(1 if greedy else r.n)]
         width = max(len(ids) for _, ids in rows)
         max_new = params.max_tokens if limit is None else min(params.max_tokens, int(limit) - width)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
@@ -284,8 +276,8 @@ class HFPolicy:
         for row, (i, ids) in enumerate(rows):
             out[i].append(self._completion(chosen[row].tolist(), logprobs[row].tolist(), ids, params))
         if greedy:  # one row per request: its n completions are the same
-            for i in fits:
-                out[i] = out[i] * requests[i].n
+            for i, r in enumerate(requests):
+                out[i] = out[i] * r.n
         return out
 
     def _shared_prefill(self, input_ids: Any, attention: Any) -> dict[str, Any]:

@@ -6,22 +6,45 @@ server parsed them. ``OpenAIPolicy`` talks to any OpenAI-compatible server (vLLM
 own ``dojo policy serve``) through the ``openai`` client; ``HFPolicy`` (``dojo.agent.hf_policy``)
 runs a local Hugging Face model.
 
-A failure of the server (connection refused, 5xx, timeout) raises ``PolicyError``: it is an
-infrastructure failure, retried by the scheduler and never scored.
+A failure of the server (connection refused, 5xx, timeout, a refused request) raises
+``PolicyError``: it is an infrastructure failure, retried by the scheduler and never scored. A
+conversation that no longer fits the model's context raises ``ContextFull``: that is the
+episode's own length (its replies and the observations they asked for), not the server's failure,
+so the episode ends there and its last candidate is graded (``dojo.agent.episode``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dojo.errors import DojoError
+from dojo.errors import DojoError, InputError
 from dojo.tasks.values import untrusted_json
 
 
 class PolicyError(DojoError, RuntimeError):
     """The policy backend failed (not the model's fault): retry or drop, never score."""
+
+
+class ContextFull(InputError):
+    """The conversation does not fit the model's context window (with the reply's ``max_tokens``).
+    A server answers it with 400 (vLLM: "This model's maximum context length is ..."): it is the
+    request's length, not the server's failure."""
+
+
+# How vLLM ("maximum context length"), SGLang ("longer than the model's context length") and
+# OpenAI ("context_length_exceeded") word a 400 for a request that does not fit the context.
+CONTEXT_FULL = re.compile(r"context[ _]length|context window", re.IGNORECASE)
+
+
+def context_full_message(limit: int, prompt_tokens: int) -> str:
+    """What a server says of a prompt of ``prompt_tokens`` past a context of ``limit`` (vLLM's words)."""
+    return (
+        f"This model's maximum context length is {limit} tokens. However, your request has {prompt_tokens} "
+        "input tokens."
+    )
 
 
 class SamplingParams(BaseModel):
@@ -224,6 +247,11 @@ class OpenAIPolicy:
             raise PolicyError(f"policy server {self.base_url} failed: {e}") from e
         except openai.RateLimitError as e:
             raise PolicyError(f"policy server {self.base_url} is overloaded: {e}") from e
+        except openai.BadRequestError as e:
+            # (a context overflow raised out of the episode and stopped the whole rollout)
+            if CONTEXT_FULL.search(f"{e.code or ''} {e.message}"):
+                raise ContextFull(f"the conversation does not fit the model's context: {e.message}") from e
+            raise PolicyError(f"policy server {self.base_url} refused the request (400): {e.message}") from e
 
     @staticmethod
     def _from_chat(chat: Any) -> list[Completion]:

@@ -190,6 +190,8 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
             completions = await policy.complete(prompts[0], req.sampling(req.max_tokens, bool(req.logprobs)), n=req.n)
         except PolicyError as e:
             return _error(500, str(e), "server_error")
+        except ValueError as e:  # the prompt is empty, or does not fit the model's context (ContextFull)
+            return _error(400, str(e))
         choices = []
         for i, c in enumerate(completions):
             choice: dict[str, Any] = {"index": i, "text": c.text, "finish_reason": c.finish_reason, "logprobs": None}

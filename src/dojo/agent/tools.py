@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import shlex
 import time
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -122,6 +123,27 @@ def held(slots: asyncio.Semaphore | None) -> AbstractAsyncContextManager[object]
     return slots if slots is not None else contextlib.nullcontext()
 
 
+class SlotClock:
+    """The sandbox time an episode's tool calls used: the seconds they held a sandbox slot, not the
+    seconds they queued for one (a busy fleet is not the policy's doing). The episode's tool time
+    budget reads it (``EpisodeConfig.tool_time_limit``): a policy whose runs kept it busy until the
+    wall-clock deadline had turned its 0 into no reward."""
+
+    def __init__(self, slots: asyncio.Semaphore | None) -> None:
+        self.slots = slots
+        self.seconds = 0.0
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Hold a slot for the block, and count the time it was held."""
+        async with held(self.slots):
+            start = time.perf_counter()
+            try:
+                yield
+            finally:
+                self.seconds += time.perf_counter() - start
+
+
 def truncate_middle(text: str, budget: int) -> str:
     """``text`` if it fits, else its head and tail with a note of how much was cut."""
     if len(text) <= budget:
@@ -192,7 +214,7 @@ class Toolbox:
         self.max_file_bytes = max_file_bytes
         self.files: dict[str, str] = {}
         self.last_code: str | None = None
-        self._slots = sandbox_slots
+        self.clock = SlotClock(sandbox_slots)
         self._visible = Grader(sandbox, GradingConfig(limits=limits, scan=False), stats=RewardStats())
 
     def specs(self) -> list[dict[str, Any]]:
@@ -283,7 +305,7 @@ class Toolbox:
             files=self._run_files(),
             environment=self.task.environment,
         )
-        async with held(self._slots):
+        async with self.clock.held():
             result = await self.sandbox.run(program, self.limits or self.task.limits)
         if result.verdict is Verdict.SANDBOX_ERROR:
             return ToolResult(call=call, observation="", infra_error=result.sandbox_error or "sandbox error")
@@ -340,7 +362,7 @@ class Toolbox:
         line the driver prints first: a file read by ``cat`` must not begin with it)."""
         edits = [Edit(path=path, replace=text) for path, text in self.files.items()]
         program = repo_program(self.task, edits, [], command=command)
-        async with held(self._slots):
+        async with self.clock.held():
             result = await self.sandbox.run(program, self.limits or self.task.limits or REPO_GRADING_LIMITS)
         return result.model_copy(update={"stdout": driver_output(result.stdout)[1]})
 
@@ -392,7 +414,7 @@ class Toolbox:
         if self.task.form == "answer" or not visible:
             return VisibleCheck("this task has no visible tests to run; use run_code to try your code")
         task = self.task.model_copy(update={"tests": visible})
-        async with held(self._slots):
+        async with self.clock.held():
             reward = await self._visible.grade(task, completion)
         if reward.value is None:
             return VisibleCheck("", reward.verdict, reward.error or "sandbox error")

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dojo.agent.episode import SCORED_STATUSES as EPISODE_SCORED_STATUSES
 from dojo.errors import InputError
 from dojo.rollout.store import TrajectoryStore
 
@@ -36,7 +37,7 @@ SMALL_COLUMNS = [
     "difficulty",
 ]  # fmt: skip
 INFRA_STATUSES = ("infra_error", "policy_error")  # failures of the machinery, never the model's
-SCORED_STATUSES = ("answered", "submitted", "turn_limit", "token_limit")
+SCORED_STATUSES = sorted(EPISODE_SCORED_STATUSES)  # (a copy of its own had drifted)
 MAX_POINTS = 400  # points a curve has at most: episodes are pooled into windows of equal size,
 MIN_WINDOW = 16  # of at least this many episodes once a run has 20 such windows (a rate of 1 is noise)
 TRAIN_COLUMNS = (

@@ -180,8 +180,8 @@ class DojoRollout:
         self.process = process
         self.grade_once = grade_once
         self.token_mismatches = 0
-        # episodes whose prompt filled the model's context: no token was sampled (HFPolicy), so there
-        # is nothing to train on (SciCode's longest prompts against the embedded tiny model)
+        # episodes whose prompt alone fills the model's context (status prompt_too_long): nothing was
+        # sampled, so there is nothing to train on (SciCode's longest prompts against the tiny model)
         self.context_overflows = 0
         self.last_groups: list[Group] = []
         self._local: HFPolicy | None = None
@@ -290,13 +290,13 @@ class DojoRollout:
             tokens = None
         if tokens is not None and tokens.completion_ids:
             return tokens, ep.value if ep.scored else None
-        if tokens is not None:
+        if ep.status == "prompt_too_long":
             self.context_overflows += 1
             if self.context_overflows == 1:
                 logger.warning(
-                    "an episode's prompt (%d tokens) filled the policy's context: nothing was sampled, the episode "
-                    "is not trained on; give the model a longer context or the task a shorter prompt",
-                    len(tokens.prompt_ids),
+                    "an episode's prompt filled the policy's context (%s): nothing was sampled, the episode is not "
+                    "trained on; give the model a longer context or the task a shorter prompt",
+                    ep.error,
                 )
         prompt = ep.turns[0].completion.prompt_token_ids if ep.turns else None
         if not prompt:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dojo.agent.episode import SCORED_STATUSES, Episode, EpisodeConfig, EpisodeRunner
+from dojo.agent.episode import FINAL_STATUSES, Episode, EpisodeConfig, EpisodeRunner
 from dojo.agent.policy import Policy
 from dojo.agent.turn_rewards import ProcessScorer
 from dojo.rewards.graders import Grader
@@ -158,7 +158,7 @@ class RolloutScheduler:
     async def _episode(self, task: Task, group_id: str, index: int) -> Episode:
         ep = await self.runner.run(task, sample_index=index, group_id=group_id)
         for attempt in range(1, self.config.max_attempts):
-            if ep.status in SCORED_STATUSES:
+            if ep.status in FINAL_STATUSES:  # scored, or a prompt the model's context cannot hold
                 break
             self.stats.retries[ep.status] += 1
             await asyncio.sleep(self.config.retry_backoff * 2 ** (attempt - 1))

@@ -1,0 +1,97 @@
+"""The limits that end an episode by the policy's own doing: each ends it graded, never unscored.
+
+An unscored episode (``None``) is retried and never trained on, so a policy heading for a 0 gains
+by ending its episode as a failure of the machinery: slow runs until the deadline, a flood of tool
+calls, a conversation past the model's context. Each of those now ends the episode on its last
+candidate, graded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import ValidationError
+
+from dojo.agent.episode import EpisodeConfig, EpisodeRunner
+from dojo.agent.policy import Completion, ContextFull, ToolCall
+from dojo.agent.tools import SlotClock
+from dojo.rewards import Grader
+from tests.agent.scripted import WRONG, ScriptedPolicy, double_task, fixed, tool
+
+FULL = "This model's maximum context length is 1024 tokens. However, your request has 1500 input tokens."
+
+
+async def test_runs_that_would_reach_the_deadline_end_at_the_tool_time_budget_graded(grader: Grader) -> None:
+    # each reply runs code that sleeps: 64 turns of it would pass the deadline (no reward, retried)
+    sleeper = tool("run_code", code="import time\ntime.sleep(0.3)")
+    cfg = EpisodeConfig(mode="tools", max_turns=64, time_limit=30.0, tool_time_limit=1.0)
+    ep = await EpisodeRunner(fixed(sleeper), grader, cfg).run(double_task())
+    assert ep.status == "tool_time_limit" and ep.scored and ep.value == 0.0
+    assert 1 <= len(ep.turns) <= 4 and ep.tool_seconds >= 1.0  # each run holds its slot >= 0.3 s
+    assert "budget" in (ep.error or "")
+
+
+async def test_visible_checks_count_against_the_tool_time_budget(grader: Grader) -> None:
+    slow_wrong = "```python\nimport time\ndef f(x):\n    time.sleep(0.2)\n    return x + 1\n```"
+    cfg = EpisodeConfig(mode="feedback", max_turns=64, time_limit=30.0, tool_time_limit=1.0)
+    ep = await EpisodeRunner(fixed(slow_wrong), grader, cfg).run(double_task())
+    assert ep.status == "tool_time_limit" and ep.scored and len(ep.turns) < 64
+    assert ep.reward is not None and ep.reward.passed == 1  # graded on its last reply: f(1) == 2 only
+
+
+def test_the_tool_time_budget_stays_below_the_deadline() -> None:
+    assert EpisodeConfig(time_limit=40.0).tool_budget == 20.0
+    assert EpisodeConfig(time_limit=40.0, tool_time_limit=30.0).tool_budget == 30.0
+    with pytest.raises(ValidationError, match="must be less than time_limit"):
+        EpisodeConfig(time_limit=40.0, tool_time_limit=40.0)
+
+
+async def test_the_slot_clock_counts_time_holding_a_slot_not_queueing_for_one() -> None:
+    slots = asyncio.Semaphore(1)
+    clock = SlotClock(slots)
+    await slots.acquire()  # another episode's run holds the only slot
+
+    async def run() -> None:
+        async with clock.held():
+            await asyncio.sleep(0.05)
+
+    waiting = asyncio.create_task(run())
+    await asyncio.sleep(1.0)
+    slots.release()
+    await waiting
+    assert 0.05 <= clock.seconds < 0.9
+
+
+async def test_calls_past_max_tool_calls_are_answered_not_run(grader: Grader) -> None:
+    write = tool("write_file", path="big.txt", content="x" * 100_000)
+    flood = Completion(
+        text="",
+        tool_calls=[ToolCall(id=f"r{i}", name="read_file", arguments={"path": "big.txt"}) for i in range(300)],
+        completion_tokens=5,
+    )
+    ep = await EpisodeRunner(fixed(write, flood), grader, EpisodeConfig(mode="tools", max_turns=2)).run(double_task())
+    results = ep.turns[1].tool_results
+    assert len(results) == 300  # every call has its answer (an OpenAI conversation needs one each)
+    not_run = [r for r in results if r.observation.startswith("error: not run")]
+    assert len(not_run) == 300 - 16
+    replies = [m for m in ep.messages if m["role"] == "tool"][1:]
+    assert len(replies) == 300 and sum(len(m["content"]) for m in replies) < 60_000  # was ~609,000
+    assert ep.status == "turn_limit" and ep.scored
+
+
+async def test_a_conversation_past_the_context_is_graded_on_its_last_candidate(grader: Grader) -> None:
+    policy = ScriptedPolicy(lambda _m, i: WRONG if i == 0 else ContextFull(FULL))
+    ep = await EpisodeRunner(policy, grader, EpisodeConfig(mode="feedback", max_turns=3)).run(double_task())
+    single = await EpisodeRunner(fixed(WRONG), grader).run(double_task())
+    assert ep.status == "context_limit" and ep.scored and len(ep.turns) == 1
+    assert ep.value == single.value and ep.value is not None and ep.value < 1.0
+    tools = ScriptedPolicy(lambda _m, i: tool("run_code", code="print(7)") if i == 0 else ContextFull(FULL))
+    ep = await EpisodeRunner(tools, grader, EpisodeConfig(mode="tools", max_turns=4)).run(double_task())
+    assert ep.status == "context_limit" and ep.scored and ep.final == "```python\nprint(7)\n```"
+
+
+async def test_a_prompt_past_the_context_is_unscored(grader: Grader) -> None:
+    ep = await EpisodeRunner(fixed(ContextFull(FULL)), grader).run(double_task())
+    assert ep.status == "prompt_too_long" and not ep.scored and ep.reward is None and not ep.turns
+    assert "maximum context length" in (ep.error or "")
