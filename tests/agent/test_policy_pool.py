@@ -73,3 +73,14 @@ async def test_model_errors_are_not_failed_over() -> None:
     pool = PolicyPool([boom, _named("b")])
     with pytest.raises(ValueError, match="a bug"):
         await pool.generate([{"role": "user", "content": "x"}], PARAMS)
+
+
+async def test_a_conversation_past_the_context_benches_no_server() -> None:
+    from dojo.agent.policy import ContextFull
+
+    full = ScriptedPolicy(lambda _m, _i: ContextFull("This model's maximum context length is 1024 tokens."))
+    other = _named("other")
+    pool = PolicyPool([full, other], cooldown=60)
+    with pytest.raises(ContextFull):  # the conversation's length, not the server's failure: no failover
+        await pool.generate([{"role": "user", "content": "long"}], PARAMS)
+    assert not other.calls and not any(s["benched"] for s in pool.stats()) and pool.failovers == 0
