@@ -6,7 +6,8 @@ maximises (episodes sampled at the training temperature, ``samples`` per task); 
 the share of those that pass every test; ``greedy_pass`` is the pass rate of one greedy episode per
 task. For multi-turn episodes, ``pass_by_turn[t]`` is the share of sampled episodes that passed
 within ``t + 1`` replies, and ``fixed_later`` the share that passed on their second reply or later
-(the failures the feedback fixed).
+(the failures the feedback fixed). An episode whose prompt alone does not fit the model's context
+(``prompt_too_long``: nothing sampled) counts in ``prompts_too_long``, not as an infrastructure error.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class EvalResult(BaseModel):
     pass_rate: float
     greedy_pass: float
     infrastructure_errors: int = 0
+    prompts_too_long: int = 0
     pass_by_turn: list[float] = []
     fixed_later: float = 0.0
     mean_turns: float = 1.0
@@ -63,7 +65,10 @@ def evaluate(
         mean_reward=sum(values) / len(values) if values else 0.0,
         pass_rate=sum(ep.passed for ep in episodes) / n,
         greedy_pass=sum(ep.passed for ep in greedy_eps) / max(1, len(greedy_eps)),
-        infrastructure_errors=sum(1 for ep in episodes + greedy_eps if not ep.scored),
+        infrastructure_errors=sum(
+            1 for ep in episodes + greedy_eps if not ep.scored and ep.status != "prompt_too_long"
+        ),
+        prompts_too_long=sum(1 for ep in episodes + greedy_eps if ep.status == "prompt_too_long"),
         pass_by_turn=[sum(ep.passed and len(ep.turns) <= t + 1 for ep in episodes) / n for t in range(turns)],
         fixed_later=sum(ep.passed and len(ep.turns) >= 2 for ep in episodes) / n,
         mean_turns=sum(len(ep.turns) for ep in episodes) / n,
