@@ -18,10 +18,12 @@ document 0.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import hashlib
 import json
 import re
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -155,14 +157,15 @@ async def read_document(
             return None, "empty: the reply holds no document", None, None
         if len(raw.encode()) > task.document.max_bytes:
             return None, None, f"the document is larger than {task.document.max_bytes} bytes", None
-    try:
-        return _parsed(fmt, raw), None, None, None
+    try:  # in a worker thread: a parse within the limits can take seconds (99,000 empty runs: 2.8 s of CPU)
+        return await asyncio.to_thread(_parsed, fmt, raw), None, None, None
     except DocumentError as e:
         return None, None, f"the document does not parse: {e}", None
 
 
 _PARSED: OrderedDict[tuple[str, str], ParsedDocument] = OrderedDict()  # a file format's recent parses, by digest
 _PARSED_SIZE = 64
+_PARSED_LOCK = threading.Lock()  # (parses run in worker threads)
 
 
 def _parsed(fmt: str, raw: str | bytes) -> ParsedDocument:
@@ -174,14 +177,16 @@ def _parsed(fmt: str, raw: str | bytes) -> ParsedDocument:
     if fmt not in FILE_FORMATS or not isinstance(raw, bytes):
         return parse_document(fmt, raw)
     key = (fmt, hashlib.sha256(raw).hexdigest())
-    found = _PARSED.get(key)
+    with _PARSED_LOCK:
+        found = _PARSED.get(key)
+        if found is not None:
+            _PARSED.move_to_end(key)
     if found is None:
         found = parse_document(fmt, raw)
-        _PARSED[key] = found
-        while len(_PARSED) > _PARSED_SIZE:
-            _PARSED.popitem(last=False)
-    else:
-        _PARSED.move_to_end(key)
+        with _PARSED_LOCK:
+            _PARSED[key] = found
+            while len(_PARSED) > _PARSED_SIZE:
+                _PARSED.popitem(last=False)
     return copy.deepcopy(found)
 
 
@@ -202,7 +207,9 @@ async def grade_document(
     task: Task, completion: str, sandbox: SandboxAPI, limits: Limits | None = None, *, written: bytes | None = None
 ) -> DocumentGrade:
     """Read the document (the reply, or the file its script writes in the sandbox), parse it here
-    and check every rule here: each rule one test (by its weight) and one component.
+    and check every rule here: each rule one test (by its weight) and one component. The parse and
+    the rules run in a worker thread, so that the grader's event loop goes on meanwhile (a parse
+    within the limits had held it for seconds).
 
     ``written``: for a file format, the file the reply's script wrote in an earlier run of the same
     script (the audit runs its own headings-only scripts once per distinct script: they read
@@ -214,6 +221,6 @@ async def grade_document(
     )
     if doc is None and out.no_answer is None and out.infrastructure_error is None:
         out.compile_error = unparsed or "the document does not parse"
-    elif doc is not None:
-        out.passed, out.total, out.cases, out.components = judge_document(rules, doc)
+    elif doc is not None:  # (off the event loop too: the rules read every paragraph and cell)
+        out.passed, out.total, out.cases, out.components = await asyncio.to_thread(judge_document, rules, doc)
     return out
