@@ -54,6 +54,17 @@ def test_calls_are_read_in_every_form() -> None:
     assert parse_calls("[geo.distance(__import__('os').system('x'))]") is None  # positional / code: not a call
 
 
+async def test_answers_nested_past_the_parser_are_no_calls(fast_sandbox: AsyncSandbox) -> None:
+    """``"-" * 3000 + "1"`` (~200 tokens) raised RecursionError out of the grade, which stopped the
+    whole rollout; ``"lambda:" * 3000`` raised MemoryError."""
+    task = load_source("bfcl:simple_python?n=1")[0]
+    deep = ("-" * 3000 + "1", "lambda:" * 3000 + "1", "[" * 3000 + "f(a=1)" + "]" * 3000, "f(a=" + "[" * 3000 + ")")
+    for text in deep:
+        assert parse_calls(text) is None
+        reward = await Grader(fast_sandbox).grade(task, text)
+        assert reward.value == 0.0, reward
+
+
 def test_values_follow_bfcl_rules() -> None:
     assert ok('[geo_distance(a="new york", b="PARIS")]')  # dotted names may come as OpenAI's; case, spaces
     assert ok('[geo.distance(a="NYC", b="Paris", unit="km", precision=1)]')  # an int for a float

@@ -68,21 +68,21 @@ STRICT_RULES: dict[str, str] = {
 
 
 def _python_calls(text: str) -> list[Call] | None:
+    """The calls of a Python-syntax answer, or None when it is not one. Nesting past the parser's
+    depth is no answer either (``"-" * 3000 + "1"``, ~200 tokens, raised ``RecursionError`` out of
+    the grade and stopped the whole rollout)."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        return None
-    nodes = tree.body.elts if isinstance(tree.body, (ast.List, ast.Tuple)) else [tree.body]
-    calls: list[Call] = []
-    for node in nodes:
-        if not isinstance(node, ast.Call) or node.args:
-            return None
-        name = ast.unparse(node.func)
-        try:
+        nodes = tree.body.elts if isinstance(tree.body, (ast.List, ast.Tuple)) else [tree.body]
+        calls: list[Call] = []
+        for node in nodes:
+            if not isinstance(node, ast.Call) or node.args:
+                return None
+            name = ast.unparse(node.func)
             args = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
-        except (ValueError, SyntaxError, TypeError):
-            return None
-        calls.append((name, args))
+            calls.append((name, args))
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        return None
     return calls
 
 
