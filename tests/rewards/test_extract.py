@@ -1,6 +1,11 @@
 from __future__ import annotations
 
-from dojo.rewards.extract import extract_answer, extract_code, parse_number
+import re
+
+import pytest
+
+from dojo.rewards.extract import delimited, extract_answer, extract_code, fenced_blocks, parse_number
+from dojo.rewards.repo import parse_edits
 
 
 def test_code_block_in_the_language_wins() -> None:
@@ -26,3 +31,42 @@ def test_numbers_in_their_usual_spellings() -> None:
     assert parse_number("50%") == 0.5
     assert parse_number("-2.5e3") == -2500
     assert parse_number("twelve") is None
+
+
+# The lazy patterns these parsers replaced: the blocks found must be the same.
+LAZY_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
+LAZY_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+SAMPLES = [
+    "```python\nprint(1)\n```",
+    "a\n```py title\nx\n``` b ```js\ny```\n```\nz\n```",
+    "```python\nnever closed",
+    "``` ```\n```\n",
+    "<answer>1</answer> <ANSWER>2</Answer><answer>3",
+    "<answer><answer>x</answer></answer>",
+    "```\n<answer>4</answer>\n```\n```bash\n```",
+]
+
+
+def test_blocks_are_those_the_lazy_patterns_found() -> None:
+    for text in SAMPLES:
+        assert fenced_blocks(text) == LAZY_FENCE.findall(text), text
+        assert [a for _, a in delimited(text, re.compile("<answer>", re.I), re.compile("</answer>", re.I))] == (
+            LAZY_TAG.findall(text)
+        ), text
+
+
+@pytest.mark.timeout(30)
+def test_openers_without_closers_are_read_in_linear_time() -> None:
+    """Each of these held the grader's event loop for seconds to minutes (16,000 spaces before a
+    repo edit: 15 s; 128,000 characters of ``<answer>``: 20 s); read in linear time, all of them
+    together take well under a second."""
+    floods = ["<answer>" * 100_000, "`" * 400_000, " " * 400_000, "\t " * 200_000]
+    floods += [
+        '<file path="a">\n' * 50_000,
+        "a.py\n<<<<<<< SEARCH\n" * 50_000,
+        "a.py\n<<<<<<< SEARCH\n=======\n" * 30_000,
+    ]
+    for text in floods:
+        assert extract_answer(text).answer is None
+        extract_code(text)
+        assert parse_edits(text) == []

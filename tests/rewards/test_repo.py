@@ -4,6 +4,7 @@ might try to pass them without fixing the code."""
 from __future__ import annotations
 
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -90,6 +91,29 @@ def test_both_edit_forms_are_read_in_order() -> None:
     ]
     assert parse_edits(format_edits({"p/q.py": "x = 1\n"})) == [Edit(path="p/q.py", replace="x = 1\n")]
     assert parse_edits("no edits here") == []
+
+
+LAZY_FILE = re.compile(r'<file\s+path\s*=\s*"([^"]+)"\s*>\n?(.*?)</file>', re.DOTALL)
+LAZY_SEARCH = re.compile(  # the patterns parse_edits replaced (quadratic: 16,000 spaces took 15 s)
+    r"^[ \t]*`*[ \t]*(?:[\w+-]+[ \t]+)?([^\s`<>=]+)[ \t]*\n(?:[ \t]*```[\w+-]*[ \t]*\n)?"
+    r"<<<<<<< SEARCH[ \t]*\n(.*?)^=======[ \t]*\n(.*?)^>>>>>>> REPLACE[ \t]*$",
+    re.DOTALL | re.MULTILINE,
+)
+
+
+def test_edits_are_those_the_lazy_patterns_found() -> None:
+    block = "<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE"
+    samples = [
+        f"```python a/y.py\n{block}\n```",
+        f"a/y.py\n```python\n{block}\n```\n  `b.py`\n{block}",
+        f'\t ``` python   c.py  \n{block}\n<file path = "d.py" >\nx\n</file>',
+        f'<file path="e.py">no newline</file><file path="f.py">\n<file path="g.py">\n</file>\n{block}',
+        f"h.py\n<<<<<<< SEARCH\na\n=======\nb\n=======\nc\n>>>>>>> REPLACE trailing\n>>>>>>> REPLACE\n{block}",
+    ]
+    for text in samples:
+        found = [(m.start(), Edit(path=m[1].strip(), replace=m[2])) for m in LAZY_FILE.finditer(text)]
+        found += [(m.start(), Edit(path=m[1].strip(), search=m[2], replace=m[3])) for m in LAZY_SEARCH.finditer(text)]
+        assert parse_edits(text) == [e for _, e in sorted(found, key=lambda x: x[0])], text
 
 
 def test_tests_and_what_runs_before_them_are_protected() -> None:

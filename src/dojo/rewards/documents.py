@@ -22,13 +22,12 @@ import asyncio
 import copy
 import hashlib
 import json
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from dojo.rewards.document_parse import DocumentError, ParsedDocument, parse_document
-from dojo.rewards.extract import extract_code
+from dojo.rewards.extract import extract_code, fenced_blocks
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import CaseOutcome
 from dojo.rewards.rules import check_rules, rules_score
@@ -37,7 +36,6 @@ from dojo.tasks.model import Task
 from dojo.tasks.rules import FILE_FORMATS, Rule, SectionsRule, parse_rule
 
 DOCUMENT_LIMITS = Limits(wall_time=20.0, cpu_time=10.0, memory=512 << 20)
-_FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _TAGS = {"markdown": ("markdown", "md"), "json": ("json",)}
 
 
@@ -56,7 +54,7 @@ def document_text(completion: str, format: str) -> str:
     """The document a text-format reply gives (see the module doc)."""
     if format == "text":
         return completion
-    blocks: list[tuple[str, str]] = _FENCE.findall(completion)
+    blocks = fenced_blocks(completion)
     tagged = [body for tag, body in blocks if tag.lower() in _TAGS.get(format, ())]
     untagged = [body for tag, body in blocks if not tag]
     return (tagged or untagged or [completion])[-1].strip()

@@ -33,6 +33,7 @@ import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 
+from dojo.rewards.extract import delimited
 from dojo.rewards.outcome import CaseOutcome
 from dojo.rewards.programs import program_source
 from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
@@ -45,13 +46,16 @@ from dojo.tasks.model import TEST_RUNNER, Task, Workspace
 
 REPO_GRADING_LIMITS = Limits(wall_time=120.0, cpu_time=120.0, memory=1 << 30, processes=64, disk=256 << 20)
 REPORT = ".dojo/report.xml"
-FILE_BLOCK = re.compile(r'<file\s+path\s*=\s*"([^"]+)"\s*>\n?(.*?)</file>', re.DOTALL)
-SEARCH_BLOCK = re.compile(
-    r"^[ \t]*`*[ \t]*(?:[\w+-]+[ \t]+)?([^\s`<>=]+)[ \t]*\n"  # the path line (possibly a fence ```python path)
+FILE_OPEN = re.compile(r'<file\s+path\s*=\s*"([^"]+)"\s*>\n?')
+FILE_CLOSE = re.compile(r"</file>")
+SEARCH_OPEN = re.compile(  # (linear: two adjacent runs of [ \t]* around no backtick had made 16,000 spaces 15 s)
+    r"^[ \t]*(?:`+[ \t]*)?(?:[\w+-]+[ \t]+)?([^\s`<>=]+)[ \t]*\n"  # the path line (possibly a fence ```python path)
     r"(?:[ \t]*```[\w+-]*[ \t]*\n)?"  # or a fence on its own line after the path
-    r"<<<<<<< SEARCH[ \t]*\n(.*?)^=======[ \t]*\n(.*?)^>>>>>>> REPLACE[ \t]*$",
-    re.DOTALL | re.MULTILINE,
+    r"<<<<<<< SEARCH[ \t]*\n",
+    re.MULTILINE,
 )
+SEARCH_DIVIDER = re.compile(r"^=======[ \t]*\n", re.MULTILINE)
+SEARCH_CLOSE = re.compile(r"^>>>>>>> REPLACE[ \t]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -67,10 +71,13 @@ class Edit:
 def parse_edits(completion: str) -> list[Edit]:
     """The edits a completion makes, in order (file blocks and search/replace blocks)."""
     found: list[tuple[int, Edit]] = []
-    for m in FILE_BLOCK.finditer(completion):
-        found.append((m.start(), Edit(path=m.group(1).strip(), replace=m.group(2))))
-    for m in SEARCH_BLOCK.finditer(completion):
-        found.append((m.start(), Edit(path=m.group(1).strip(), search=m.group(2), replace=m.group(3))))
+    for m, text in delimited(completion, FILE_OPEN, FILE_CLOSE):
+        found.append((m.start(), Edit(path=m.group(1).strip(), replace=text)))
+    for m, block in delimited(completion, SEARCH_OPEN, SEARCH_CLOSE):
+        divider = SEARCH_DIVIDER.search(block)
+        if divider is not None:  # (the first divider: the search text holds none)
+            edit = Edit(path=m.group(1).strip(), search=block[: divider.start()], replace=block[divider.end() :])
+            found.append((m.start(), edit))
     return [e for _, e in sorted(found, key=lambda item: item[0])]
 
 
