@@ -127,6 +127,26 @@ async def test_calls_made_to_break_the_episode_are_observations_not_crashes(grad
     assert ep.status == "submitted" and ep.reward is not None and ep.reward.value == 1.0, (ep.status, ep.reward)
 
 
+async def test_files_that_clash_with_the_tasks_own_are_refused(grader: Grader) -> None:
+    """A file where the task's data or tree has a directory (an analysis task's ``data``, a shell
+    task's top directory), or a name past 255 bytes, failed every later run as the sandbox's error:
+    the episode ended without a reward instead of its 0."""
+    from dojo.rewards.analysis import task_files
+    from dojo.tasks import load_source
+
+    analysis = load_source("family:data_analysis?n=1")[0]
+    shell = load_source("family:terminal?n=1")[0]
+    top = next(iter(shell.workspace.files)).split("/")[0] if shell.workspace else "x"
+    under = task_files(analysis)[0].path + "/x"  # (a data file is no directory)
+    for task, path in ((analysis, "data"), (analysis, under), (shell, top), (double_task(), "é" * 200)):
+        code = "echo 1" if task.language == "bash" else "print(1)"
+        policy = fixed(tool("write_file", path=path, content="x"), tool("run_code", code=code), "done")
+        ep = await EpisodeRunner(policy, grader, TOOLS4).run(task)
+        said = [m["content"] for m in ep.messages if m["role"] == "tool"]
+        assert said[0].startswith("error:") and "Accepted" in said[1], (path, said)
+        assert ep.scored, (path, ep.status, ep.error)
+
+
 async def test_long_output_is_cut_in_the_middle(grader: Grader) -> None:
     code = "print('A' * 50000); print('THE END')"
     ep = await EpisodeRunner(fixed(tool("run_code", code=code), RIGHT), grader, TOOLS4).run(double_task())

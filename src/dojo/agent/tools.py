@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import shlex
 import time
 from collections.abc import AsyncIterator
@@ -25,7 +26,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dojo.agent.policy import ToolCall
 from dojo.errors import InputError
@@ -229,7 +230,7 @@ class Toolbox:
         start = time.perf_counter()
         try:
             result = await self._dispatch(call)
-        except InputError as e:
+        except (InputError, ValidationError) as e:  # (a run's files or source built from the call's arguments)
             result = ToolResult(call=call, observation=f"error: {e}")
         return result.model_copy(update={"seconds": time.perf_counter() - start})
 
@@ -283,7 +284,8 @@ class Toolbox:
             return ToolResult(call=call, observation=f"error: files are limited to {self.max_file_bytes} bytes")
         if path not in self.files and len(self.files) >= self.max_files:
             return ToolResult(call=call, observation=f"error: at most {self.max_files} files")
-        if clash := next((f for f in self.files if f.startswith(path + "/") or path.startswith(f + "/")), None):
+        placed = [*self.files, *self._given_paths]
+        if clash := next((f for f in placed if f.startswith(path + "/") or path.startswith(f + "/")), None):
             # (a file where a directory must be: the run's files could not be laid out, which read as
             # the sandbox's failure, so an episode heading for a 0 ended without a reward)
             return ToolResult(call=call, observation=f"error: {path} and {clash} cannot both be files")
@@ -310,6 +312,15 @@ class Toolbox:
         if result.verdict is Verdict.SANDBOX_ERROR:
             return ToolResult(call=call, observation="", infra_error=result.sandbox_error or "sandbox error")
         return self._observe(call, result)
+
+    @functools.cached_property
+    def _given_paths(self) -> list[str]:
+        """The paths of the task's own files in every run: an analysis task's data, a shell task's tree."""
+        if self.task.form == "analysis":
+            return [f.path for f in task_files(self.task)]
+        if self.task.form == "shell" and self.task.workspace:
+            return list(self.task.workspace.files)
+        return []
 
     def _run_files(self) -> list[InputFile]:
         """A run's files: a shell task's tree (as it starts: the script is the answer) or an analysis

@@ -13,6 +13,7 @@ from dojo.errors import InputError
 from dojo.sandbox.limits import Limits
 
 MAX_PATH = 255
+NAME_MAX = 255  # bytes in one name of a path (Linux's NAME_MAX)
 SCRATCH = ("/box", "/tmp", "/dev", "/proc")  # a run's own space: wiped or made fresh for each run
 
 
@@ -22,11 +23,19 @@ def in_scratch(path: str) -> bool:
 
 
 def check_relative_path(path: str, within: str = "the work dir") -> str:
-    """A path inside ``within`` (the work dir): relative, no '..', no NUL, not empty."""
+    """A path inside ``within`` (the work dir): relative, no '..', no NUL, not empty, UTF-8, each
+    name at most ``NAME_MAX`` bytes (a longer one failed the run as the sandbox's error: an agent's
+    file of 200 "é" turned its episode's 0 into no reward)."""
     if not path or "\x00" in path:
         raise InputError("file path must be a non-empty string without NUL bytes")
     if len(path) > MAX_PATH:
         raise InputError(f"file path longer than {MAX_PATH} characters")
+    try:
+        names = [name.encode() for name in path.split("/")]
+    except UnicodeEncodeError:
+        raise InputError(f"file path {path!r} is not valid UTF-8 text (a lone surrogate)") from None
+    if any(len(name) > NAME_MAX for name in names):
+        raise InputError(f"file path {path!r} has a name longer than {NAME_MAX} bytes (UTF-8)")
     if path.startswith("/"):
         raise InputError(f"file path {path!r} must be relative to {within}, not absolute")
     norm = posixpath.normpath(path)
@@ -111,6 +120,18 @@ class Program(BaseModel):
         None,
         description="If set, an Accepted run whose stdout differs (ignoring whitespace) is WrongAnswer.",
     )
+
+    @field_validator("files")
+    @classmethod
+    def _files(cls, v: list[InputFile]) -> list[InputFile]:
+        paths = {f.path for f in v}
+        for f in v:
+            parts = f.path.split("/")
+            for i in range(1, len(parts)):
+                if (parent := "/".join(parts[:i])) in paths:
+                    # (the run could not lay them out: that failed as the sandbox's error, not the input's)
+                    raise InputError(f"files {parent!r} and {f.path!r}: {parent!r} cannot be a file and a directory")
+        return v
 
     @field_validator("fetch")
     @classmethod
