@@ -95,3 +95,30 @@ async def test_a_prompt_past_the_context_is_unscored(grader: Grader) -> None:
     ep = await EpisodeRunner(fixed(ContextFull(FULL)), grader).run(double_task())
     assert ep.status == "prompt_too_long" and not ep.scored and ep.reward is None and not ep.turns
     assert "maximum context length" in (ep.error or "")
+
+
+async def test_one_reply_of_slow_runs_ends_at_the_budget_not_the_deadline(grader: Grader) -> None:
+    # 16 calls of 1.5 s in one reply (24 s): the budget was checked only between replies, and the
+    # deadline counted the runs, so they ran past it
+    nap = {"code": "import time\ntime.sleep(1.5)"}
+    calls = [ToolCall(id=f"s{i}", name="run_code", arguments=nap) for i in range(16)]
+    slow = Completion(text="", tool_calls=calls, completion_tokens=5)
+    cfg = EpisodeConfig(mode="tools", max_turns=4, time_limit=4.0)  # the tools' budget: 2 s
+    ep = await EpisodeRunner(fixed(slow), grader, cfg).run(double_task())
+    said = [r.observation for r in ep.turns[0].tool_results]
+    assert ep.status == "tool_time_limit" and ep.scored and ep.value == 0.0, (ep.status, ep.error)
+    assert "Accepted" in said[0] and "Accepted" in said[1] and len(ep.turns) == 1, said[:3]
+    assert len(said) == 16 and all(s == "error: not run: the episode's sandbox time is spent" for s in said[2:])
+
+
+async def test_waits_for_a_busy_fleet_do_not_count_against_the_deadline(grader: Grader) -> None:
+    # four episodes share one slot: each holds it ~1.5 s in all (its budget), but waits ~4.5 s more
+    # for it; counted, the waits had ended every episode at the deadline, unscored
+    slot = asyncio.Semaphore(1)
+    sleeper = tool("run_code", code="import time\ntime.sleep(0.5)")
+    cfg = EpisodeConfig(mode="tools", max_turns=64, time_limit=3.0)
+    runner = EpisodeRunner(fixed(sleeper), grader, cfg, sandbox_slots=slot)
+    episodes = await asyncio.gather(*(runner.run(double_task(), sample_index=i) for i in range(4)))
+    assert [ep.status for ep in episodes] == ["tool_time_limit"] * 4, [(ep.status, ep.error) for ep in episodes]
+    assert all(ep.scored and ep.value == 0.0 for ep in episodes)
+    assert max(ep.wall_seconds for ep in episodes) > cfg.time_limit  # (the waits did happen)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from dojo.agent.policy import ToolCall
@@ -38,6 +40,8 @@ class ApiConversation:
         limits: Limits | None = None,
         max_observation_chars: int = 2000,
         sandbox_slots: asyncio.Semaphore | None = None,
+        time_budget: float | None = None,
+        paused: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
         if task.api is None:
             raise ValueError(f"task {task.id} has no simulated API")
@@ -46,7 +50,7 @@ class ApiConversation:
         self.sandbox = sandbox
         self.limits = limits
         self.max_observation_chars = max_observation_chars
-        self.clock = SlotClock(sandbox_slots)
+        self.clock = SlotClock(sandbox_slots, time_budget, paused)
         self.turn = 0
         self.steps: list[list[list[dict[str, Any]]]] = [[] for _ in self.api.turns]
         self.said: list[str] = []  # the model's replies' text (what it told the user)

@@ -20,15 +20,19 @@ of the episode's tool calls, the model's context, and a wall-clock deadline. The
 episode ends by its own doing: a reply, a submit, or one of the limits the policy's choices use
 up (turns, tokens, tool time, context). A policy or sandbox failure, or the deadline, leaves the
 episode without a reward (``status`` says which): the scheduler retries it and never scores it.
-The tool time budget is below the deadline, so that a policy cannot slow its own runs until the
-deadline turns its 0 into no reward; grading has a deadline of its own.
+The deadline does not count time on the sandbox (its runs and waits for a slot: the sandbox bounds
+each run, and the tool time budget the runs together) or waits for a policy request slot: a policy
+that slowed its own runs, or whose runs made the fleet busy, had passed the deadline and turned its
+0 into no reward. Grading has a deadline of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -37,7 +41,7 @@ from dojo.agent.api_conversation import ApiConversation
 from dojo.agent.feedback import feedback_step
 from dojo.agent.policy import Completion, ContextFull, Policy, PolicyError, SamplingParams, ToolCall
 from dojo.agent.tool_calls import format_tool_call, parse_tool_calls
-from dojo.agent.tools import SlotClock, Toolbox, ToolResult, held, tools_for
+from dojo.agent.tools import SlotClock, Toolbox, ToolResult, tools_for
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import Reward
 from dojo.tasks.model import Task
@@ -83,7 +87,12 @@ class EpisodeConfig(BaseModel):
     mode: Literal["feedback", "tools"] = Field("feedback", description="feedback: code→tests→fix; tools: tool calls.")
     max_turns: int = Field(1, ge=1, le=64, description="Policy calls per episode.")
     max_total_tokens: int = Field(4096, ge=1, description="Completion tokens over all turns.")
-    time_limit: float = Field(600.0, gt=0, description="Wall-clock deadline of one episode, in seconds.")
+    time_limit: float = Field(
+        600.0,
+        gt=0,
+        description="Wall-clock deadline of one episode's turns, in seconds, stopped while it is on the sandbox or "
+        "waits for a slot (grading has one of its own, as long).",
+    )
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     tools: list[str] | None = Field(None, description="tools mode: tools offered (default: the task form's own).")
     native_tools: bool = Field(True, description="tools mode: pass tool specs to the server (OpenAI tools).")
@@ -100,8 +109,8 @@ class EpisodeConfig(BaseModel):
         None,
         gt=0,
         description="Seconds the episode's tool calls and visible checks may hold a sandbox slot in all (queueing "
-        "for one not counted); past it the episode ends and its last candidate is graded. Default: half of "
-        "time_limit; it must be less than time_limit.",
+        "for one not counted), checked before each call; past it the episode ends and its last candidate is graded. "
+        "Default: half of time_limit; it must be less than time_limit.",
     )
     max_user_turns: int = Field(10, ge=1, le=64, description="Messages a served user model may send.")
 
@@ -173,6 +182,43 @@ class Episode(BaseModel):
         return self.reward.value if self.reward is not None else None
 
 
+class Deadline:
+    """An episode's deadline (``asyncio.timeout``), stopped for the time it waits for a slot (a busy
+    fleet or policy server is no episode's own time) and, through its tools' ``SlotClock``, for its
+    time on the sandbox."""
+
+    def __init__(self, timeout: asyncio.Timeout) -> None:
+        self.timeout = timeout
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The deadline stopped for the block, then going on with what was left of it."""
+        when = self.timeout.when()
+        if when is None or self.timeout.expired():  # (paused already, or past: nothing to stop)
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        left = when - loop.time()
+        self.timeout.reschedule(None)
+        try:
+            yield
+        finally:
+            if not self.timeout.expired():
+                self.timeout.reschedule(loop.time() + max(0.0, left))
+
+    @contextlib.asynccontextmanager
+    async def held(self, slots: asyncio.Semaphore | None) -> AsyncIterator[None]:
+        """One of ``slots`` held for the block, the deadline stopped while it waited for it."""
+        if slots is not None:
+            with self.paused():
+                await slots.acquire()
+        try:
+            yield
+        finally:
+            if slots is not None:
+                slots.release()
+
+
 def _tool_message(result: ToolResult) -> dict[str, Any]:
     call = result.call
     return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.observation}
@@ -225,11 +271,11 @@ class EpisodeRunner:
         )
         start = time.perf_counter()
         try:
-            async with asyncio.timeout(self.config.time_limit):
-                await self._loop(task, ep)
+            async with asyncio.timeout(self.config.time_limit) as deadline:
+                await self._loop(task, ep, Deadline(deadline))
             if ep.status in SCORED_STATUSES:
-                async with asyncio.timeout(self.config.time_limit):  # (the grade's own: bounded by its runs)
-                    await self._grade(task, ep)
+                async with asyncio.timeout(self.config.time_limit) as deadline:  # (the grade's own)
+                    await self._grade(task, ep, Deadline(deadline))
         except TimeoutError:
             ep.status, ep.reward = "deadline", None
             ep.error = f"the episode passed its {self.config.time_limit:g} s deadline"
@@ -249,7 +295,7 @@ class EpisodeRunner:
                 messages.insert(0, {"role": "system", "content": note})
         return messages
 
-    async def _generate(self, ep: Episode, tools: list[dict[str, Any]] | None) -> Completion | None:
+    async def _generate(self, ep: Episode, tools: list[dict[str, Any]] | None, deadline: Deadline) -> Completion | None:
         remaining = self.config.max_total_tokens - ep.completion_tokens
         if remaining <= 0:
             ep.status = "token_limit"
@@ -259,7 +305,7 @@ class EpisodeRunner:
             params = params.model_copy(update={"max_tokens": remaining})
         t0 = time.perf_counter()
         try:
-            async with held(self.policy_slots):
+            async with deadline.held(self.policy_slots):
                 completions = await self.policy.generate(ep.messages, params, n=1, tools=tools)
         except ContextFull as e:  # the episode's own length: it ends, graded on its last candidate
             ep.status = "context_limit" if ep.turns else "prompt_too_long"
@@ -277,7 +323,7 @@ class EpisodeRunner:
         ep.turns.append(TurnRecord(index=len(ep.turns), completion=c, policy_seconds=dt))
         return c
 
-    async def _api_loop(self, task: Task, ep: Episode) -> None:
+    async def _api_loop(self, task: Task, ep: Episode, deadline: Deadline) -> None:
         """A conversation over the task's simulated API: turns of the user, steps of calls."""
         cfg = self.config
         talk = ApiConversation(
@@ -286,13 +332,15 @@ class EpisodeRunner:
             limits=self.grader.limits,
             max_observation_chars=cfg.max_observation_chars,
             sandbox_slots=self.sandbox_slots,
+            time_budget=cfg.tool_budget,
+            paused=deadline.paused,
         )
         native = cfg.mode == "tools" and cfg.native_tools
         served = self.user is not None and task.api is not None and task.api.user is not None
         if served:  # the served user opens, answering the agent's greeting (tau2's orchestration)
             del ep.messages[1:]
             ep.messages.append({"role": "assistant", "content": GREETING})
-            first = await self._user_says(task, ep)
+            first = await self._user_says(task, ep, deadline)
             if first is None:
                 ep.status, ep.final = "answered", talk.answer()
                 return
@@ -300,7 +348,7 @@ class EpisodeRunner:
         user_turns = 0
         ep.status = "turn_limit"
         for _ in range(cfg.max_turns):
-            c = await self._generate(ep, talk.specs() if native else None)
+            c = await self._generate(ep, talk.specs() if native else None, deadline)
             if c is None:
                 break
             record = ep.turns[-1]
@@ -326,7 +374,7 @@ class EpisodeRunner:
             if served:
                 user_turns += 1
                 talk.next_turn()  # later calls count in the last scripted turn (a final-state check)
-                message = await self._user_says(task, ep) if user_turns < cfg.max_user_turns else None
+                message = await self._user_says(task, ep, deadline) if user_turns < cfg.max_user_turns else None
             else:
                 message = talk.next_turn()
             if message is None:
@@ -335,7 +383,7 @@ class EpisodeRunner:
             ep.messages.append({"role": "user", "content": message})
         ep.final = talk.answer()
 
-    async def _user_says(self, task: Task, ep: Episode) -> str | None:
+    async def _user_says(self, task: Task, ep: Episode, deadline: Deadline) -> str | None:
         """The served user's next message, or None when it ends the conversation (###STOP###, a
         transfer, or out of scope). It sees the conversation from its side: its brief as the
         system prompt, the agent's texts as the other party's, no tool traffic."""
@@ -348,7 +396,7 @@ class EpisodeRunner:
                 flipped.append({"role": "assistant", "content": m["content"]})
         t0 = time.perf_counter()
         try:
-            async with held(self.policy_slots):
+            async with deadline.held(self.policy_slots):
                 completions = await self.user.generate(flipped, self.config.sampling, n=1)
         except ContextFull:  # the conversation outgrew the user model's context: the user has no more to say
             return None
@@ -361,10 +409,10 @@ class EpisodeRunner:
             return None
         return text
 
-    async def _loop(self, task: Task, ep: Episode) -> None:
+    async def _loop(self, task: Task, ep: Episode, deadline: Deadline) -> None:
         cfg = self.config
         if task.api is not None:
-            await self._api_loop(task, ep)
+            await self._api_loop(task, ep, deadline)
             return
         toolbox = Toolbox(
             task,
@@ -373,10 +421,12 @@ class EpisodeRunner:
             limits=self.grader.limits,
             max_observation_chars=cfg.max_observation_chars,
             sandbox_slots=self.sandbox_slots,
+            time_budget=cfg.tool_budget,
+            paused=deadline.paused,
         )
         specs = toolbox.specs() if cfg.mode == "tools" and cfg.native_tools else None
         for turn in range(cfg.max_turns):
-            c = await self._generate(ep, specs)
+            c = await self._generate(ep, specs, deadline)
             if c is None:
                 return
             record = ep.turns[-1]
@@ -407,7 +457,10 @@ class EpisodeRunner:
                 ep.status = "answered"
                 return
             for k, call in enumerate(calls):
-                result = await toolbox.call(call) if k < cfg.max_tool_calls else self._not_run(call)
+                if k >= cfg.max_tool_calls or toolbox.clock.spent:
+                    result = self._not_run(call, spent=toolbox.clock.spent)
+                else:
+                    result = await toolbox.call(call)
                 record.tool_results.append(result)
                 record.tool_seconds += result.seconds
                 ep.tool_seconds += result.seconds
@@ -427,23 +480,25 @@ class EpisodeRunner:
                 return
         ep.status = "turn_limit"
 
-    def _not_run(self, call: ToolCall) -> ToolResult:
-        """What a call past the reply's ``max_tool_calls`` gets: an error, and no run."""
+    def _not_run(self, call: ToolCall, *, spent: bool = False) -> ToolResult:
+        """What a call past the reply's ``max_tool_calls``, or past the tools' time, gets: an error, and no run."""
+        if spent:
+            return ToolResult(call=call, observation="error: not run: the episode's sandbox time is spent")
         limit = self.config.max_tool_calls
         return ToolResult(call=call, observation=f"error: not run: at most {limit} tool calls run per reply")
 
     def _out_of_tool_time(self, clock: SlotClock, ep: Episode) -> bool:
         """Whether the tools' sandbox time is spent (the episode then ends, graded: ``tool_time_limit``)."""
-        if clock.seconds < self.config.tool_budget:
+        if not clock.spent:
             return False
         ep.status = "tool_time_limit"
         budget = self.config.tool_budget
         ep.error = f"the tool calls used {clock.seconds:.1f} s of sandbox time, past the {budget:g} s budget"
         return True
 
-    async def _grade(self, task: Task, ep: Episode) -> None:
+    async def _grade(self, task: Task, ep: Episode, deadline: Deadline) -> None:
         t0 = time.perf_counter()
-        async with held(self.sandbox_slots if task.form != "answer" else None):  # answers grade without a run
+        async with deadline.held(self.sandbox_slots if task.form != "answer" else None):  # answers: no run
             reward = await self.grader.grade(task, ep.final or "")
         ep.grade_seconds = time.perf_counter() - t0
         ep.reward = reward

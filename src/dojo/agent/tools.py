@@ -21,8 +21,8 @@ import contextlib
 import functools
 import shlex
 import time
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,21 +128,35 @@ class SlotClock:
     """The sandbox time an episode's tool calls used: the seconds they held a sandbox slot, not the
     seconds they queued for one (a busy fleet is not the policy's doing). The episode's tool time
     budget reads it (``EpisodeConfig.tool_time_limit``): a policy whose runs kept it busy until the
-    wall-clock deadline had turned its 0 into no reward."""
+    wall-clock deadline had turned its 0 into no reward. ``paused`` (the episode's) is entered for
+    each wait on the sandbox, queueing included: the deadline stops meanwhile, since the sandbox
+    bounds each run and the budget the runs together."""
 
-    def __init__(self, slots: asyncio.Semaphore | None) -> None:
+    def __init__(
+        self,
+        slots: asyncio.Semaphore | None,
+        budget: float | None = None,
+        paused: Callable[[], AbstractContextManager[None]] | None = None,
+    ) -> None:
         self.slots = slots
+        self.budget = budget
+        self.paused = paused or contextlib.nullcontext
         self.seconds = 0.0
+
+    @property
+    def spent(self) -> bool:
+        return self.budget is not None and self.seconds >= self.budget
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
         """Hold a slot for the block, and count the time it was held."""
-        async with held(self.slots):
-            start = time.perf_counter()
-            try:
-                yield
-            finally:
-                self.seconds += time.perf_counter() - start
+        with self.paused():
+            async with held(self.slots):
+                start = time.perf_counter()
+                try:
+                    yield
+                finally:
+                    self.seconds += time.perf_counter() - start
 
 
 def truncate_middle(text: str, budget: int) -> str:
@@ -205,6 +219,8 @@ class Toolbox:
         max_files: int = 32,
         max_file_bytes: int = 1 << 20,
         sandbox_slots: asyncio.Semaphore | None = None,
+        time_budget: float | None = None,
+        paused: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
         self.task = task
         self.sandbox = sandbox
@@ -215,7 +231,7 @@ class Toolbox:
         self.max_file_bytes = max_file_bytes
         self.files: dict[str, str] = {}
         self.last_code: str | None = None
-        self.clock = SlotClock(sandbox_slots)
+        self.clock = SlotClock(sandbox_slots, time_budget, paused)  # (time_budget: seconds of sandbox time)
         self._visible = Grader(sandbox, GradingConfig(limits=limits, scan=False), stats=RewardStats())
 
     def specs(self) -> list[dict[str, Any]]:
