@@ -35,7 +35,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.api_conversation import ApiConversation
 from dojo.agent.feedback import feedback_step
@@ -110,18 +110,9 @@ class EpisodeConfig(BaseModel):
         gt=0,
         description="Seconds the episode's tool calls and visible checks may hold a sandbox slot in all (queueing "
         "for one not counted), checked before each call; past it the episode ends and its last candidate is graded. "
-        "Default: half of time_limit; it must be less than time_limit.",
+        "Default: half of time_limit (which does not count time on the sandbox).",
     )
     max_user_turns: int = Field(10, ge=1, le=64, description="Messages a served user model may send.")
-
-    @model_validator(mode="after")
-    def _tool_time_below_deadline(self) -> EpisodeConfig:
-        if self.tool_time_limit is not None and self.tool_time_limit >= self.time_limit:
-            raise ValueError(
-                f"tool_time_limit ({self.tool_time_limit:g} s) must be less than time_limit ({self.time_limit:g} s): "
-                "a policy whose tools ran until the deadline would end with no reward instead of its grade"
-            )
-        return self
 
     @property
     def tool_budget(self) -> float:
