@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from dojo.agent.episode import EpisodeConfig, EpisodeRunner
-from dojo.agent.policy import Completion, ContextFull, ToolCall
+from dojo.agent.policy import Completion, ContextFull, RequestRefused, ToolCall
 from dojo.agent.tools import SlotClock
 from dojo.rewards import Grader
 from tests.agent.scripted import WRONG, ScriptedPolicy, double_task, fixed, tool
@@ -122,3 +122,14 @@ async def test_waits_for_a_busy_fleet_do_not_count_against_the_deadline(grader: 
     assert [ep.status for ep in episodes] == ["tool_time_limit"] * 4, [(ep.status, ep.error) for ep in episodes]
     assert all(ep.scored and ep.value == 0.0 for ep in episodes)
     assert max(ep.wall_seconds for ep in episodes) > cfg.time_limit  # (the waits did happen)
+
+
+async def test_a_request_the_server_refuses_for_the_policys_replies_is_graded(grader: Grader) -> None:
+    # a chat template that takes one tool call per message refuses the conversation after a reply of
+    # two: unscored (a policy error), the episode dodged its 0 on every retry
+    refused = RequestRefused("refused the request (400): This model only supports single tool-calls at once!")
+    policy = ScriptedPolicy(lambda _m, i: WRONG if i == 0 else refused)
+    ep = await EpisodeRunner(policy, grader, EpisodeConfig(mode="feedback", max_turns=3)).run(double_task())
+    assert ep.status == "request_refused" and ep.scored and ep.value is not None and ep.value < 1.0
+    first = await EpisodeRunner(fixed(refused), grader).run(double_task())  # the task's own request: the setup's
+    assert first.status == "policy_error" and not first.scored

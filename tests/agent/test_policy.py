@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from dojo.agent.hf_policy import HFPolicy
-from dojo.agent.policy import Completion, ContextFull, OpenAIPolicy, PolicyError, SamplingParams
+from dojo.agent.policy import Completion, ContextFull, OpenAIPolicy, PolicyError, RequestRefused, SamplingParams
 from dojo.agent.policy_server import create_policy_app
 from dojo.agent.tiny_model import build_tokenizer, char_vocabulary
 
@@ -103,6 +103,38 @@ async def test_a_prompt_past_the_context_is_context_full_not_a_server_failure(
     with pytest.raises(openai.BadRequestError, match="maximum context length"):
         await client.completions.create(model="tiny", prompt="x" * 1500, max_tokens=4)
     await client.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "raised"),
+    [
+        (400, "The decoder prompt (length 5000) is longer than the maximum model length of 4096.", ContextFull),
+        (422, "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096.", ContextFull),
+        (413, "Request Entity Too Large", ContextFull),
+        (400, "This model only supports single tool-calls at once!", RequestRefused),
+        (422, "Input validation error: temperature must be strictly positive", RequestRefused),
+        (404, "The model `tiny` does not exist.", PolicyError),
+        (401, "Invalid API key", PolicyError),
+    ],
+)
+async def test_every_refusal_of_the_server_is_a_dojo_error(status: int, message: str, raised: type) -> None:
+    """A 413 or 422, or any status but 400, 429 and 5xx, raised the openai client's own error out of
+    the episode (which stopped the rollout); the wordings vLLM's engine and TGI give a context
+    overflow were read as the server's failure (no reward, retried)."""
+    import httpx
+
+    policy = OpenAIPolicy("http://127.0.0.1:9/v1", "tiny")
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    error = openai.APIStatusError(message, response=httpx.Response(status, request=request), body=None)
+
+    async def refuse(**_kwargs: Any) -> Any:
+        raise error
+
+    policy._client.chat.completions.create = refuse  # type: ignore[method-assign]
+    with pytest.raises(raised) as caught:
+        await policy.generate(HI, SamplingParams(max_tokens=4))
+    assert type(caught.value) is raised and str(status) in str(caught.value)
+    await policy.close()
 
 
 async def test_server_down_is_a_policy_error_not_a_reward() -> None:

@@ -75,12 +75,14 @@ async def test_model_errors_are_not_failed_over() -> None:
         await pool.generate([{"role": "user", "content": "x"}], PARAMS)
 
 
-async def test_a_conversation_past_the_context_benches_no_server() -> None:
-    from dojo.agent.policy import ContextFull
+@pytest.mark.parametrize("kind", ["context", "refused"])
+async def test_a_request_refused_for_its_content_benches_no_server(kind: str) -> None:
+    from dojo.agent.policy import ContextFull, RequestRefused
 
-    full = ScriptedPolicy(lambda _m, _i: ContextFull("This model's maximum context length is 1024 tokens."))
+    error = ContextFull("maximum context length is 1024") if kind == "context" else RequestRefused("one tool call")
+    full = ScriptedPolicy(lambda _m, _i: error)
     other = _named("other")
     pool = PolicyPool([full, other], cooldown=60)
-    with pytest.raises(ContextFull):  # the conversation's length, not the server's failure: no failover
+    with pytest.raises(type(error)):  # the conversation's own, not the server's failure: no failover
         await pool.generate([{"role": "user", "content": "long"}], PARAMS)
     assert not other.calls and not any(s["benched"] for s in pool.stats()) and pool.failovers == 0

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.api_conversation import ApiConversation
 from dojo.agent.feedback import feedback_step
-from dojo.agent.policy import Completion, ContextFull, Policy, PolicyError, SamplingParams, ToolCall
+from dojo.agent.policy import Completion, ContextFull, Policy, PolicyError, RequestRefused, SamplingParams, ToolCall
 from dojo.agent.tool_calls import format_tool_call, parse_tool_calls
 from dojo.agent.tools import SlotClock, Toolbox, ToolResult, tools_for
 from dojo.rewards.graders import Grader
@@ -56,12 +56,15 @@ EpisodeStatus = Literal[
     "token_limit",  # the token budget ran out; the last candidate was graded
     "tool_time_limit",  # the tools' sandbox time ran out; the last candidate was graded
     "context_limit",  # the conversation outgrew the model's context; the last candidate was graded
+    "request_refused",  # the server refused a request holding the policy's replies; the last candidate was graded
     "prompt_too_long",  # the task's prompt alone does not fit the model's context: no reward, no retry
     "deadline",  # the wall-clock deadline passed: no reward
     "policy_error",  # the policy server failed: no reward
     "infra_error",  # the sandbox failed (in a tool or in grading): no reward
 ]
-SCORED_STATUSES = frozenset({"answered", "submitted", "turn_limit", "token_limit", "tool_time_limit", "context_limit"})
+SCORED_STATUSES = frozenset(
+    {"answered", "submitted", "turn_limit", "token_limit", "tool_time_limit", "context_limit", "request_refused"}
+)
 FINAL_STATUSES = SCORED_STATUSES | {"prompt_too_long"}  # a retry would end the same way
 
 TOOLS_SYSTEM_PROMPT = (
@@ -301,6 +304,14 @@ class EpisodeRunner:
         except ContextFull as e:  # the episode's own length: it ends, graded on its last candidate
             ep.status = "context_limit" if ep.turns else "prompt_too_long"
             ep.error = str(e)
+            ep.policy_seconds += time.perf_counter() - t0
+            return None
+        except RequestRefused as e:
+            if not ep.turns:  # the task's own request: the setup's failure (policy_error, retried)
+                raise
+            # what the policy's replies hold made the server refuse (a template that takes one tool call
+            # per message, and a reply of two): unscored, it dodged its 0 on every retry
+            ep.status, ep.error = "request_refused", str(e)
             ep.policy_seconds += time.perf_counter() - t0
             return None
         if not completions:

@@ -6,10 +6,11 @@ server parsed them. ``OpenAIPolicy`` talks to any OpenAI-compatible server (vLLM
 own ``dojo policy serve``) through the ``openai`` client; ``HFPolicy`` (``dojo.agent.hf_policy``)
 runs a local Hugging Face model.
 
-A failure of the server (connection refused, 5xx, timeout, a refused request) raises
+A failure of the server (connection refused, 5xx, 429, timeout, any other status) raises
 ``PolicyError``: it is an infrastructure failure, retried by the scheduler and never scored. A
-conversation that no longer fits the model's context raises ``ContextFull``: that is the
-episode's own length (its replies and the observations they asked for), not the server's failure,
+conversation that no longer fits the model's context raises ``ContextFull``, and a request the
+server refuses for what it holds (400, 422) ``RequestRefused``: past the first turn both are the
+episode's own doing (its replies and the observations they asked for), not the server's failure,
 so the episode ends there and its last candidate is graded (``dojo.agent.episode``).
 """
 
@@ -34,9 +35,16 @@ class ContextFull(InputError):
     request's length, not the server's failure."""
 
 
-# How vLLM ("maximum context length"), SGLang ("longer than the model's context length") and
-# OpenAI ("context_length_exceeded") word a 400 for a request that does not fit the context.
-CONTEXT_FULL = re.compile(r"context[ _]length|context window", re.IGNORECASE)
+class RequestRefused(PolicyError):
+    """The server refused a request for what it holds (a 400 or 422 that is not about the context):
+    after the first turn, the policy's own replies (a chat template that takes one tool call per
+    message refuses a reply of two). ``dojo.agent.episode`` grades the episode there."""
+
+
+# How servers word a refusal of a request that does not fit the context: vLLM ("maximum context
+# length", its engine's "longer than the maximum model length"), SGLang ("longer than the model's
+# context length"), OpenAI ("context_length_exceeded"), TGI's 422 ("inputs tokens + max_new_tokens").
+CONTEXT_FULL = re.compile(r"context[ _]length|context window|maximum model length|max_new_tokens", re.IGNORECASE)
 
 
 def context_full_message(limit: int, prompt_tokens: int) -> str:
@@ -247,11 +255,16 @@ class OpenAIPolicy:
             raise PolicyError(f"policy server {self.base_url} failed: {e}") from e
         except openai.RateLimitError as e:
             raise PolicyError(f"policy server {self.base_url} is overloaded: {e}") from e
-        except openai.BadRequestError as e:
-            # (a context overflow raised out of the episode and stopped the whole rollout)
-            if CONTEXT_FULL.search(f"{e.code or ''} {e.message}"):
-                raise ContextFull(f"the conversation does not fit the model's context: {e.message}") from e
-            raise PolicyError(f"policy server {self.base_url} refused the request (400): {e.message}") from e
+        except openai.APIStatusError as e:
+            # (a 400 for a context overflow, a 413 or 422, raised out of the episode and stopped the rollout)
+            status = e.status_code
+            if status == 413 or (status in (400, 422) and CONTEXT_FULL.search(f"{e.code or ''} {e.message}")):
+                raise ContextFull(f"the conversation does not fit the model's context ({status}): {e.message}") from e
+            if status in (400, 422):
+                raise RequestRefused(
+                    f"policy server {self.base_url} refused the request ({status}): {e.message}"
+                ) from e
+            raise PolicyError(f"policy server {self.base_url} failed the request ({status}): {e.message}") from e
 
     @staticmethod
     def _from_chat(chat: Any) -> list[Completion]:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dojo.agent.policy import Completion, Policy, PolicyError, SamplingParams
+from dojo.agent.policy import Completion, Policy, PolicyError, RequestRefused, SamplingParams
 from dojo.agent.weight_sync import server_root
 from dojo.errors import InputError
 
@@ -109,6 +109,8 @@ class PolicyPool:
             member.requests += 1
             try:
                 out = await member.policy.generate(messages, params, n=n, tools=tools)
+            except RequestRefused:  # (the request's content: another server of the model refuses it too)
+                raise
             except PolicyError as e:
                 member.failures += 1
                 member.benched_until = time.monotonic() + self.cooldown
