@@ -109,6 +109,9 @@ async def test_one_reply_of_slow_runs_ends_at_the_budget_not_the_deadline(grader
     assert ep.status == "tool_time_limit" and ep.scored and ep.value == 0.0, (ep.status, ep.error)
     assert "Accepted" in said[0] and "Accepted" in said[1] and len(ep.turns) == 1, said[:3]
     assert len(said) == 16 and all(s == "error: not run: the episode's sandbox time is spent" for s in said[2:])
+    submitted = Completion(text="", tool_calls=[*calls[:3], ToolCall(id="f", name="submit", arguments={"code": "x"})])
+    ep = await EpisodeRunner(fixed(submitted), grader, cfg).run(double_task())
+    assert ep.status == "submitted" and ep.final == "```python\nx\n```"  # a submit past the budget still counts
 
 
 async def test_waits_for_a_busy_fleet_do_not_count_against_the_deadline(grader: Grader) -> None:

@@ -16,9 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from dojo.cli import app
+from tests.agent.scripted import fixed, served
 from tests.sandbox.conftest import SKIP_REASON, requires_sandbox_pytest
 
 runner = CliRunner()
+GIVE_UP = "I cannot do this task."
 pytestmark = pytest.mark.skipif(bool(SKIP_REASON), reason=SKIP_REASON or "")
 
 
@@ -84,16 +86,18 @@ def test_killed_rollout_resumes_with_every_episode_exactly_once(policy_server: s
 
 @requires_sandbox_pytest
 @pytest.mark.parametrize("mode", ["feedback", "tools"])
-def test_rollout_runs_repo_tasks(policy_server: str, tmp_path: Path, mode: str) -> None:
-    """swe: tasks go through the same rollout: episodes recorded, each graded (or not) on the tree."""
+def test_rollout_runs_repo_tasks(tmp_path: Path, mode: str) -> None:
+    """swe: tasks go through the same rollout: episodes recorded, each graded (or not) on the tree.
+    (A scripted server: the tiny model's 1,024 positions hold no repo task's prompt.)"""
     out, summary = tmp_path / "run", tmp_path / "summary.json"
-    args = ["rollout", "swe:toolz?n=2&seed=4", "--policy", policy_server, "--out", str(out), "-n", "1",
-            "--mode", mode, "--max-turns", "2", "--max-tokens", "16", "--json", str(summary)]  # fmt: skip
-    result = runner.invoke(app, args)
+    with served(fixed(GIVE_UP)) as url:
+        args = ["rollout", "swe:toolz?n=2&seed=4", "--policy", url, "--out", str(out), "-n", "1",
+                "--mode", mode, "--max-turns", "2", "--max-tokens", "16", "--json", str(summary)]  # fmt: skip
+        result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(summary.read_text())
     assert data["groups"] == 2 and data["episodes"] == 2
-    assert sum(data["verdicts"].values()) == 2  # a random tiny model's replies hold no edits: no_answer
+    assert sum(data["verdicts"].values()) == 2  # a reply without edits: no_answer
     assert set(pd.read_parquet(out)["task_id"]) <= {f"swe:toolz/{i:04d}" for i in range(100)}
 
 
@@ -112,14 +116,30 @@ def test_rollout_runs_repo_tasks(policy_server: str, tmp_path: Path, mode: str) 
         "family:sql?n=2",
     ],
 )
-def test_rollout_runs_the_other_agent_sources(policy_server: str, tmp_path: Path, source: str) -> None:
+def test_rollout_runs_the_other_agent_sources(tmp_path: Path, source: str) -> None:
+    # (a scripted server: with their tools, these prompts are longer than the tiny model's context)
     out, summary = tmp_path / "run", tmp_path / "summary.json"
-    args = ["rollout", source, "--policy", policy_server, "--out", str(out), "-n", "1", "--mode", "tools",
+    with served(fixed(GIVE_UP)) as url:
+        args = ["rollout", source, "--policy", url, "--out", str(out), "-n", "1", "--mode", "tools",
+                "--max-turns", "2", "--max-tokens", "16", "--json", str(summary)]  # fmt: skip
+        result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(summary.read_text())
+    assert data["groups"] == 2 and data["episodes"] == 2 and sum(data["verdicts"].values()) == 2
+
+
+def test_a_prompt_past_the_models_context_is_left_out_and_said(policy_server: str, tmp_path: Path) -> None:
+    """The tiny model's server refuses a prompt past its 1,024 positions as vLLM does (a 400); the
+    episode has no reply to grade and a retry would end the same way: not stored, and said why
+    (it had been graded on an empty reply, as if the model had answered nothing)."""
+    out, summary = tmp_path / "run", tmp_path / "summary.json"
+    args = ["rollout", "tau2:retail?n=1", "--policy", policy_server, "--out", str(out), "-n", "1", "--mode", "tools",
             "--max-turns", "2", "--max-tokens", "16", "--json", str(summary)]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(summary.read_text())
-    assert data["groups"] == 2 and data["episodes"] == 2 and sum(data["verdicts"].values()) == 2
+    assert data["groups"] == 0 and data["failures"] == {"prompt_too_long": 1} and not data["retries"], data
+    assert "do not fit the model's context" in result.output and "--resume" not in result.output
 
 
 def test_rollout_with_a_served_user(policy_server: str, tmp_path: Path) -> None:

@@ -459,8 +459,9 @@ class EpisodeRunner:
                 ep.status = "answered"
                 return
             for k, call in enumerate(calls):
-                if k >= cfg.max_tool_calls or toolbox.clock.spent:
-                    result = self._not_run(call, spent=toolbox.clock.spent)
+                spent = toolbox.clock.spent and call.name != "submit"  # (a submit runs nothing)
+                if k >= cfg.max_tool_calls or spent:
+                    result = self._not_run(call, spent=spent)
                 else:
                     result = await toolbox.call(call)
                 record.tool_results.append(result)

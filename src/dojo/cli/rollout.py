@@ -197,16 +197,23 @@ def rollout(
     summary["seconds"] = time.perf_counter() - started
     summary["retries"] = dict(scheduler.stats.retries)
     summary["groups_incomplete"] = scheduler.stats.groups_incomplete
+    summary["failures"] = dict(scheduler.stats.failures)
     summary["episodes_per_second"] = scheduler.stats.episodes_per_second
     console.print(_summary_table(summary, ks))
     console.print(
         f"{scheduler.stats.episodes} episodes in {summary['seconds']:.1f} s "
         f"({summary['episodes_per_second']:.1f}/s); trajectories in {out}"
     )
-    if scheduler.stats.groups_incomplete:
+    failures = dict(scheduler.stats.failures)
+    if too_long := failures.pop("prompt_too_long", 0):
         console.print(
-            f"[yellow]{scheduler.stats.groups_incomplete} groups failed for infrastructure reasons "
-            f"({dict(scheduler.stats.failures)}) and were not stored; rerun with --resume to retry them[/yellow]"
+            f"[yellow]{too_long} episodes' prompts do not fit the model's context (prompt_too_long): their groups "
+            "were not stored; serve the model with a longer context, or leave those tasks out[/yellow]"
+        )
+    if failures:
+        console.print(
+            f"[yellow]{scheduler.stats.groups_incomplete} groups failed ({failures}) and were not stored; "
+            "infrastructure failures are retried by rerunning with --resume[/yellow]"
         )
     if json_path is not None:
         json_path.write_text(json.dumps(summary, indent=2))
