@@ -8,10 +8,10 @@
 
 Where each one lives: ``dojo.sandbox.errors`` (``SandboxError``: the sandbox failed, never the
 program; ``IsolationUnavailable``, ``SlotDied``, ``UnknownLanguage``, ``LanguageUnavailable``),
-``dojo.tasks.files.TaskFileError``, ``dojo.rewards.harness.InvalidTask``,
-``dojo.agent.policy.PolicyError``, ``dojo.service`` (``Overloaded``, ``SessionLimitReached``,
-``UnsafeBind``), ``dojo.client.ServiceError``, ``dojo.integrations.verl_data.RewardUnavailable``,
-``dojo.train`` (``ConfigError``, ``RunDirError``).
+``dojo.tasks.files.TaskFileError``, ``dojo.rewards.harness.InvalidTask``, ``dojo.agent.policy``
+(``PolicyError`` and its ``RequestRefused``; ``ContextFull``, an input error), ``dojo.service``
+(``Overloaded``, ``SessionLimitReached``, ``UnsafeBind``), ``dojo.client.ServiceError``,
+``dojo.integrations.verl_data.RewardUnavailable``, ``dojo.train`` (``ConfigError``, ``RunDirError``).
 """
 
 from __future__ import annotations
