@@ -4,8 +4,10 @@ import re
 
 import pytest
 
+from dojo.rewards.calls import api_answer
 from dojo.rewards.extract import delimited, extract_answer, extract_code, fenced_blocks, parse_number
 from dojo.rewards.repo import parse_edits
+from dojo.rewards.report import report_of
 
 
 def test_code_block_in_the_language_wins() -> None:
@@ -66,7 +68,10 @@ def test_openers_without_closers_are_read_in_linear_time() -> None:
         "a.py\n<<<<<<< SEARCH\n" * 50_000,
         "a.py\n<<<<<<< SEARCH\n=======\n" * 30_000,
     ]
+    floods += ["```json\n" * 50_000, "<tool_call>{}</tool_call>" + "<tool_call>" * 50_000]
     for text in floods:
         assert extract_answer(text).answer is None
         extract_code(text)
         assert parse_edits(text) == []
+        assert report_of(text)[0] is None  # (18 s for 16,000 <answer>)
+        api_answer(text)

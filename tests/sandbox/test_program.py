@@ -32,3 +32,13 @@ async def test_a_name_of_255_bytes_is_laid_out(fast_sandbox: AsyncSandbox) -> No
     )
     result = await fast_sandbox.run(program)
     assert result.verdict is Verdict.ACCEPTED and result.stdout.strip() == "hello", result
+
+
+async def test_a_file_under_the_source_file_is_the_inputs_error(fast_sandbox: AsyncSandbox) -> None:
+    """``main.py/x`` (a directory where the program's own file is) failed as the sandbox's error."""
+    from dojo.errors import InputError
+
+    program = Program(language="python", source="print(1)", files=[InputFile(path="main.py/x", content=b"")])
+    with pytest.raises(InputError, match=r"needs 'main\.py' to be a directory"):
+        await fast_sandbox.run(program)
+    assert (await fast_sandbox.run(Program(language="python", source="print(1)"))).verdict is Verdict.ACCEPTED

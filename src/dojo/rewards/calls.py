@@ -452,7 +452,9 @@ def api_answer(completion: str) -> Any:
     calls = parse_calls(completion) or []
     words = completion
     if calls:
-        words = re.sub(r"```(?:\w+)?\n.*?```", "", TOOL_CALL.sub("", completion), flags=re.DOTALL)
+        end = completion.rfind("</tool_call>") + len("</tool_call>") if "</tool_call>" in completion else 0
+        unblocked = TOOL_CALL.sub("", completion[:end]) + completion[end:]  # (no opener past the last closer
+        words = re.sub(r"```(?:\w+)?\n.*?```", "", unblocked, flags=re.DOTALL)  # closes: linear, as parse_calls)
         words = "" if parse_calls(words) else words  # (what is left is itself the calls: bare JSON or Python)
     said = [words.strip()] if words.strip() else []
     return {"turns": [[[{"name": name, "arguments": args} for name, args in calls]]], "said": said}

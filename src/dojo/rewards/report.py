@@ -25,6 +25,7 @@ from typing import Any
 
 from dojo.rewards.analysis import DEFAULT_TOLERANCE, guessed_answer, lookup, values_match
 from dojo.rewards.documents import DocumentGrade
+from dojo.rewards.extract import delimited
 from dojo.rewards.outcome import CaseOutcome
 from dojo.tasks.model import Task
 from dojo.tasks.values import untrusted_json
@@ -32,13 +33,16 @@ from dojo.tasks.values import untrusted_json
 REPORT_MAX_BYTES = 64 << 10
 FIELD_WEIGHT = 100
 MIN_PRECISION = 0.5  # a set answered with less precision scores 0
-_JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_JSON_OPEN = re.compile(r"```json[ \t]*\n", re.IGNORECASE)
+_FENCE_CLOSE = re.compile(r"```")
+_ANSWER_OPEN, _ANSWER_CLOSE = re.compile(r"<answer>"), re.compile(r"</answer>")
 
 
 def report_of(completion: str) -> tuple[dict[str, Any] | None, str | None]:
-    """(the reply's report, None) or (None, why it has none)."""
-    blocks, tagged = _JSON_BLOCK.findall(completion), _ANSWER.findall(completion)
+    """(the reply's report, None) or (None, why it has none). Blocks are read in linear time
+    (``delimited``: 16,000 ``<answer>`` had held the event loop 18 s)."""
+    blocks = [body for _, body in delimited(completion, _JSON_OPEN, _FENCE_CLOSE)]
+    tagged = [body for _, body in delimited(completion, _ANSWER_OPEN, _ANSWER_CLOSE)]
     text = (blocks or tagged or [completion])[-1].strip()
     if not text:
         return None, "empty: the reply holds no report"

@@ -44,6 +44,12 @@ def check_relative_path(path: str, within: str = "the work dir") -> str:
     return norm
 
 
+def parent_dirs(path: str) -> list[str]:
+    """The directories ``path`` lies in, within the work dir (``a/b/c``: ``a``, ``a/b``)."""
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
 def check_fetch_path(path: str) -> str:
     """A path to bring back: relative to the work dir, or absolute (read as the run's user, so it
     reaches only what the run itself could read and print)."""
@@ -126,11 +132,9 @@ class Program(BaseModel):
     def _files(cls, v: list[InputFile]) -> list[InputFile]:
         paths = {f.path for f in v}
         for f in v:
-            parts = f.path.split("/")
-            for i in range(1, len(parts)):
-                if (parent := "/".join(parts[:i])) in paths:
-                    # (the run could not lay them out: that failed as the sandbox's error, not the input's)
-                    raise InputError(f"files {parent!r} and {f.path!r}: {parent!r} cannot be a file and a directory")
+            if parent := next((d for d in parent_dirs(f.path) if d in paths), None):
+                # (the run could not lay them out: that failed as the sandbox's error, not the input's)
+                raise InputError(f"files {parent!r} and {f.path!r}: {parent!r} cannot be a file and a directory")
         return v
 
     @field_validator("fetch")
@@ -174,4 +178,4 @@ class Program(BaseModel):
         return self.stdin.encode("utf-8", errors="surrogateescape")
 
 
-__all__ = ["InputFile", "Limits", "Program", "check_fetch_path", "check_relative_path"]
+__all__ = ["InputFile", "Limits", "Program", "check_fetch_path", "check_relative_path", "parent_dirs"]
