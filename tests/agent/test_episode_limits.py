@@ -135,4 +135,14 @@ async def test_a_request_the_server_refuses_for_the_policys_replies_is_graded(gr
     ep = await EpisodeRunner(policy, grader, EpisodeConfig(mode="feedback", max_turns=3)).run(double_task())
     assert ep.status == "request_refused" and ep.scored and ep.value is not None and ep.value < 1.0
     first = await EpisodeRunner(fixed(refused), grader).run(double_task())  # the task's own request: the setup's
-    assert first.status == "policy_error" and not first.scored
+    assert first.status == "prompt_refused" and not first.scored and "single tool-calls" in (first.error or "")
+
+
+async def test_a_served_users_brief_past_its_context_is_unscored(grader: Grader) -> None:
+    # the user model cannot say its first line: that is the setup's, not the policy's (it was graded 0)
+    from dojo.tasks import load_source
+
+    task = load_source("tau2:retail?n=1")[0]
+    user = fixed(ContextFull(FULL))
+    ep = await EpisodeRunner(fixed("Hello"), grader, EpisodeConfig(mode="tools", max_turns=3), user=user).run(task)
+    assert ep.status == "prompt_too_long" and not ep.scored and "user model" in (ep.error or "")

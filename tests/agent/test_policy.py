@@ -137,6 +137,48 @@ async def test_every_refusal_of_the_server_is_a_dojo_error(status: int, message:
     await policy.close()
 
 
+async def test_a_reply_longer_than_the_context_has_room_for_is_asked_shorter() -> None:
+    """vLLM refuses a prompt that fits with max_tokens past the context, and says both sizes: asked
+    again for what fits, rather than the episode ended (or the task left out as too long)."""
+    import httpx
+
+    policy = OpenAIPolicy("http://127.0.0.1:9/v1", "tiny")
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    too_large = openai.APIStatusError(
+        "'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum context length is 4096 "
+        "tokens and your request has 2778 input tokens (8000 > 4096 - 2778).",
+        response=httpx.Response(400, request=request),
+        body=None,
+    )
+    too_long = openai.APIStatusError(
+        "This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens.",
+        response=httpx.Response(400, request=request),
+        body=None,
+    )
+    down = openai.InternalServerError("down", response=httpx.Response(503, request=request), body=None)
+    asked: list[int] = []
+
+    async def create(**kwargs: Any) -> Any:
+        asked.append(kwargs["max_tokens"])
+        raise too_large if len(asked) == 1 else down
+
+    policy._client.chat.completions.create = create  # type: ignore[method-assign]
+    with pytest.raises(PolicyError, match="failed"):  # (the second request reached the server)
+        await policy.generate(HI, SamplingParams(max_tokens=8000))
+    assert asked == [8000, 4096 - 2778]
+
+    async def refuse(**kwargs: Any) -> Any:
+        asked.append(kwargs["max_tokens"])
+        raise too_long
+
+    asked.clear()
+    policy._client.chat.completions.create = refuse  # type: ignore[method-assign]
+    with pytest.raises(ContextFull):
+        await policy.generate(HI, SamplingParams(max_tokens=500))
+    assert asked == [500]  # the prompt alone does not fit: no second request
+    await policy.close()
+
+
 async def test_server_down_is_a_policy_error_not_a_reward() -> None:
     policy = OpenAIPolicy("http://127.0.0.1:9/v1", "tiny", timeout=2.0)
     with pytest.raises(PolicyError, match="failed"):

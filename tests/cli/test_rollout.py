@@ -142,6 +142,20 @@ def test_a_prompt_past_the_models_context_is_left_out_and_said(policy_server: st
     assert "do not fit the model's context" in result.output and "--resume" not in result.output
 
 
+def test_a_first_request_the_server_refuses_is_said_with_its_reason(tmp_path: Path) -> None:
+    """A server option missing refuses every task's first request (a 400): not retried, not stored,
+    and the server's own words are shown (it was retried as a server failure, with --resume advised)."""
+    out, summary = tmp_path / "run", tmp_path / "summary.json"
+    with served(fixed(ValueError('"auto" tool choice requires --enable-auto-tool-choice'))) as url:
+        args = ["rollout", "family:expressions?n=2", "--policy", url, "--out", str(out), "-n", "1",
+                "--json", str(summary)]  # fmt: skip
+        result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(summary.read_text())
+    assert data["failures"] == {"prompt_refused": 2} and not data["retries"] and data["groups"] == 0, data
+    assert "--enable-auto-tool-choice" in result.output and "--resume" not in result.output
+
+
 def test_rollout_with_a_served_user(policy_server: str, tmp_path: Path) -> None:
     """tau2 with a user model on a server (here the same tiny model plays both sides)."""
     out, summary = tmp_path / "run", tmp_path / "summary.json"

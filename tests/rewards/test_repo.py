@@ -101,7 +101,7 @@ LAZY_SEARCH = re.compile(  # the patterns parse_edits replaced (quadratic: 16,00
 )
 
 
-def test_edits_are_those_the_lazy_patterns_found() -> None:
+def test_edits_are_those_the_lazy_patterns_found_on_well_formed_blocks() -> None:
     block = "<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE"
     samples = [
         f"```python a/y.py\n{block}\n```",
@@ -110,6 +110,10 @@ def test_edits_are_those_the_lazy_patterns_found() -> None:
         f'<file path="e.py">no newline</file><file path="f.py">\n<file path="g.py">\n</file>\n{block}',
         f"h.py\n<<<<<<< SEARCH\na\n=======\nb\n=======\nc\n>>>>>>> REPLACE trailing\n>>>>>>> REPLACE\n{block}",
     ]
+    # where they differ: a SEARCH block with no divider before a whole one was read with it as one
+    # edit (its search text holding the other's header); now it is no edit, and the whole one applies
+    broken = f"a.py\n<<<<<<< SEARCH\nx\n>>>>>>> REPLACE\nb.py\n{block}"
+    assert parse_edits(broken) == [Edit(path="b.py", search="old\n", replace="new\n")]
     for text in samples:
         found = [(m.start(), Edit(path=m[1].strip(), replace=m[2])) for m in LAZY_FILE.finditer(text)]
         found += [(m.start(), Edit(path=m[1].strip(), search=m[2], replace=m[3])) for m in LAZY_SEARCH.finditer(text)]

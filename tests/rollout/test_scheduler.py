@@ -140,3 +140,13 @@ async def test_a_prompt_past_the_context_is_not_retried(grader: Grader) -> None:
     (group,) = [g async for g in sched.run([_tagged(0)])]
     assert group.episodes[0].status == "prompt_too_long" and not group.complete
     assert len(policy.calls) == 1 and not sched.stats.retries  # the same prompt would not fit again
+
+
+async def test_a_first_request_the_server_refuses_is_not_retried(grader: Grader) -> None:
+    from dojo.agent.policy import RequestRefused
+
+    policy = fixed(RequestRefused("refused (400): auto tool choice requires --enable-auto-tool-choice"))
+    sched = RolloutScheduler(policy, grader, RolloutConfig(group_size=1, max_attempts=3, retry_backoff=0.0))
+    (group,) = [g async for g in sched.run([_tagged(0)])]
+    assert group.episodes[0].status == "prompt_refused" and not group.complete
+    assert len(policy.calls) == 1 and not sched.stats.retries

@@ -58,6 +58,7 @@ EpisodeStatus = Literal[
     "context_limit",  # the conversation outgrew the model's context; the last candidate was graded
     "request_refused",  # the server refused a request holding the policy's replies; the last candidate was graded
     "prompt_too_long",  # the task's prompt alone does not fit the model's context: no reward, no retry
+    "prompt_refused",  # the server refused the task's own first request (400/422): no reward, no retry
     "deadline",  # the wall-clock deadline passed: no reward
     "policy_error",  # the policy server failed: no reward
     "infra_error",  # the sandbox failed (in a tool or in grading): no reward
@@ -65,7 +66,7 @@ EpisodeStatus = Literal[
 SCORED_STATUSES = frozenset(
     {"answered", "submitted", "turn_limit", "token_limit", "tool_time_limit", "context_limit", "request_refused"}
 )
-FINAL_STATUSES = SCORED_STATUSES | {"prompt_too_long"}  # a retry would end the same way
+FINAL_STATUSES = SCORED_STATUSES | {"prompt_too_long", "prompt_refused"}  # a retry would end the same way
 
 TOOLS_SYSTEM_PROMPT = (
     "You can use tools. To call one, write\n<tool_call>\n"
@@ -264,15 +265,18 @@ class EpisodeRunner:
             started_at=time.time(),
         )
         start = time.perf_counter()
+        grading = False
         try:
             async with asyncio.timeout(self.config.time_limit) as deadline:
                 await self._loop(task, ep, Deadline(deadline))
             if ep.status in SCORED_STATUSES:
+                grading = True
                 async with asyncio.timeout(self.config.time_limit) as deadline:  # (the grade's own)
                     await self._grade(task, ep, Deadline(deadline))
         except TimeoutError:
             ep.status, ep.reward = "deadline", None
-            ep.error = f"the episode passed its {self.config.time_limit:g} s deadline"
+            what = "its grading" if grading else "the episode"
+            ep.error = f"{what} passed its {self.config.time_limit:g} s deadline"
         except PolicyError as e:
             ep.status, ep.reward, ep.error = "policy_error", None, str(e)
         ep.wall_seconds = time.perf_counter() - start
@@ -307,11 +311,11 @@ class EpisodeRunner:
             ep.policy_seconds += time.perf_counter() - t0
             return None
         except RequestRefused as e:
-            if not ep.turns:  # the task's own request: the setup's failure (policy_error, retried)
-                raise
             # what the policy's replies hold made the server refuse (a template that takes one tool call
-            # per message, and a reply of two): unscored, it dodged its 0 on every retry
-            ep.status, ep.error = "request_refused", str(e)
+            # per message, and a reply of two): unscored, it dodged its 0 on every retry. The task's own
+            # first request refused is the setup's (a server option, the task's prompt): unscored, and
+            # a retry would be refused the same way
+            ep.status, ep.error = "request_refused" if ep.turns else "prompt_refused", str(e)
             ep.policy_seconds += time.perf_counter() - t0
             return None
         if not completions:
@@ -342,7 +346,11 @@ class EpisodeRunner:
         if served:  # the served user opens, answering the agent's greeting (tau2's orchestration)
             del ep.messages[1:]
             ep.messages.append({"role": "assistant", "content": GREETING})
-            first = await self._user_says(task, ep, deadline)
+            try:
+                first = await self._user_says(task, ep, deadline)
+            except ContextFull as e:  # (the user's brief alone: the setup's, not the policy's; scored 0 before)
+                ep.status, ep.error = "prompt_too_long", f"the user model's prompt: {e}"
+                return
             if first is None:
                 ep.status, ep.final = "answered", talk.answer()
                 return
@@ -401,6 +409,8 @@ class EpisodeRunner:
             async with deadline.held(self.policy_slots):
                 completions = await self.user.generate(flipped, self.config.sampling, n=1)
         except ContextFull:  # the conversation outgrew the user model's context: the user has no more to say
+            if not ep.turns:
+                raise
             return None
         finally:
             ep.policy_seconds += time.perf_counter() - t0

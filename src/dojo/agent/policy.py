@@ -41,6 +41,20 @@ class RequestRefused(PolicyError):
     message refuses a reply of two). ``dojo.agent.episode`` grades the episode there."""
 
 
+_CONTEXT_SIZE = re.compile(r"maximum context length is (\d+) tokens")
+_PROMPT_SIZE = re.compile(r"has (\d+) input tokens|\((\d+) in the messages")
+
+
+def reply_room(message: str) -> int | None:
+    """The tokens a reply has room for, where a server's refusal says the prompt fits the context
+    (vLLM: "maximum context length is 4096 tokens and your request has 2778 input tokens"), else None."""
+    limit, prompt = _CONTEXT_SIZE.search(message), _PROMPT_SIZE.search(message)
+    if limit is None or prompt is None:
+        return None
+    room = int(limit[1]) - int(prompt[1] or prompt[2])
+    return room if room > 0 else None
+
+
 # How servers word a refusal of a request that does not fit the context: vLLM ("maximum context
 # length", its engine's "longer than the maximum model length"), SGLang ("longer than the model's
 # context length"), OpenAI ("context_length_exceeded"), TGI's 422 ("inputs tokens + max_new_tokens").
@@ -220,6 +234,20 @@ class OpenAIPolicy:
         *,
         n: int = 1,
         tools: list[dict[str, Any]] | None = None,
+    ) -> list[Completion]:
+        """``n`` completions. Where the server says the prompt fits its context but not with
+        ``max_tokens`` more (vLLM's words give both sizes), it is asked once more for what fits: the
+        reply shorter, rather than an episode ended (or a task left out) for a prompt that fits."""
+        try:
+            return await self._generate(messages, params, n, tools)
+        except ContextFull as e:
+            room = reply_room(str(e))
+            if room is None or room >= params.max_tokens:
+                raise
+            return await self._generate(messages, params.model_copy(update={"max_tokens": room}), n, tools)
+
+    async def _generate(
+        self, messages: list[dict[str, Any]], params: SamplingParams, n: int, tools: list[dict[str, Any]] | None
     ) -> list[Completion]:
         import openai
 

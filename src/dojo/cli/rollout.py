@@ -204,16 +204,22 @@ def rollout(
         f"{scheduler.stats.episodes} episodes in {summary['seconds']:.1f} s "
         f"({summary['episodes_per_second']:.1f}/s); trajectories in {out}"
     )
-    failures = dict(scheduler.stats.failures)
+    failures, last = dict(scheduler.stats.failures), scheduler.stats.last_error
     if too_long := failures.pop("prompt_too_long", 0):
         console.print(
             f"[yellow]{too_long} episodes' prompts do not fit the model's context (prompt_too_long): their groups "
             "were not stored; serve the model with a longer context, or leave those tasks out[/yellow]"
         )
+    if refused := failures.pop("prompt_refused", 0):
+        console.print(
+            f"[yellow]the policy server refused {refused} episodes' first request (prompt_refused; the last: "
+            f"{last.get('prompt_refused', '')[:300]}): their groups were not stored; check the server's "
+            "options[/yellow]"
+        )
     if failures:
         console.print(
-            f"[yellow]{scheduler.stats.groups_incomplete} groups failed ({failures}) and were not stored; "
-            "infrastructure failures are retried by rerunning with --resume[/yellow]"
+            f"[yellow]episodes failed ({failures}) and their groups were not stored; infrastructure failures are "
+            "retried by rerunning with --resume[/yellow]"
         )
     if json_path is not None:
         json_path.write_text(json.dumps(summary, indent=2))

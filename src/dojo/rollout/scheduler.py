@@ -91,6 +91,7 @@ class RolloutStats:
     completion_tokens: int = 0
     retries: collections.Counter[str] = field(default_factory=collections.Counter)
     failures: collections.Counter[str] = field(default_factory=collections.Counter)
+    last_error: dict[str, str] = field(default_factory=dict)  # each failure status's latest error message
 
     def add(self, group: Group) -> None:
         self.groups += 1
@@ -104,6 +105,7 @@ class RolloutStats:
                 self.passed += ep.passed
             else:
                 self.failures[ep.status] += 1
+                self.last_error[ep.status] = ep.error or ""
 
     @property
     def elapsed(self) -> float:
