@@ -126,7 +126,9 @@ def held(slots: asyncio.Semaphore | None) -> AbstractAsyncContextManager[object]
 
 class SlotClock:
     """The sandbox time an episode's tool calls used: the seconds they held a sandbox slot, not the
-    seconds they queued for one (a busy fleet is not the policy's doing). The episode's tool time
+    seconds they queued for one (a busy fleet is not the policy's doing). (The scheduler's slots are
+    twice the pool's by default, so a run holding one may still wait in the pool's own queue, for up
+    to about one run: that wait counts; the default budget, 300 s, leaves room for it.) The episode's tool time
     budget reads it (``EpisodeConfig.tool_time_limit``): a policy whose runs kept it busy until the
     wall-clock deadline had turned its 0 into no reward. ``paused`` (the episode's) is entered for
     each wait on the sandbox, queueing included: the deadline stops meanwhile, since the sandbox
