@@ -9,6 +9,7 @@ candidate, graded.
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 from pydantic import ValidationError
@@ -146,3 +147,25 @@ async def test_a_served_users_brief_past_its_context_is_unscored(grader: Grader)
     user = fixed(ContextFull(FULL))
     ep = await EpisodeRunner(fixed("Hello"), grader, EpisodeConfig(mode="tools", max_turns=3), user=user).run(task)
     assert ep.status == "prompt_too_long" and not ep.scored and "user model" in (ep.error or "")
+
+
+async def test_a_user_model_that_refuses_the_conversation_ends_it_graded(grader: Grader) -> None:
+    # a template that takes turns refused two agent texts in a row (a reply with a call, then one
+    # without): the refusal was a policy error, so the episode dodged its 0 on every retry
+    from dojo.tasks import load_source
+
+    task = load_source("tau2:retail?n=1")[0]
+
+    def strict(messages: list[dict[str, object]], i: int) -> object:
+        roles = [m["role"] for m in messages if m["role"] != "system"]
+        if any(a == b for a, b in itertools.pairwise(roles)):
+            return RequestRefused("refused (400): Conversation roles must alternate user/assistant/user/assistant")
+        return "Hi, I need help with an order." if i == 0 else RequestRefused("refused (400): any later line")
+
+    call = ToolCall(id="c0", name="find_user_id_by_name_zip", arguments={"first_name": "A", "last_name": "B"})
+    agent = fixed(Completion(text="Let me look you up.", tool_calls=[call], completion_tokens=5), "Sorry, I cannot.")
+    cfg = EpisodeConfig(mode="tools", max_turns=6)
+    ep = await EpisodeRunner(agent, grader, cfg, user=ScriptedPolicy(strict)).run(task)  # type: ignore[arg-type]
+    assert ep.status == "answered" and ep.scored and ep.value == 0.0, (ep.status, ep.error)
+    said = [m for m in ep.messages if m["role"] == "assistant" and m.get("content")]
+    assert len(said) == 3  # the greeting, and both agent texts: the user saw the two as one

@@ -6,8 +6,11 @@ import pytest
 
 from dojo.rewards.calls import api_answer
 from dojo.rewards.extract import delimited, extract_answer, extract_code, fenced_blocks, parse_number
+from dojo.rewards.graders import candidate_code
+from dojo.rewards.judge_injection import scan_judged_text
 from dojo.rewards.repo import parse_edits
 from dojo.rewards.report import report_of
+from tests.agent.scripted import double_task
 
 
 def test_code_block_in_the_language_wins() -> None:
@@ -69,6 +72,9 @@ def test_openers_without_closers_are_read_in_linear_time() -> None:
         "a.py\n<<<<<<< SEARCH\n=======\n" * 30_000,
     ]
     floods += ["```json\n" * 50_000, "<tool_call>{}</tool_call>" + "<tool_call>" * 50_000]
+    task = double_task()
+    for text in ["\n" * 200_000, " \n" * 100_000, "system" + " " * 200_000]:  # (16,000 newlines: 6.9 s, 15 s)
+        assert candidate_code(task, text).endswith(text) and scan_judged_text(text) == []  # (the stub prepended)
     for text in floods:
         assert extract_answer(text).answer is None
         extract_code(text)

@@ -217,3 +217,16 @@ def test_call_orders_with_one_answer_for_all_cases_are_still_two_orders() -> Non
 
     first, second = call_orders(["0"] * 5, random.Random(1))
     assert sorted(first) == sorted(second) == list(range(5)) and first != second
+
+
+async def test_a_lone_surrogate_in_a_completion_is_graded_not_raised(fast_sandbox: AsyncSandbox) -> None:
+    """No UTF-8 holds one: it raised UnicodeEncodeError out of the grade where the text was measured in
+    bytes (a report, a document) or written to a run (a program's source)."""
+    from dojo.tasks import load_source
+    from tests.agent.scripted import double_task
+
+    grader = Grader(fast_sandbox)
+    tasks = [*load_source("family:doc_analysis?n=1"), *load_source("family:documents?n=1"), double_task()]
+    for task in tasks:
+        reward = await grader.grade(task, "```python\ndef f(x):\n    return '\ud800'\n```\n<answer>\udc80</answer>")
+        assert reward.value == 0.0, (task.id, reward)

@@ -13,6 +13,7 @@ import pytest
 from dojo.rewards import Grader, GradingConfig, bug_mining, graders, repo
 from dojo.rewards.repo import (
     Edit,
+    ReportInvalid,
     format_edits,
     junit_outcomes,
     parse_edits,
@@ -280,6 +281,22 @@ async def test_a_report_written_by_the_candidate_is_not_believed(unscanned: Grad
     )
     r = await unscanned.grade(small_task(), format_edits({"mypkg/__init__.py": forge + BUGGY}))
     assert (r.value, r.verdict) == (0.0, "hack") and "hack:forged_report" in r.flags, r
+
+
+@pytest.mark.parametrize("encoding", ["foo", "rot13", "idna", "utf-7"])
+async def test_a_report_in_an_encoding_the_parser_lacks_scores_nothing(unscanned: Grader, encoding: str) -> None:
+    """A report declaring an encoding expat cannot take raised LookupError (or UnicodeError,
+    ValueError) out of the grade, which stopped the whole rollout."""
+    forge = (
+        "import os\n"
+        f"open('/box/.dojo/report.xml', 'wb').write(b'<?xml version=\"1.0\" encoding=\"{encoding}\"?><a/>')\n"
+        "os.chmod('/box/.dojo/report.xml', 0o444)\n"
+    )
+    assert junit_outcomes(f'<?xml version="1.0" encoding="{encoding}"?><a/>'.encode()) == {}  # read as UTF-8
+    with pytest.raises(ReportInvalid):
+        junit_outcomes(f'<?xml version="1.0" encoding="{encoding}"?><a>'.encode())
+    r = await unscanned.grade(small_task(), format_edits({"mypkg/__init__.py": forge + BUGGY}))
+    assert r.value == 0.0, r
 
 
 LATE_REWRITER = (  # a child that waits for pytest's report and replaces it (a forger's would say "passed")

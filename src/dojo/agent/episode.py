@@ -348,8 +348,9 @@ class EpisodeRunner:
             ep.messages.append({"role": "assistant", "content": GREETING})
             try:
                 first = await self._user_says(task, ep, deadline)
-            except ContextFull as e:  # (the user's brief alone: the setup's, not the policy's; scored 0 before)
-                ep.status, ep.error = "prompt_too_long", f"the user model's prompt: {e}"
+            except (ContextFull, RequestRefused) as e:  # (the user's brief alone: the setup's; it was graded 0)
+                ep.status = "prompt_too_long" if isinstance(e, ContextFull) else "prompt_refused"
+                ep.error = f"the user model's prompt: {e}"
                 return
             if first is None:
                 ep.status, ep.final = "answered", talk.answer()
@@ -400,15 +401,21 @@ class EpisodeRunner:
         assert self.user is not None and task.api is not None and task.api.user is not None
         flipped: list[dict[str, Any]] = [{"role": "system", "content": task.api.user}]
         for m in ep.messages[1:]:
-            if m["role"] == "assistant" and m.get("content"):
-                flipped.append({"role": "user", "content": m["content"]})
-            elif m["role"] == "user":
-                flipped.append({"role": "assistant", "content": m["content"]})
+            role = {"assistant": "user", "user": "assistant"}.get(m["role"])
+            if role is None or not m.get("content"):
+                continue
+            if flipped[-1]["role"] == role:  # two agent texts in a row, as one (a template that takes
+                merged = f"{flipped[-1]['content']}\n\n{m['content']}"  # turns refused the conversation)
+                flipped[-1] = {"role": role, "content": merged}
+            else:
+                flipped.append({"role": role, "content": m["content"]})
         t0 = time.perf_counter()
         try:
             async with deadline.held(self.policy_slots):
                 completions = await self.user.generate(flipped, self.config.sampling, n=1)
-        except ContextFull:  # the conversation outgrew the user model's context: the user has no more to say
+        except (ContextFull, RequestRefused):
+            # the user model cannot go on with what the agent said (past its context, or refused): the
+            # user has no more to say, and the episode is graded (unscored, the policy dodged its 0)
             if not ep.turns:
                 raise
             return None

@@ -109,6 +109,16 @@ class TestResults:
     components: dict[str, float] = field(default_factory=dict)  # verdicts reported beside correctness (not summed)
 
 
+def utf8_text(text: str) -> str:
+    """``text``, its lone surrogates (which no UTF-8 can hold) replaced: one raised
+    ``UnicodeEncodeError`` out of a grade when written to a run or measured in bytes."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode()
+    return text
+
+
 def candidate_code(task: Task, completion: str) -> str:
     """The code to grade: the last code block (or the whole text); for function/assert tasks whose
     completion does not define the entry point, the prompt's signature is prepended (HumanEval's
@@ -116,7 +126,9 @@ def candidate_code(task: Task, completion: str) -> str:
     and on HumanEval it passed a test of 5 tasks (12, 90, 128, 137, 162: ``None`` is an answer)."""
     code = extract_code(completion, task.language)
     if task.form in ("function", "assert") and task.entry_point and code.strip():
-        defines = re.search(rf"^\s*(async\s+)?def\s+{re.escape(task.entry_point)}\s*\(", code, re.MULTILINE)
+        # (``[ \t]*``, not ``\s*``: that spans newlines, and 16,000 blank lines took 6.9 s of the event loop)
+        name = re.escape(task.entry_point)
+        defines = re.search(rf"^[ \t]*(async[ \t]+)?def[ \t]+{name}[ \t]*\(", code, re.MULTILINE)
         if not defines and isinstance(task.prompt, str) and f"def {task.entry_point}" in task.prompt:
             code = task.prompt + code
     return code
@@ -583,7 +595,7 @@ class Grader:
         return self.config.limits
 
     async def grade(self, task: Task, completion: str, *, seed: int | None = None) -> Reward:
-        reward = await self._grade(task, completion, seed)
+        reward = await self._grade(task, utf8_text(completion), seed)
         self.stats.add(reward)
         return reward
 

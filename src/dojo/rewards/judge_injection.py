@@ -78,7 +78,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "role_markup",
         re.compile(
             r"<\|(im_start|im_end|system|user|assistant|start_header_id|end_header_id|eot_id)\|>|\[/?inst\]|"
-            r"<</?sys>>|^\s*(#+\s*)?(system|assistant|judge|grader|developer)\s*(message|prompt)?\s*:",
+            r"<</?sys>>|^[ \t]*(#+[ \t]*)?(system|assistant|judge|grader|developer)[ \t]*(?:(message|prompt)[ \t]*)?:",
             re.MULTILINE,
         ),
     ),
@@ -92,7 +92,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("fence_marker", re.compile(r"<<<\s*(begin|end)\b|<<<[a-z]*-?(text|a|b)-")),
 ]
 CLOSERS = re.compile(
-    r'^\s*("""|\'\'\'|</(text|answer|response|submission|document|essay)>|-{3,}\s*end\b|end of (the )?'
+    r'^[ \t]*("""|\'\'\'|</(text|answer|response|submission|document|essay)>|-{3,}[ \t]*end\b|end of (the )?'
     r"(text|answer|response|submission|essay))",
     re.MULTILINE | re.IGNORECASE,
 )
