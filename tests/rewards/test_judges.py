@@ -134,6 +134,21 @@ async def test_an_injection_attempt_is_caught_before_the_judge_is_asked() -> Non
     assert judge_script.obeyed == 0 and honest.value == 1.0
 
 
+async def test_a_text_past_the_judges_limit_scores_zero_without_asking() -> None:
+    """Past the judge's context the request was refused (a 400): no reward, so writing long dodged a 0."""
+    honest, asked = ObeyingJudge(), []
+
+    def script(messages: list[dict[str, Any]], body: dict[str, Any]) -> str:
+        asked.append(1)
+        return honest(messages, body)
+
+    async with serve_judge(script) as url, judge_for(url, max_text_chars=1000) as judge:
+        long = await judge.grade(TASK, GOOD + " and more" * 200)
+        fits = await judge.grade(TASK, GOOD)
+    assert long.value == 0.0 and long.verdict == "fail" and "longer than 1000" in (long.error or "")
+    assert fits.value == 1.0 and len(asked) == 1
+
+
 async def test_pairwise_asks_both_orders_and_a_flip_is_a_counted_tie() -> None:
     async with serve_judge(first_preferring) as url, judge_for(url) as judge:
         pair = await judge.compare(TASK.prompt_text(), GOOD, POOR)

@@ -54,6 +54,12 @@ class JudgeConfig(BaseModel):
     fence: Fence = Field("nonce", description="How the judged text is quoted: nonce (default), fixed, none.")
     detect: bool = Field(True, description="Scan judged texts for injection attempts (a confirmed one scores 0).")
     purpose: str = Field("", description="Pairwise: what the answers are for, told to the judge.")
+    max_text_chars: int = Field(
+        40_000,
+        ge=1,
+        description="A judged text longer than this scores 0 without asking the judge: past its context the judge "
+        "refused it, which left the answer without a reward (a policy could dodge its 0 by writing long).",
+    )
 
 
 @dataclass
@@ -188,6 +194,9 @@ class JudgeGrader:
             )
         if not text.strip():
             return Reward(value=0.0, verdict="no_answer", total=total, components={"judge": 0.0}, error="empty text")
+        if len(text) > self.config.max_text_chars:
+            why = f"the judged text is longer than {self.config.max_text_chars} characters ({len(text)})"
+            return Reward(value=0.0, verdict="fail", total=total, components={"judge": 0.0}, flags=flags, error=why)
         try:
             verdicts = await asyncio.gather(
                 *(
