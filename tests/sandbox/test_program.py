@@ -39,6 +39,6 @@ async def test_a_file_under_the_source_file_is_the_inputs_error(fast_sandbox: As
     from dojo.errors import InputError
 
     program = Program(language="python", source="print(1)", files=[InputFile(path="main.py/x", content=b"")])
-    with pytest.raises(InputError, match=r"needs 'main\.py' to be a directory"):
+    with pytest.raises(InputError, match=r"'main\.py' cannot be a file and a directory"):
         await fast_sandbox.run(program)
     assert (await fast_sandbox.run(Program(language="python", source="print(1)"))).verdict is Verdict.ACCEPTED

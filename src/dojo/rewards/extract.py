@@ -21,6 +21,16 @@ LANGUAGE_TAGS = {
 }
 
 
+def utf8_text(text: str) -> str:
+    """``text``, its lone surrogates (which no UTF-8 can hold) replaced: one raised
+    ``UnicodeEncodeError`` out of a grade when written to a run or measured in bytes."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode()
+    return text
+
+
 def delimited(
     text: str, opener: re.Pattern[str], closer: re.Pattern[str], opener_end: int | None = None
 ) -> Iterator[tuple[re.Match[str], str]]:

@@ -47,7 +47,7 @@ from dojo.rewards.calls import api_answer, check_calls, parse_calls
 from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
 from dojo.rewards.documents import grade_document
 from dojo.rewards.edit_scan import scan_repo_edits
-from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number
+from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number, utf8_text
 from dojo.rewards.hacks import Example, Finding, scan_python, visible_examples
 from dojo.rewards.harness import (
     HarnessRun,
@@ -107,16 +107,6 @@ class TestResults:
     hack: str | None = None  # a confirmed reward hack (what was found): scores 0
     flags: list[str] = field(default_factory=list)
     components: dict[str, float] = field(default_factory=dict)  # verdicts reported beside correctness (not summed)
-
-
-def utf8_text(text: str) -> str:
-    """``text``, its lone surrogates (which no UTF-8 can hold) replaced: one raised
-    ``UnicodeEncodeError`` out of a grade when written to a run or measured in bytes."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode()
-    return text
 
 
 def candidate_code(task: Task, completion: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import posixpath
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema, field_validator
@@ -48,6 +49,16 @@ def parent_dirs(path: str) -> list[str]:
     """The directories ``path`` lies in, within the work dir (``a/b/c``: ``a``, ``a/b``)."""
     parts = path.split("/")
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def check_layout(paths: Iterable[str]) -> None:
+    """``InputError`` where one of ``paths`` needs another to be a directory (``a`` and ``a/b``; a
+    program's ``main.py`` and ``main.py/x``): the run could not lay them out, which failed as the
+    sandbox's error, not the input's (an agent's episode ended without a reward)."""
+    names = set(paths)
+    for path in names:
+        if parent := next((d for d in parent_dirs(path) if d in names), None):
+            raise InputError(f"files {parent!r} and {path!r}: {parent!r} cannot be a file and a directory")
 
 
 def check_fetch_path(path: str) -> str:
@@ -130,11 +141,7 @@ class Program(BaseModel):
     @field_validator("files")
     @classmethod
     def _files(cls, v: list[InputFile]) -> list[InputFile]:
-        paths = {f.path for f in v}
-        for f in v:
-            if parent := next((d for d in parent_dirs(f.path) if d in paths), None):
-                # (the run could not lay them out: that failed as the sandbox's error, not the input's)
-                raise InputError(f"files {parent!r} and {f.path!r}: {parent!r} cannot be a file and a directory")
+        check_layout(f.path for f in v)
         return v
 
     @field_validator("fetch")
@@ -178,4 +185,4 @@ class Program(BaseModel):
         return self.stdin.encode("utf-8", errors="surrogateescape")
 
 
-__all__ = ["InputFile", "Limits", "Program", "check_fetch_path", "check_relative_path", "parent_dirs"]
+__all__ = ["InputFile", "Limits", "Program", "check_fetch_path", "check_layout", "check_relative_path", "parent_dirs"]

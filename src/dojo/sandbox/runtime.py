@@ -52,7 +52,7 @@ from dojo.sandbox.network import resolve as resolve_network
 from dojo.sandbox.packages import PROXY_ADDRESS, PROXY_HOST, PROXY_PORT, PackageProxy
 from dojo.sandbox.packages import run_environment as packages_environment
 from dojo.sandbox.pool import SlotPool, default_pool_size
-from dojo.sandbox.program import Program, parent_dirs
+from dojo.sandbox.program import Program, check_layout
 from dojo.sandbox.result import ExecutionResult, result_from_wire
 from dojo.sandbox.seccomp import ARCHITECTURES, filters_for_this_machine
 from dojo.sandbox.session import Session
@@ -501,11 +501,8 @@ def build_request(
         names.add(path)
         files.append({"path": path, "blob": len(blobs), "mode": 0o755 if executable else 0o644})
         blobs.append(content)
-    for path in names:  # (main.py/x: the run could not lay it out, which failed as the sandbox's error)
-        if clash := next((d for d in parent_dirs(path) if d in names), None):
-            raise InputError(f"input file {path!r} needs {clash!r} to be a directory, but {clash!r} is a file")
-    stdin = program.stdin_bytes()
-    stdin_blob = len(blobs)
+    check_layout(names)  # (main.py/x beside the program's main.py)
+    stdin, stdin_blob = program.stdin_bytes(), len(blobs)
     blobs.append(stdin)
     steps: list[RunStep] = []
     timeout = HOST_MARGIN_S
