@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dojo.cli import app
-from tests.agent.scripted import fixed, served
+from tests.agent.scripted import ScriptedPolicy, fixed, served
 from tests.sandbox.conftest import SKIP_REASON, requires_sandbox_pytest
 
 runner = CliRunner()
@@ -45,8 +45,10 @@ def test_rollout_refuses_bad_input(policy_server: str, tmp_path: Path) -> None:
     assert bad_mode.exit_code == 2 and "--mode must be feedback or tools" in bad_mode.output
     bad_source = runner.invoke(app, ["rollout", "nope", "--policy", policy_server, "--out", str(tmp_path / "r")])
     assert bad_source.exit_code == 2 and "unknown task source" in bad_source.output
-    bad_policy = runner.invoke(app, ["rollout", "family:expressions?n=2", "--policy", str(tmp_path), "--out", "x"])
+    bad = ["rollout", "family:expressions?n=2", "--policy", str(tmp_path), "--out", str(tmp_path / "x")]
+    bad_policy = runner.invoke(app, bad)
     assert bad_policy.exit_code == 2 and "neither an http(s) URL" in bad_policy.output
+    assert not (tmp_path / "x").exists()  # (a bad --policy made --out before it was refused)
     down = runner.invoke(app, ["rollout", "family:expressions?n=2", "--policy", "http://127.0.0.1:9/v1",
                                "--out", str(tmp_path / "down")])  # fmt: skip
     assert down.exit_code == 2 and "cannot list models at http://127.0.0.1:9/v1" in down.output
@@ -156,12 +158,16 @@ def test_a_first_request_the_server_refuses_is_said_with_its_reason(tmp_path: Pa
     assert "--enable-auto-tool-choice" in result.output and "--resume" not in result.output
 
 
-def test_rollout_with_a_served_user(policy_server: str, tmp_path: Path) -> None:
-    """tau2 with a user model on a server (here the same tiny model plays both sides)."""
+def test_rollout_with_a_served_user(tmp_path: Path) -> None:
+    """tau2 with a user model on a server of its own (scripted servers: the tiny model's 1,024
+    positions hold neither side's prompt, and a user brief past its model's context is left out)."""
     out, summary = tmp_path / "run", tmp_path / "summary.json"
-    args = ["rollout", "tau2:retail?n=1", "--policy", policy_server, "--user-policy", policy_server, "--out", str(out),
-            "-n", "1", "--mode", "tools", "--max-turns", "3", "--max-tokens", "16", "--json", str(summary)]  # fmt: skip
-    result = runner.invoke(app, args)
+    customer = ScriptedPolicy(lambda _m, i: "Hi, I need help with my order." if i == 0 else "Thanks. ###STOP###")
+    with served(fixed(GIVE_UP)) as agent, served(customer) as user:
+        args = ["rollout", "tau2:retail?n=1", "--policy", agent, "--user-policy", user, "--out", str(out), "-n", "1",
+                "--mode", "tools", "--max-turns", "3", "--max-tokens", "16", "--json", str(summary)]  # fmt: skip
+        result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(summary.read_text())
+    assert len(customer.calls) == 2  # its first line, and its last
     assert data["episodes"] == 1 and sum(data["verdicts"].values()) == 1

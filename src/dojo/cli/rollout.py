@@ -155,6 +155,8 @@ def rollout(
     tasks = tasks[:limit] if limit else tasks
     if not tasks:
         fail(f"{source} has no tasks")
+    chosen = _policy(policy, model, api)  # type: ignore[arg-type]  # (before --out is made: a bad one made it)
+    user = _policy([user_policy], None, api) if user_policy else None  # type: ignore[arg-type]
     try:
         config = RolloutConfig(
             group_size=samples,
@@ -174,8 +176,6 @@ def rollout(
     done = store.completed_groups()
     if done and not resume:
         fail(f"{out} already holds {len(done)} groups; pass --resume to continue that run, or choose a new --out")
-    chosen = _policy(policy, model, api)  # type: ignore[arg-type]
-    user = _policy([user_policy], None, api) if user_policy else None  # type: ignore[arg-type]
     if done:
         err_console.print(f"resuming: {len(done)} groups already stored, skipping them")
     started = time.perf_counter()
