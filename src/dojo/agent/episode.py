@@ -214,6 +214,17 @@ class Deadline:
                 slots.release()
 
 
+def refusal_status(error: ContextFull | RequestRefused, *, replied: bool) -> EpisodeStatus:
+    """How a server's refusal ends an episode. Once the request holds the policy's replies, its
+    length (``ContextFull``) or what the replies hold (``RequestRefused``: a template that takes one
+    tool call per message, and a reply of two) is the episode's own doing: graded on its last
+    candidate (unscored, it dodged its 0 on every retry). Before, it is the setup's (the task's
+    prompt, a server option): unscored, and not retried, since a retry is refused the same way."""
+    if isinstance(error, ContextFull):
+        return "context_limit" if replied else "prompt_too_long"
+    return "request_refused" if replied else "prompt_refused"
+
+
 def _tool_message(result: ToolResult) -> dict[str, Any]:
     call = result.call
     return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result.observation}
@@ -305,17 +316,8 @@ class EpisodeRunner:
         try:
             async with deadline.held(self.policy_slots):
                 completions = await self.policy.generate(ep.messages, params, n=1, tools=tools)
-        except ContextFull as e:  # the episode's own length: it ends, graded on its last candidate
-            ep.status = "context_limit" if ep.turns else "prompt_too_long"
-            ep.error = str(e)
-            ep.policy_seconds += time.perf_counter() - t0
-            return None
-        except RequestRefused as e:
-            # what the policy's replies hold made the server refuse (a template that takes one tool call
-            # per message, and a reply of two): unscored, it dodged its 0 on every retry. The task's own
-            # first request refused is the setup's (a server option, the task's prompt): unscored, and
-            # a retry would be refused the same way
-            ep.status, ep.error = "request_refused" if ep.turns else "prompt_refused", str(e)
+        except (ContextFull, RequestRefused) as e:
+            ep.status, ep.error = refusal_status(e, replied=bool(ep.turns)), str(e)
             ep.policy_seconds += time.perf_counter() - t0
             return None
         if not completions:
@@ -349,8 +351,7 @@ class EpisodeRunner:
             try:
                 first = await self._user_says(task, ep, deadline)
             except (ContextFull, RequestRefused) as e:  # (the user's brief alone: the setup's; it was graded 0)
-                ep.status = "prompt_too_long" if isinstance(e, ContextFull) else "prompt_refused"
-                ep.error = f"the user model's prompt: {e}"
+                ep.status, ep.error = refusal_status(e, replied=False), f"the user model's prompt: {e}"
                 return
             if first is None:
                 ep.status, ep.final = "answered", talk.answer()
