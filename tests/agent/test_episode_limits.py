@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 
 import pytest
 from pydantic import ValidationError
 
 from dojo.agent.episode import EpisodeConfig, EpisodeRunner
 from dojo.agent.policy import Completion, ContextFull, RequestRefused, ToolCall
-from dojo.agent.tools import SlotClock
+from dojo.agent.sandbox_clock import SlotClock
+from dojo.agent.tools import Toolbox
 from dojo.rewards import Grader
 from tests.agent.scripted import WRONG, ScriptedPolicy, double_task, fixed, tool
 
@@ -55,13 +57,27 @@ async def test_the_slot_clock_counts_time_holding_a_slot_not_queueing_for_one() 
 
     async def run() -> None:
         async with clock.held():
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # (no run: nothing the sandbox reports)
 
     waiting = asyncio.create_task(run())
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(0.5)
     slots.release()
     await waiting
-    assert 0.05 <= clock.seconds < 0.9
+    assert clock.seconds == 0.0
+
+
+async def test_a_runs_wait_in_the_pools_own_queue_is_not_the_episodes(grader: Grader) -> None:
+    # eight episodes' runs of 0.6 s on the shared pool of 4, with no scheduler slots: four wait a
+    # whole run for the pool (the default scheduler's slots are twice the pool's). Counted, the wait
+    # spent an honest episode's budget on its neighbours' runs.
+    nap = tool("run_code", code="import time\ntime.sleep(0.6)").tool_calls[0]
+    boxes = [Toolbox(double_task(), grader.sandbox, tools=["run_code"]) for _ in range(2 * grader.sandbox.pool_size)]
+    start = time.perf_counter()
+    results = await asyncio.gather(*(box.call(nap) for box in boxes))
+    assert time.perf_counter() - start >= 1.2  # (the queue did form)
+    assert all("Accepted" in r.observation for r in results), [r.observation for r in results]
+    assert max(r.seconds for r in results) >= 1.2  # a call's own time still says how long it took
+    assert all(0.6 <= box.clock.seconds < 1.0 for box in boxes), [box.clock.seconds for box in boxes]
 
 
 async def test_calls_past_max_tool_calls_are_answered_not_run(grader: Grader) -> None:

@@ -21,7 +21,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from dojo.agent.policy import ToolCall
-from dojo.agent.tools import SlotClock, ToolResult, truncate_middle
+from dojo.agent.sandbox_clock import MeteredSandbox, SlotClock
+from dojo.agent.tools import ToolResult, truncate_middle
 from dojo.rewards.simulated_api import conversation_steps, run_api_calls, tau2_cut_short
 from dojo.sandbox import Limits, SandboxAPI
 from dojo.tasks.model import ApiScenario, Task
@@ -47,7 +48,7 @@ class ApiConversation:
             raise ValueError(f"task {task.id} has no simulated API")
         self.task = task
         self.api: ApiScenario = task.api
-        self.sandbox = sandbox
+        self.sandbox = MeteredSandbox(sandbox)  # (its runs are what the clock counts)
         self.limits = limits
         self.max_observation_chars = max_observation_chars
         self.clock = SlotClock(sandbox_slots, time_budget, paused)

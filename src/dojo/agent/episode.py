@@ -40,8 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from dojo.agent.api_conversation import ApiConversation
 from dojo.agent.feedback import feedback_step
 from dojo.agent.policy import Completion, ContextFull, Policy, PolicyError, RequestRefused, SamplingParams, ToolCall
+from dojo.agent.sandbox_clock import SlotClock
 from dojo.agent.tool_calls import format_tool_call, parse_tool_calls
-from dojo.agent.tools import SlotClock, Toolbox, ToolResult, tools_for
+from dojo.agent.tools import Toolbox, ToolResult, tools_for
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import Reward
 from dojo.tasks.model import Task
@@ -112,9 +113,10 @@ class EpisodeConfig(BaseModel):
     tool_time_limit: float | None = Field(
         None,
         gt=0,
-        description="Seconds the episode's tool calls and visible checks may hold a sandbox slot in all (queueing "
-        "for one not counted), checked before each call; past it the episode ends and its last candidate is graded. "
-        "Default: half of time_limit (which does not count time on the sandbox).",
+        description="Seconds of sandbox time (each run's wall time, as the sandbox reports it; waits for a slot not "
+        "counted) the episode's tool calls and visible checks may use in all, checked before each call; past it the "
+        "episode ends and its last candidate is graded. Default: half of time_limit (which does not count time on "
+        "the sandbox).",
     )
     max_user_turns: int = Field(10, ge=1, le=64, description="Messages a served user model may send.")
 

@@ -17,18 +17,18 @@ not an observation: ``ToolResult.infra_error`` is set and the episode is retried
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import shlex
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dojo.agent.policy import ToolCall
+from dojo.agent.sandbox_clock import MeteredSandbox, SlotClock
 from dojo.errors import InputError
 from dojo.rewards.analysis import task_files
 from dojo.rewards.config import GradingConfig
@@ -119,48 +119,6 @@ def tools_for(task: Task, names: tuple[str, ...] | list[str] | None = None) -> t
     return REPO_TOOL_NAMES if task.form == "repo" else TOOL_NAMES
 
 
-def held(slots: asyncio.Semaphore | None) -> AbstractAsyncContextManager[object]:
-    """Hold one of ``slots`` for the block (no limit when None)."""
-    return slots if slots is not None else contextlib.nullcontext()
-
-
-class SlotClock:
-    """The sandbox time an episode's tool calls used: the seconds they held a sandbox slot, not the
-    seconds they queued for one (a busy fleet is not the policy's doing). (The scheduler's slots are
-    twice the pool's by default, so a run holding one may still wait in the pool's own queue, for up
-    to about one run: that wait counts; the default budget, 300 s, leaves room for it.) The episode's tool time
-    budget reads it (``EpisodeConfig.tool_time_limit``): a policy whose runs kept it busy until the
-    wall-clock deadline had turned its 0 into no reward. ``paused`` (the episode's) is entered for
-    each wait on the sandbox, queueing included: the deadline stops meanwhile, since the sandbox
-    bounds each run and the budget the runs together."""
-
-    def __init__(
-        self,
-        slots: asyncio.Semaphore | None,
-        budget: float | None = None,
-        paused: Callable[[], AbstractContextManager[None]] | None = None,
-    ) -> None:
-        self.slots = slots
-        self.budget = budget
-        self.paused = paused or contextlib.nullcontext
-        self.seconds = 0.0
-
-    @property
-    def spent(self) -> bool:
-        return self.budget is not None and self.seconds >= self.budget
-
-    @contextlib.asynccontextmanager
-    async def held(self) -> AsyncIterator[None]:
-        """Hold a slot for the block, and count the time it was held."""
-        with self.paused():
-            async with held(self.slots):
-                start = time.perf_counter()
-                try:
-                    yield
-                finally:
-                    self.seconds += time.perf_counter() - start
-
-
 def truncate_middle(text: str, budget: int) -> str:
     """``text`` if it fits, else its head and tail with a note of how much was cut."""
     if len(text) <= budget:
@@ -225,7 +183,7 @@ class Toolbox:
         paused: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
         self.task = task
-        self.sandbox = sandbox
+        self.sandbox = MeteredSandbox(sandbox)  # (its runs are what the clock counts)
         self.tools = tools_for(task, tools)
         self.limits = limits
         self.max_observation_chars = max_observation_chars
@@ -234,7 +192,7 @@ class Toolbox:
         self.files: dict[str, str] = {}
         self.last_code: str | None = None
         self.clock = SlotClock(sandbox_slots, time_budget, paused)  # (time_budget: seconds of sandbox time)
-        self._visible = Grader(sandbox, GradingConfig(limits=limits, scan=False), stats=RewardStats())
+        self._visible = Grader(self.sandbox, GradingConfig(limits=limits, scan=False), stats=RewardStats())
 
     def specs(self) -> list[dict[str, Any]]:
         if self.task.form == "tools":

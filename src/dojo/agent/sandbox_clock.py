@@ -1,0 +1,140 @@
+"""How much sandbox time an episode's tools used: ``SlotClock``, read by the tool time budget
+(``EpisodeConfig.tool_time_limit``).
+
+The clock counts what the sandbox itself reports for each run (its wall time, the compile step's
+included), never the time a run waited for a slot. It had counted the seconds a call held one of the
+scheduler's slots; the scheduler's slots are twice the pool's by default, so a run holding one could
+still wait in the pool's own queue for about one run: on a fleet shared with episodes whose runs
+sleep to their limit, an honest episode's budget was spent on its neighbours' runs and it ended
+``tool_time_limit``, graded, for the fleet's doing. ``MeteredSandbox`` is the sandbox the tools run on:
+every run it returns, within a clock's ``held`` block, is added to that block's account.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Self
+
+from dojo.sandbox import ExecutionResult, Limits, Program, SandboxAPI
+from dojo.sandbox.backend import Isolation, SessionAPI
+
+_ACCOUNT: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("dojo_sandbox_account", default=None)
+
+
+def run_seconds(result: ExecutionResult) -> float:
+    """The sandbox's own wall time for ``result``'s run, its compile step included."""
+    return result.wall_time + (result.compile.wall_time if result.compile is not None else 0.0)
+
+
+def _count(results: Iterable[ExecutionResult]) -> None:
+    account = _ACCOUNT.get()
+    if account is not None:
+        account.extend(run_seconds(r) for r in results)
+
+
+class MeteredSandbox:
+    """``inner``, whose runs are counted by the ``SlotClock.held`` block they finish in (a grader's
+    runs too: a visible check's grader runs on it). Everything else is ``inner``'s."""
+
+    def __init__(self, inner: SandboxAPI) -> None:
+        self.inner = inner
+
+    @property
+    def pool_size(self) -> int:
+        return self.inner.pool_size
+
+    @property
+    def started(self) -> bool:
+        return self.inner.started
+
+    async def start(self) -> Self:
+        await self.inner.start()
+        return self
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def run(
+        self,
+        program: Program,
+        limits: Limits | None = None,
+        *,
+        compile_limits: Limits | None = None,
+        isolation: Isolation | None = None,
+        cache_compiled: bool = False,
+        harness: bool = False,
+    ) -> ExecutionResult:
+        result = await self.inner.run(
+            program,
+            limits,
+            compile_limits=compile_limits,
+            isolation=isolation,
+            cache_compiled=cache_compiled,
+            harness=harness,
+        )
+        _count([result])
+        return result
+
+    async def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
+        results = await self.inner.run_many(programs, limits)
+        _count(results)
+        return results
+
+    async def open_session(
+        self, language: str, limits: Limits | None = None, environment: str | None = None
+    ) -> SessionAPI:
+        return await self.inner.open_session(language, limits, environment)
+
+
+def held(slots: asyncio.Semaphore | None) -> AbstractAsyncContextManager[object]:
+    """Hold one of ``slots`` for the block (no limit when None)."""
+    return slots if slots is not None else contextlib.nullcontext()
+
+
+class SlotClock:
+    """The sandbox time an episode's tool calls used (see the module doc): per ``held`` block, the
+    runs' own time as the sandbox reports it, and at most the seconds the block held a scheduler's
+    slot (runs of one check made side by side count once). A policy whose runs kept the sandbox
+    busy until the wall-clock deadline had turned its 0 into no reward; the budget ends that.
+    ``paused`` (the episode's) is entered for each wait on the sandbox, queueing included: the
+    deadline stops meanwhile, since the sandbox bounds each run and the budget the runs together."""
+
+    def __init__(
+        self,
+        slots: asyncio.Semaphore | None,
+        budget: float | None = None,
+        paused: Callable[[], AbstractContextManager[None]] | None = None,
+    ) -> None:
+        self.slots = slots
+        self.budget = budget
+        self.paused = paused or contextlib.nullcontext
+        self.seconds = 0.0
+
+    @property
+    def spent(self) -> bool:
+        return self.budget is not None and self.seconds >= self.budget
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Hold a slot for the block, and count the sandbox time of the runs made in it."""
+        with self.paused():
+            async with held(self.slots):
+                account: list[float] = []
+                token = _ACCOUNT.set(account)
+                start = time.perf_counter()
+                try:
+                    yield
+                finally:
+                    _ACCOUNT.reset(token)
+                    self.seconds += min(time.perf_counter() - start, sum(account))
