@@ -195,6 +195,22 @@ async def test_names_that_share_their_files_each_start_their_slots_their_own_way
 
 
 @requires_isolation
+async def test_a_temporary_directory_the_preload_made_is_not_removed_at_each_runs_exit(
+    env_sandbox: AsyncSandbox, store: EnvironmentStore
+) -> None:
+    # what matplotlib does on import with no writable home: every run's stderr had a traceback of
+    # the removal of a directory in the zygote's /tmp, which no run has
+    made = "import atexit, shutil, tempfile\natexit.register(shutil.rmtree, tempfile.mkdtemp())\nimport toydep"
+    store.build("toy-tmpdir", lock=list(store.get("toy").lock), preload=[], warmup=made)
+    for source in ("print(1)", "import atexit, os, shutil\nos.mkdir('mine')\natexit.register(shutil.rmtree, 'mine')"):
+        result = await env_sandbox.run(Program(language="python", source=source, environment="toy-tmpdir"))
+        assert result.verdict is Verdict.ACCEPTED and result.stderr == "", result.stderr or result.sandbox_error
+    removed = "import atexit, os, shutil\nos.mkdir('mine')\natexit.register(shutil.rmtree, 'mine')\nos.rmdir('mine')"
+    result = await env_sandbox.run(Program(language="python", source=removed, environment="toy-tmpdir"))
+    assert "FileNotFoundError" in result.stderr  # a run's own exit handlers still run
+
+
+@requires_isolation
 async def test_a_new_version_leaves_the_old_one_reachable(
     tmp_path: Path, wheels: Path, store: EnvironmentStore
 ) -> None:

@@ -42,3 +42,37 @@ async def test_a_file_under_the_source_file_is_the_inputs_error(fast_sandbox: As
     with pytest.raises(InputError, match=r"'main\.py' cannot be a file and a directory"):
         await fast_sandbox.run(program)
     assert (await fast_sandbox.run(Program(language="python", source="print(1)"))).verdict is Verdict.ACCEPTED
+
+
+def test_text_that_cannot_be_encoded_is_the_inputs_error() -> None:
+    # a lone surrogate (JSON's "\ud800") in the source or stdin was a 500 from the service, and in
+    # the environment a SandboxError verdict, which the client retried
+    lone = "\ud800"
+    for field, value in (("source", f"print(1){lone}"), ("stdin", lone), ("args", [lone]), ("env", {"A": lone}),
+                         ("fetch", [f"/tmp/{lone}"]), ("hidden", [f"/usr/{lone}"])):  # fmt: skip
+        with pytest.raises(ValidationError, match="lone surrogate") as caught:
+            Program.model_validate({"language": "python", "source": "", field: value})
+        assert caught.value.errors()[0]["loc"] == (field,)
+    Program(language="python", source="", stdin="\udc80", args=["\udcff"])  # raw bytes, as os.fsencode writes them
+
+
+def test_more_input_files_than_a_work_dir_holds_is_the_inputs_error() -> None:
+    files = [InputFile(path=f"f{i}", content=b"") for i in range(5000)]  # had failed with ENOSPC: a SandboxError
+    with pytest.raises(ValidationError, match="5000 files and directories"):
+        Program(language="python", source="", files=files)
+    nested = [InputFile(path=f"d{i}/f", content=b"") for i in range(1600)]  # the directories count too
+    with pytest.raises(ValidationError, match="3200 files and directories"):
+        Program(language="python", source="", files=nested)
+
+
+async def test_input_files_past_the_work_dirs_size_are_the_inputs_error(fast_sandbox: AsyncSandbox) -> None:
+    from dojo.errors import InputError
+    from dojo.sandbox import Limits
+
+    big = Program(language="python", source="print(1)", files=[InputFile(path="big", content=b"x" * (3 << 20))])
+    with pytest.raises(InputError, match=r"more than limits\.disk"):
+        await fast_sandbox.run(big, Limits(disk=2 << 20))
+    many = [InputFile(path=f"d{i % 10}/f{i}", content=b"x") for i in range(3000)]
+    counted = Program(language="python", source="import os\nprint(sum(len(f) for _, _, f in os.walk('.')))", files=many)
+    result = await fast_sandbox.run(counted)  # 3,000 files and 10 directories: within the work dir
+    assert result.verdict is Verdict.ACCEPTED and result.stdout.split() == ["3001"], result

@@ -15,6 +15,8 @@ from dojo.sandbox.limits import Limits
 
 MAX_PATH = 255
 NAME_MAX = 255  # bytes in one name of a path (Linux's NAME_MAX)
+MAX_INPUT_NODES = 3072  # of the 4,096 inodes of a run's work dir (guest.jail.mount_scratch); the rest are the run's
+PAGE = 4096
 SCRATCH = ("/box", "/tmp", "/dev", "/proc")  # a run's own space: wiped or made fresh for each run
 
 
@@ -53,18 +55,54 @@ def parent_dirs(path: str) -> list[str]:
 
 def check_layout(paths: Iterable[str]) -> None:
     """``InputError`` where one of ``paths`` needs another to be a directory (``a`` and ``a/b``; a
-    program's ``main.py`` and ``main.py/x``): the run could not lay them out, which failed as the
-    sandbox's error, not the input's (an agent's episode ended without a reward)."""
+    program's ``main.py`` and ``main.py/x``), or where they make more files and directories than
+    ``MAX_INPUT_NODES``: the run could not lay them out, which failed as the sandbox's error, not the
+    input's (an agent's episode ended without a reward; 5,000 files over HTTP were a SandboxError,
+    retried by the client)."""
     names = set(paths)
     for path in names:
         if parent := next((d for d in parent_dirs(path) if d in names), None):
             raise InputError(f"files {parent!r} and {path!r}: {parent!r} cannot be a file and a directory")
+    nodes = len(names) + len({d for path in names for d in parent_dirs(path)})
+    if nodes > MAX_INPUT_NODES:
+        raise InputError(f"the input files make {nodes} files and directories; a run's work dir takes at most "
+                         f"{MAX_INPUT_NODES} (pack them into an archive that the program unpacks)")  # fmt: skip
+
+
+def check_fits(sizes: Iterable[int], disk: int) -> None:
+    """``InputError`` where files of ``sizes`` bytes (the source and input files) do not fit a work dir
+    of ``disk`` bytes (``Limits.disk``; tmpfs gives each file whole pages): the run had failed to
+    write them, as the sandbox's error."""
+    used = sum(-(-size // PAGE) * PAGE for size in sizes)
+    if used > disk:
+        raise InputError(f"the source and input files take {used} bytes of the work dir (in {PAGE}-byte pages), "
+                         f"more than limits.disk ({disk}): raise limits.disk or send smaller files")  # fmt: skip
+
+
+def check_work_dir(paths: Iterable[str], sizes: Iterable[int], disk: int) -> None:
+    """``check_layout`` and ``check_fits``: a run's own files, laid out in its work dir."""
+    check_layout(paths)
+    check_fits(sizes, disk)
+
+
+def check_text(value: str, what: str, *, raw_bytes: bool = False) -> str:
+    """``value`` if it is text that can be encoded (UTF-8; ``raw_bytes``: with Python's
+    ``surrogateescape``, as stdin, arguments and the environment are); else ``InputError``. A lone
+    surrogate (JSON's ``"\\ud800"``) in a program's source or stdin was a 500 or a SandboxError."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8", "surrogateescape" if raw_bytes else "strict")
+        except UnicodeEncodeError as e:
+            raise InputError(f"{what} holds {value[e.start]!r} at character {e.start}, a lone surrogate that "
+                             "is no text: send valid UTF-8") from None  # fmt: skip
+    return value
 
 
 def check_fetch_path(path: str) -> str:
     """A path to bring back: relative to the work dir, or absolute (read as the run's user, so it
     reaches only what the run itself could read and print)."""
     if path.startswith("/"):
+        check_text(path, f"fetch path {path!r}")
         if "\x00" in path or len(path) > MAX_PATH or "/../" in f"{path}/":
             raise InputError(f"fetch path {path!r} must be a plain absolute path (no '..', no NUL)")
         return posixpath.normpath(path)
@@ -138,6 +176,16 @@ class Program(BaseModel):
         description="If set, an Accepted run whose stdout differs (ignoring whitespace) is WrongAnswer.",
     )
 
+    @field_validator("source")
+    @classmethod
+    def _source(cls, v: str) -> str:
+        return check_text(v, "source")
+
+    @field_validator("stdin")
+    @classmethod
+    def _stdin(cls, v: str) -> str:
+        return check_text(v, "stdin", raw_bytes=True)
+
     @field_validator("files")
     @classmethod
     def _files(cls, v: list[InputFile]) -> list[InputFile]:
@@ -155,6 +203,7 @@ class Program(BaseModel):
         out = []
         for p in v:
             if p.startswith("/"):
+                check_text(p, f"hidden path {p!r}")
                 if "\x00" in p or len(p) > MAX_PATH or "/../" in f"{p}/" or p.rstrip("/") == "":
                     raise InputError(f"hidden path {p!r} must be a plain absolute path (no '..', no NUL)")
                 p = posixpath.normpath(p)
@@ -172,6 +221,8 @@ class Program(BaseModel):
         for key, value in v.items():
             if not key or "=" in key or "\x00" in key or "\x00" in value:
                 raise InputError(f"invalid environment variable {key!r}")
+            check_text(key, "an environment variable's name", raw_bytes=True)
+            check_text(value, f"environment variable {key!r}", raw_bytes=True)
         return v
 
     @field_validator("args")
@@ -179,10 +230,13 @@ class Program(BaseModel):
     def _args(cls, v: list[str]) -> list[str]:
         if any("\x00" in a for a in v):
             raise InputError("arguments must not contain NUL bytes")
-        return v
+        return [check_text(a, "an argument", raw_bytes=True) for a in v]
 
     def stdin_bytes(self) -> bytes:
         return self.stdin.encode("utf-8", errors="surrogateescape")
 
 
-__all__ = ["InputFile", "Limits", "Program", "check_fetch_path", "check_layout", "check_relative_path", "parent_dirs"]
+__all__ = [
+    "InputFile", "Limits", "Program", "check_fetch_path", "check_fits", "check_layout", "check_relative_path",
+    "check_text", "check_work_dir", "parent_dirs",
+]  # fmt: skip

@@ -52,7 +52,7 @@ from dojo.sandbox.network import resolve as resolve_network
 from dojo.sandbox.packages import PROXY_ADDRESS, PROXY_HOST, PROXY_PORT, PackageProxy
 from dojo.sandbox.packages import run_environment as packages_environment
 from dojo.sandbox.pool import SlotPool, default_pool_size
-from dojo.sandbox.program import Program, check_layout
+from dojo.sandbox.program import Program, check_work_dir
 from dojo.sandbox.result import ExecutionResult, result_from_wire
 from dojo.sandbox.seccomp import ARCHITECTURES, filters_for_this_machine
 from dojo.sandbox.session import Session
@@ -501,7 +501,7 @@ def build_request(
         names.add(path)
         files.append({"path": path, "blob": len(blobs), "mode": 0o755 if executable else 0o644})
         blobs.append(content)
-    check_layout(names)  # (main.py/x beside the program's main.py)
+    check_work_dir(names, map(len, blobs), limits.disk)  # (main.py/x beside main.py; more than limits.disk)
     stdin, stdin_blob = program.stdin_bytes(), len(blobs)
     blobs.append(stdin)
     steps: list[RunStep] = []

@@ -106,6 +106,13 @@ def preload_environment(config: dict[str, Any]) -> None:
             exec(compile(warmup, "<environment warm-up>", "exec", dont_inherit=True), {"__name__": "__dojo_warmup__"})
         except BaseException as e:
             raise RuntimeError(f"the environment's warm-up failed: {type(e).__name__}: {e}") from e
+    import atexit
+    import shutil
+
+    # a temporary directory made here, to be removed at exit (matplotlib's config, with no writable
+    # home), is in the zygote's /tmp, not a run's: each run's exit printed a FileNotFoundError's
+    # traceback on its stderr (every /run_code answer carried one)
+    atexit.unregister(shutil.rmtree)
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
         raise RuntimeError(
