@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from dojo.sandbox import AsyncSandbox, LimitKind, Limits, SandboxError, Verdict
+from dojo.sandbox.errors import FileRefused, SessionBusy
 
 
 async def test_python_state_persists_and_survives_exceptions(fast_sandbox: AsyncSandbox) -> None:
@@ -101,3 +104,72 @@ async def test_closed_session_refuses_work(fast_sandbox: AsyncSandbox) -> None:
     await s.close()
     with pytest.raises(SandboxError, match="closed"):
         await s.exec("1")
+
+
+@pytest.mark.parametrize(
+    ("plant", "path", "found"),
+    [
+        ("os.mkfifo('out.txt')", "out.txt", "a FIFO"),
+        # a FIFO with a reader waiting: its open would not block, what it is still refuses it
+        ("os.mkfifo('out.txt')\nthreading.Thread(target=lambda: open('out.txt').read(), daemon=True).start()",
+         "out.txt", "a FIFO"),
+        ("os.symlink('/etc/passwd', 'out.txt')", "out.txt", "a symlink"),
+        ("os.symlink('keep.txt', 'out.txt')", "out.txt", "a symlink"),
+        ("os.mkdir('out.txt')", "out.txt", "a directory"),
+        ("held = socket.socket(socket.AF_UNIX)\nheld.bind('out.txt')", "out.txt", "a socket"),
+        ("os.symlink('/tmp', 'sub')", "sub/out.txt", "'sub' is a symlink, not a directory"),
+        ("os.mkfifo('sub')", "sub/out.txt", "'sub' is a FIFO"),
+    ],
+)  # fmt: skip
+async def test_write_file_refuses_what_the_code_left_at_the_path(
+    fast_sandbox: AsyncSandbox, plant: str, path: str, found: str
+) -> None:
+    """A session's work dir is its code's: a write_file never waits on a FIFO (the slot would stop
+    answering and be killed, the session with it) nor writes through a symlink; it is refused, and
+    the session goes on: its files, its interpreter's state."""
+    async with await fast_sandbox.open_session("python") as s:
+        await s.write_file("keep.txt", b"important work")
+        made = await s.exec(f"import os, socket, threading\nx = 41\n{plant}")
+        assert made.verdict is Verdict.ACCEPTED, made.stderr
+        with pytest.raises(FileRefused, match=found):
+            await asyncio.wait_for(s.write_file(path, b"new"), 20)
+        assert s.alive
+        assert await asyncio.wait_for(s.read_file("keep.txt"), 20) == b"important work"
+        after = await asyncio.wait_for(s.exec("print(x + 1)"), 20)
+        assert after.stdout == "42\n" and not after.session_restarted
+        await s.write_file("other/new.txt", b"ok")  # and writes elsewhere as before
+        assert await s.read_file("other/new.txt") == b"ok"
+
+
+async def test_an_execs_own_file_replaces_what_the_code_left_there(fast_sandbox: AsyncSandbox) -> None:
+    """bash runs from main.sh, written anew each exec: a FIFO or a symlink the code left at that
+    name is replaced (a symlink's target is not written through), so the session goes on."""
+    async with await fast_sandbox.open_session("bash") as s:
+        await s.write_file("keep.txt", b"important work")
+        assert (await s.exec("rm main.sh && mkfifo main.sh && echo made")).stdout == "made\n"
+        again = await asyncio.wait_for(s.exec("echo again; [ -f main.sh ] && echo regular"), 20)
+        assert again.stdout == "again\nregular\n"
+        await s.exec("rm main.sh && ln -s keep.txt main.sh")
+        assert (await asyncio.wait_for(s.exec("echo still"), 20)).stdout == "still\n"
+        assert await s.read_file("keep.txt") == b"important work"
+        await s.exec("rm main.sh && mkdir main.sh")  # a directory is not removed for it: refused
+        with pytest.raises(FileRefused, match=r"'main\.sh' is a directory, not a regular file"):
+            await asyncio.wait_for(s.exec("echo never"), 20)
+        assert s.alive and await s.read_file("keep.txt") == b"important work"
+
+
+async def test_a_busy_session_refuses_another_request(fast_sandbox: AsyncSandbox) -> None:
+    async with await fast_sandbox.open_session("python") as s:
+        slow = asyncio.create_task(s.exec("import time\ntime.sleep(1.5)\nprint('slept')"))
+        try:
+            deadline = asyncio.get_running_loop().time() + 20
+            while not s.busy and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.01)
+            calls = (lambda: s.exec("1"), lambda: s.write_file("f.txt", b"x"), lambda: s.read_file("f.txt"))
+            for call in calls:
+                with pytest.raises(SessionBusy, match="busy with another request"):
+                    await call()
+        finally:
+            slept = await asyncio.wait_for(slow, 30)
+        assert slept.stdout == "slept\n"
+        assert (await s.exec("print('free')")).stdout == "free\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import httpx
@@ -69,3 +70,61 @@ def test_unknown_session_language_is_400(live: LiveServer) -> None:
             assert e.status_code == 400 and "unknown language" in e.message
         else:  # pragma: no cover
             raise AssertionError("expected a 400")
+
+
+def test_a_fifo_at_a_put_path_is_a_400_and_the_session_goes_on(live: LiveServer, http: httpx.Client) -> None:
+    """A FIFO the session's code made at a path: the PUT neither waits on it (the slot would stop
+    answering and the session die as an infrastructure failure) nor writes through a symlink; it is
+    refused at once, and the session, its files and its variables, goes on."""
+    sid = http.post("/v1/sessions", json={"language": "python"}).json()["id"]
+    try:
+        assert http.put(f"/v1/sessions/{sid}/files/keep.txt", content=b"important work").status_code == 200
+        code = "import os\nx = 41\nos.mkfifo('out.txt')\nos.symlink('keep.txt', 'link.txt')"
+        assert http.post(f"/v1/sessions/{sid}/exec", json={"code": code}).json()["verdict"] == "Accepted"
+        start = time.monotonic()
+        fifo = http.put(f"/v1/sessions/{sid}/files/out.txt", content=b"x", timeout=20)
+        assert fifo.status_code == 400 and time.monotonic() - start < 10
+        assert "'out.txt' is a FIFO (named pipe), not a regular file" in fifo.json()["error"]
+        link = http.put(f"/v1/sessions/{sid}/files/link.txt", content=b"x", timeout=20)
+        assert link.status_code == 400 and "'link.txt' is a symlink" in link.json()["error"]
+        assert http.get(f"/v1/sessions/{sid}/files/keep.txt").content == b"important work"
+        after = http.post(f"/v1/sessions/{sid}/exec", json={"code": "print(x + 1)"}).json()
+        assert after["stdout"] == "42\n" and not after["session_restarted"]
+        assert http.put(f"/v1/sessions/{sid}/files/new.txt", content=b"ok").status_code == 200
+    finally:
+        http.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_call_on_a_busy_session_is_a_409(live: LiveServer, http: httpx.Client) -> None:
+    """A session takes one request at a time: another call meanwhile is a 409 Conflict that says to
+    retry once the first has ended (not a 400 blaming the call); after it, the session serves again."""
+    sid = http.post("/v1/sessions", json={"language": "python"}).json()["id"]
+    slow: dict[str, httpx.Response] = {}
+
+    def sleep_in_session() -> None:
+        with httpx.Client(base_url=live.url, timeout=60) as other:
+            code = "import time\ntime.sleep(4)\nprint('slept')"
+            slow["r"] = other.post(f"/v1/sessions/{sid}/exec", json={"code": code})
+
+    thread = threading.Thread(target=sleep_in_session, daemon=True)
+    thread.start()
+    try:
+        busy = None
+        deadline = time.monotonic() + 20
+        while busy is None and thread.is_alive() and time.monotonic() < deadline:
+            r = http.put(f"/v1/sessions/{sid}/files/f.txt", content=b"x")
+            if r.status_code == 409:
+                busy = r
+            else:
+                time.sleep(0.05)
+        assert busy is not None, "no call saw the session busy"
+        assert "busy with another request" in busy.json()["error"] and "Retry-After" in busy.headers
+        meanwhile = http.post(f"/v1/sessions/{sid}/exec", json={"code": "1"})
+        if thread.is_alive():  # (the first exec may have ended on a slow machine)
+            assert meanwhile.status_code == 409 and "retry once that one has ended" in meanwhile.json()["error"]
+    finally:
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+    assert slow["r"].status_code == 200 and slow["r"].json()["stdout"] == "slept\n"
+    assert http.post(f"/v1/sessions/{sid}/exec", json={"code": "print('free')"}).json()["stdout"] == "free\n"
+    assert http.delete(f"/v1/sessions/{sid}").status_code == 204

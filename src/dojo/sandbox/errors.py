@@ -23,3 +23,16 @@ class LanguageUnavailable(InputError):
 
 class UnknownLanguage(InputError):
     """The language name is not one dojo knows."""
+
+
+class SessionBusy(DojoError):
+    """A session is serving another request (it takes one at a time): retry once that one has ended.
+
+    Not an ``InputError``: the same request succeeds once the session is free. The HTTP service
+    answers it with 409 Conflict."""
+
+
+class FileRefused(InputError):
+    """A session's file was not written: what its own code left at the path (a FIFO, a symlink, a
+    socket, a directory) is not a regular file, or not a directory where one was needed. The session
+    and its other files are untouched; remove or rename that entry (in an exec) and write again."""

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from dojo.errors import InputError
-from dojo.sandbox.errors import SandboxError
+from dojo.sandbox.errors import FileRefused, SandboxError, SessionBusy
 from dojo.sandbox.languages import Language
 from dojo.sandbox.limits import Limits
 from dojo.sandbox.program import InputFile, Program, check_relative_path
@@ -41,7 +41,10 @@ def one_request_at_a_time(session: _Exclusive) -> Iterator[None]:
     if session.closed:
         raise SandboxError("the session is closed")
     if session.busy:
-        raise InputError("the session is already running an exec; sessions take one request at a time")
+        raise SessionBusy(
+            "the session is busy with another request (an exec, or a file written or read); a session "
+            "takes one request at a time: retry once that one has ended"
+        )
     session.busy = True
     session.last_used = time.monotonic()
     try:
@@ -49,6 +52,11 @@ def one_request_at_a_time(session: _Exclusive) -> Iterator[None]:
     finally:
         session.busy = False
         session.last_used = time.monotonic()
+
+
+def replace_files(header: dict[str, Any]) -> None:
+    for f in header.get("files", []):
+        f["replace"] = True
 
 
 class Session:
@@ -75,10 +83,16 @@ class Session:
     ) -> tuple[dict[str, Any], list[bytes]]:
         with one_request_at_a_time(self):
             try:
-                return await self.slot.request({**header, "keep_files": True}, blobs, timeout)
+                resp, out = await self.slot.request({**header, "keep_files": True}, blobs, timeout)
             except SlotDied:
                 await self.close()
                 raise
+        if resp.get("file_refused"):  # what the session's code left at a file's path: nothing ran
+            raise FileRefused(
+                f"the session's file was not written: {resp['file_refused']}. A session writes regular "
+                "files only, never through a symlink: remove or rename what its code left there, then retry"
+            )
+        return resp, out
 
     async def exec(self, code: str, stdin: str = "", limits: Limits | None = None) -> ExecutionResult:
         """Run ``code`` in the session. Limits apply to this exec (memory is fixed at creation)."""
@@ -102,9 +116,12 @@ class Session:
                     f"trap 'pwd > {BASH_CWD_FILE}' EXIT\n{code}\n"
                 )
             program = Program(language=lang.name, source=source, stdin=stdin)
+            # (the exec's own files are written anew each time: whatever the code left at their
+            # names, but a directory, is replaced, not written through; ``write_session_file``)
             if lang.compiled:  # compiled in the session's work dir (files persist), then run there
                 header, blobs, timeout = self._build(program, lang, limits, compile_only=True)
                 header["fetch"] = []
+                replace_files(header)
                 try:
                     resp, out = await self._request(header, blobs, timeout)
                 except SlotDied as e:
@@ -116,6 +133,7 @@ class Session:
             header, blobs, timeout = self._build(program, lang, limits)
             if lang.compiled:
                 header["files"] = []  # the compile request wrote them
+            replace_files(header)
         self.execs += 1
         try:
             resp, out = await self._request(header, blobs, timeout)

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.errors import DojoError
 from dojo.sandbox import ExecutionResult, Limits, SandboxAPI, SandboxError, SessionAPI
+from dojo.sandbox.errors import SessionBusy
 from dojo.sandbox.program import check_relative_path
 
 log = logging.getLogger(__name__)
@@ -149,6 +151,14 @@ class SessionManager:
 def register_session_routes(
     app: FastAPI, sessions: SessionManager, admission: Any, check_limits: Callable[..., None]
 ) -> None:
+    async def session_busy(request: Request, exc: Exception) -> JSONResponse:
+        """A call on a session that serves another request: 409 Conflict (not the request's content,
+        the session's state); the same call succeeds once that request has ended."""
+        body = {"error": str(exc), "request_id": getattr(request.state, "request_id", None)}
+        return JSONResponse(body, status_code=409, headers={"Retry-After": "1"})
+
+    app.add_exception_handler(SessionBusy, session_busy)
+
     def info(sid: str, entry: Entry) -> SessionInfo:
         s = entry.session
         return SessionInfo(

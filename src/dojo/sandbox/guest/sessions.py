@@ -11,6 +11,7 @@ import builtins
 import json
 import os
 import select
+import stat
 import sys
 import time
 import types
@@ -32,6 +33,76 @@ from dojo.sandbox.guest.wire import (
 
 if TYPE_CHECKING:
     from dojo.sandbox.guest.zygote import Zygote
+
+# How a session's file and its directories are opened: never through a symlink, never waiting (a
+# FIFO's open waits for its other end), never making a terminal ours.
+NO_WAIT = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"),
+         (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+         (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))  # fmt: skip
+
+
+def kind_of(mode: int) -> str:
+    return next((name for test, name in KINDS if test(mode)), "not a regular file")
+
+
+def refusal(where: str, dir_fd: int, name: str, error: OSError, wanted: str) -> ValueError:
+    """Why ``name`` (in ``dir_fd``; ``where`` in /box) could not be opened as ``wanted``."""
+    try:
+        found = kind_of(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        found = wanted
+    if found == wanted:  # (permission denied, no space left, ...)
+        return ValueError(f"{where!r}: {error.strerror or error}")
+    return ValueError(f"{where!r} is {found}, not {wanted}")
+
+
+def write_session_file(path: str, data: bytes | memoryview, mode: int, replace: bool) -> None:
+    """Write ``data`` to ``path`` (relative to /box) in a session, as its user (``Zygote.as_user``).
+
+    A session's work dir is its program's: any name on the path may be a symlink, a FIFO, a socket
+    or a directory it left there. A FIFO's plain open would wait for a reader (the slot would stop
+    answering and be killed, the session with it); a symlink's would write wherever it points. So
+    each directory is opened as a directory, and the file as a regular file, with ``NO_WAIT``;
+    anything else is refused (ValueError: what is where). ``replace`` (the files of an exec, which
+    the session writes anew each time) first unlinks whatever is at the file's name but a
+    directory."""
+    parts = path.split("/")
+    dir_fd = os.open(BOX, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, name in enumerate(parts[:-1]):
+            try:
+                os.mkdir(name, 0o755, dir_fd=dir_fd)
+            except FileExistsError:
+                pass
+            try:
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | NO_WAIT, dir_fd=dir_fd)
+            except OSError as e:
+                raise refusal("/".join(parts[: i + 1]), dir_fd, name, e, "a directory") from None
+            os.close(dir_fd)
+            dir_fd = sub
+        name = parts[-1]
+        if replace:
+            try:
+                if not stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                    os.unlink(name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | NO_WAIT, mode, dir_fd=dir_fd)
+        except OSError as e:
+            raise refusal(path, dir_fd, name, e, "a regular file") from None
+        try:
+            found = os.fstat(fd).st_mode
+            if not stat.S_ISREG(found):  # (a FIFO that has a reader opens without waiting)
+                raise ValueError(f"{path!r} is {kind_of(found)}, not a regular file")
+            os.ftruncate(fd, 0)
+            os.fchmod(fd, mode)  # (executable or not, as asked, where the file was there already)
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(dir_fd)
 
 
 class SessionWorker(TypedDict):

@@ -65,7 +65,7 @@ from dojo.sandbox.guest.judge import Judge
 from dojo.sandbox.guest.oneshot import OneShotRun
 from dojo.sandbox.guest.preload import preload, preload_environment
 from dojo.sandbox.guest.processes import Spare
-from dojo.sandbox.guest.sessions import Sessions
+from dojo.sandbox.guest.sessions import Sessions, write_session_file
 from dojo.sandbox.guest.syscalls import PR_SET_NO_NEW_PRIVS, Syscalls
 from dojo.sandbox.guest.wire import (
     Blob,
@@ -258,7 +258,9 @@ class Zygote(OneShotRun):
             self.spares = False  # a session's slot: its processes are the session's own
             self.discard_spare()
             self.jail.box_files = None  # the session's files: /box is listed when it is next wiped
-            self.write_files_as_user(header.get("files", []), blobs)
+            refused = self.write_files_as_user(header.get("files", []), blobs)
+            if refused is not None:  # nothing runs, nothing ends: the host refuses the call (FileRefused)
+                return {"steps": [], "fetched": [], "file_refused": refused}, out_blobs
         else:
             self.jail.wipe_scratch(int(header.get("disk_bytes", self.jail.disk_bytes)))
             self.marks.append(("wiped", time.perf_counter()))
@@ -384,20 +386,21 @@ class Zygote(OneShotRun):
             raise OSError(header["error"])
         return header["value"], blobs
 
-    def write_files_as_user(self, files: list[dict[str, Any]], blobs: list[bytes]) -> None:
-        def work() -> tuple[int, list[Blob]]:
-            for f in files:
-                path = os.path.join(BOX, f["path"])
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, f.get("mode", 0o644))
-                try:
-                    write_all(fd, blobs[f["blob"]])
-                finally:
-                    os.close(fd)
-            return len(files), []
+    def write_files_as_user(self, files: list[dict[str, Any]], blobs: list[bytes]) -> str | None:
+        """Write a session's files as its user (``write_session_file``: regular files only, never
+        waiting); why the first one was refused, or None. A refusal is an answer, not a failure: a
+        failed request reaps every process of the slot, the session's interpreter too."""
 
-        if files:
-            self.as_user(work)
+        def work() -> tuple[str | None, list[Blob]]:
+            for f in files:
+                try:
+                    write_session_file(f["path"], blobs[f["blob"]], f.get("mode", 0o644), bool(f.get("replace")))
+                except (OSError, ValueError) as e:
+                    return (str(e) if isinstance(e, ValueError) else f"{f['path']!r}: {e.strerror or e}"), []
+            return None, []
+
+        refused: str | None = self.as_user(work)[0] if files else None
+        return refused
 
     # -- main loop -----------------------------------------------------------------------------
 
