@@ -3,8 +3,9 @@
     with SandboxClient("http://127.0.0.1:8080") as client:
         result = client.run(Program(language="python", source="print(1)"))
 
-They retry only what is not the program's fault: a ``SandboxError`` verdict, 429 (queue full) and
-503 (the sandbox failed under the request: a slot died as it started),
+They retry only what is not the program's fault: a ``SandboxError`` verdict, 429 (queue full),
+503 (the sandbox failed under the request: a slot died as it started) and a connection lost before
+the answer,
 with exponential backoff inside a time budget. A user verdict (WrongAnswer, TimeLimitExceeded...)
 is never retried. Other HTTP errors raise ``ServiceError`` with the server's message.
 """
@@ -17,6 +18,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -66,10 +68,20 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-def _retry_wait(client: Any, response: httpx.Response, attempt: int, start: float) -> tuple[float | None, Any]:
-    """After one try: (seconds to wait before retrying, None) or (None, the JSON body to return)."""
+def _retry_wait(
+    client: Any, response: httpx.Response | httpx.TransportError, attempt: int, start: float
+) -> tuple[float | None, Any]:
+    """After one try: (seconds to wait before retrying, None) or (None, the JSON body to return). A
+    connection that failed before an answer (the server closed it: after a 500, uvicorn drops the
+    keep-alive connection a next request may already be on) is tried again; past the retries, or on
+    a timeout (the run may still be going), it is a ``SandboxError``, not httpx's own exception."""
     policy: RetryPolicy = client.retry
     last = attempt == policy.attempts - 1 or time.monotonic() - start > policy.budget
+    if isinstance(response, httpx.TransportError):
+        if last or isinstance(response, httpx.TimeoutException):
+            raise SandboxError(f"no answer from the service: {type(response).__name__}: {response}") from response
+        client.retries += 1
+        return policy.delay(attempt, None), None
     if response.status_code in (429, 503) and not last:
         client.retries += 1
         return policy.delay(attempt, _retry_after(response)), None
@@ -89,6 +101,12 @@ def _run_body(program: Program, limits: Limits | None, compile_limits: Limits | 
     if compile_limits is not None:
         body["compile_limits"] = compile_limits.model_dump(mode="json")
     return body
+
+
+def _file_url(session_id: str, path: str) -> str:
+    """A session file's URL: ``?``, ``#`` and ``%`` in ``path`` are its own (unquoted, ``notes?v=2.txt``
+    was written as ``notes``, and read back from there too)."""
+    return f"/v1/sessions/{session_id}/files/{quote(path, safe='/')}"
 
 
 def _headers(token: str | None) -> dict[str, str]:
@@ -112,7 +130,11 @@ class AsyncSandboxClient:
     async def _post_result(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         start = time.monotonic()
         for attempt in range(self.retry.attempts):
-            wait, data = _retry_wait(self, await self._http.post(path, json=body), attempt, start)
+            try:
+                response: httpx.Response | httpx.TransportError = await self._http.post(path, json=body)
+            except httpx.TransportError as e:
+                response = e
+            wait, data = _retry_wait(self, response, attempt, start)
             if wait is None:
                 return dict(data)
             await asyncio.sleep(wait)
@@ -181,12 +203,12 @@ class AsyncClientSession:
         return ExecutionResult.model_validate(response.json())
 
     async def write_file(self, path: str, content: bytes) -> None:
-        response = await self._http.put(f"/v1/sessions/{self.id}/files/{path}", content=content)
+        response = await self._http.put(_file_url(self.id, path), content=content)
         if response.status_code >= 400:
             raise _error(response)
 
     async def read_file(self, path: str) -> bytes:
-        response = await self._http.get(f"/v1/sessions/{self.id}/files/{path}")
+        response = await self._http.get(_file_url(self.id, path))
         if response.status_code == 404:
             raise FileNotFoundError(_error(response).message)
         if response.status_code >= 400:
@@ -219,7 +241,11 @@ class SandboxClient:
     def _post_result(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         start = time.monotonic()
         for attempt in range(self.retry.attempts):
-            wait, data = _retry_wait(self, self._http.post(path, json=body), attempt, start)
+            try:
+                response: httpx.Response | httpx.TransportError = self._http.post(path, json=body)
+            except httpx.TransportError as e:
+                response = e
+            wait, data = _retry_wait(self, response, attempt, start)
             if wait is None:
                 return dict(data)
             time.sleep(wait)
@@ -283,12 +309,12 @@ class ClientSession:
         return ExecutionResult.model_validate(response.json())
 
     def write_file(self, path: str, content: bytes) -> None:
-        response = self._http.put(f"/v1/sessions/{self.id}/files/{path}", content=content)
+        response = self._http.put(_file_url(self.id, path), content=content)
         if response.status_code >= 400:
             raise _error(response)
 
     def read_file(self, path: str) -> bytes:
-        response = self._http.get(f"/v1/sessions/{self.id}/files/{path}")
+        response = self._http.get(_file_url(self.id, path))
         if response.status_code == 404:
             raise FileNotFoundError(_error(response).message)
         if response.status_code >= 400:

@@ -4,6 +4,7 @@ under a request (a slot that died) is a 503 the client may retry."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -95,3 +96,48 @@ def test_the_client_retries_a_503_and_gets_the_result() -> None:
         result = client.run(Program(language="python", source="print(1)"))
     assert result.verdict is Verdict.ACCEPTED and result.stdout == "1\n"
     assert client.retries == 1
+
+
+class BuggySandbox(BrokenSandbox):
+    """Fails a run of ``boom`` with an internal bug; runs anything else."""
+
+    async def run(self, program: Any, *args: Any, **kwargs: Any) -> Any:
+        from dojo.sandbox import ExecutionResult, Verdict
+
+        if program.source == "boom":
+            raise ValueError("an internal bug")
+        return ExecutionResult(verdict=Verdict.ACCEPTED, stdout="1\n", exit_code=0)
+
+
+def test_a_500_leaves_its_keep_alive_connection_to_the_next_request() -> None:
+    # the 500 was re-raised past the app, and uvicorn dropped the connection: 13 of 20 requests sent
+    # on it next were lost (a ReadError in the client)
+    import httpx
+
+    from tests.service.conftest import running_server
+
+    sandbox = BuggySandbox(ValueError())
+    with running_server(ServiceSettings(), sandbox) as srv, httpx.Client(base_url=srv.url, timeout=10) as http:  # type: ignore[arg-type]
+        for _ in range(20):
+            boom = http.post("/v1/run", json={"program": {"language": "python", "source": "boom"}})
+            assert boom.status_code == 500 and "internal error (ValueError)" in boom.json()["error"]
+            ok = http.post("/v1/run", json={"program": {"language": "python", "source": "print(1)"}})
+            assert ok.status_code == 200 and ok.json()["stdout"] == "1\n"
+
+
+def test_text_that_is_no_text_is_the_callers_error() -> None:
+    app = create_app(ServiceSettings(), sandbox=BuggySandbox(ValueError()))  # type: ignore[arg-type]
+    bodies = [("/v1/run", {"program": {"language": "python", "source": "print(1)\ud800"}}),
+              ("/v1/run", {"program": {"language": "python", "source": "", "env": {"A": "\ud800"}}}),
+              ("/run_code", {"code": "print(1)", "language": "python", "stdin": "\ud800"})]  # fmt: skip
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for path, body in bodies:  # (as JSON sends it: "\ud800", escaped)
+            r = client.post(path, content=json.dumps(body), headers={"content-type": "application/json"})
+            assert r.status_code in (400, 422) and "lone surrogate" in r.json()["error"], (path, r.text)
+
+
+def test_a_token_a_header_cannot_carry_is_refused_at_start() -> None:
+    with pytest.raises(InputError, match="printable ASCII"):
+        ServiceSettings(token="sécret")  # no client could send it: every request had been a 401
+    with pytest.raises(InputError, match="printable ASCII"):
+        ServiceSettings(token="two words")

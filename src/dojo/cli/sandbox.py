@@ -92,6 +92,13 @@ def serve(
     max_sessions: Annotated[int, typer.Option(help="Live sessions before 429.", min=1)] = 1000,
     session_ttl: Annotated[float, typer.Option(help="Idle seconds before a session expires.", min=1)] = 600.0,
     max_body_bytes: Annotated[int, typer.Option(help="Largest request body.", min=1024)] = 32 << 20,
+    max_answer_bytes: Annotated[
+        int,
+        typer.Option(help="Bytes one answer may hold: a request whose limits allow more is refused; a batch stops."),
+    ] = 256 << 20,
+    max_batch_seconds: Annotated[
+        float, typer.Option(help="Seconds after which a batch's cases left are skipped.")
+    ] = 1800.0,
     allow_network: Annotated[bool, typer.Option(help="Let requests open the host's network (network 'host').")] = False,
     network_allow: Annotated[
         list[str] | None,
@@ -139,11 +146,15 @@ def serve(
             err_console.print(f"note: {note}", markup=False, highlight=False)
     elif fusion_environment == "none":
         fusion_environment = None
-    settings = ServiceSettings(
-        pool_size=pool_size, queue=queue, token=token, max_sessions=max_sessions,
-        session_ttl=session_ttl, max_body_bytes=max_body_bytes, allow_network=allow_network,
-        network_allow=tuple(network_allow or ()), fusion_environment=fusion_environment,
-    )  # fmt: skip
+    try:
+        settings = ServiceSettings(
+            pool_size=pool_size, queue=queue, token=token, max_sessions=max_sessions,
+            session_ttl=session_ttl, max_body_bytes=max_body_bytes, allow_network=allow_network,
+            network_allow=tuple(network_allow or ()), fusion_environment=fusion_environment,
+            max_answer_bytes=max_answer_bytes, max_batch_seconds=max_batch_seconds,
+        )  # fmt: skip
+    except ValueError as e:
+        fail(str(e))
     if ray is None:
         run_server(host, port, settings)
         return

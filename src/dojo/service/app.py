@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -24,7 +25,8 @@ from dojo.errors import DojoError, InputError
 from dojo.rewards.harness import call_function
 from dojo.sandbox import AsyncSandbox, ExecutionResult, Limits, Program, SandboxAPI, SandboxError, Verdict
 from dojo.service import fusion, jupyter
-from dojo.service.admission import AdmissionQueue, Overloaded
+from dojo.service.admission import AdmissionQueue, Overloaded, answer_bytes
+from dojo.service.batch import run_batch
 from dojo.service.logs import ACCESS_LOGGER
 from dojo.service.metrics import ServiceMetrics
 from dojo.service.schemas import BatchCase, BatchItem, BatchRequest, BatchResponse, RunRequest
@@ -49,9 +51,29 @@ class ServiceSettings:
     allow_network: bool = False  # requests may set network "host"
     network_allow: tuple[str, ...] = ()  # destinations requests may list under network "allow"
     retry_after: float = 1.0
+    # The most bytes one answer may hold (a request whose limits allow more is refused; a batch stops
+    # there), and those of all the answers in the making (past it, 429): see dojo.service.admission.
+    max_answer_bytes: int = 256 << 20
+    max_pending_answer_bytes: int | None = None  # None: a quarter of the machine's memory
+    max_batch_seconds: float = 1800.0  # a batch's cases left after this long are skipped
     # The Python environment of /run_code's Python and pytest runs whose request names none
     # (SandboxFusion's packages: `make fusion-env`); None: the sandbox's bare interpreter.
     fusion_environment: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.token is not None and not (self.token.isascii() and self.token.isprintable() and " " not in self.token):
+            raise InputError("the token must be printable ASCII without spaces (a bearer token is sent in a header)")
+        pending = self.pending_answer_bytes
+        if self.max_answer_bytes < 1 << 20 or pending < self.max_answer_bytes:
+            raise InputError(f"max_answer_bytes must be at least 1 MiB and at most max_pending_answer_bytes, {pending}")
+        if self.max_batch_seconds <= 0:
+            raise InputError("max_batch_seconds must be positive")
+
+    @property
+    def pending_answer_bytes(self) -> int:
+        if self.max_pending_answer_bytes is not None:
+            return self.max_pending_answer_bytes
+        return max(self.max_answer_bytes, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
 
 
 class RequestContext:
@@ -73,10 +95,12 @@ class RequestContext:
         state = scope.setdefault("state", {})
         state["request_id"] = rid
         status = 500
+        started = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
+                started = True
                 status = message["status"]
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (REQUEST_ID_HEADER.lower().encode(), rid.encode())]
@@ -109,6 +133,15 @@ class RequestContext:
                 await self.app(scope, limited, send_with_id)
             except BodyTooLarge:
                 await self._too_large(scope, receive, send_with_id, rid)
+            except Exception as exc:
+                # Anything else is the service's own failure, never the caller's: 500, logged. Answered
+                # here, not re-raised (Starlette's last handler re-raises, and uvicorn then dropped the
+                # keep-alive connection: 13 of 20 requests sent on it next were lost).
+                if started:
+                    raise
+                log.exception("internal error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
+                message = f"internal error ({type(exc).__name__}); the request id is in the log"
+                await JSONResponse({"error": message, "request_id": rid}, status_code=500)(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - start
             route = scope.get("route")
@@ -149,7 +182,7 @@ def create_app(
     metrics = ServiceMetrics()
     owned = sandbox is None or close_sandbox
     sb: SandboxAPI = sandbox or AsyncSandbox(pool_size=settings.pool_size)
-    admission = AdmissionQueue(sb.pool_size, settings.queue, settings.retry_after)
+    admission = AdmissionQueue(sb.pool_size, settings.queue, settings.retry_after, settings.pending_answer_bytes)
     sessions = SessionManager(sb, max_sessions=settings.max_sessions, ttl=settings.session_ttl)
 
     @asynccontextmanager
@@ -227,12 +260,6 @@ def create_app(
         retry = {"Retry-After": str(max(1, round(settings.retry_after)))}
         return error(request, f"the sandbox failed: {exc}", 503, retry)
 
-    @app.exception_handler(Exception)
-    async def internal(request: Request, exc: Exception) -> JSONResponse:
-        """Anything else is the service's own failure, never the caller's: 500, logged."""
-        log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-        return error(request, f"internal error ({type(exc).__name__}); the request id is in the log", 500)
-
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [
@@ -260,6 +287,18 @@ def create_app(
                         "runs may reach with dojo serve --network-allow ENTRY"
                     )
 
+    def answer_size(program: Program, limits: Limits, compile_limits: Limits | None) -> int:
+        """What the run's result may take in the answer; an ``InputError`` past ``max_answer_bytes``."""
+        size = answer_bytes(limits, compile_limits, len(program.fetch))
+        if size > settings.max_answer_bytes:
+            raise InputError(
+                f"a result under these limits may take {size} bytes in the answer (stdout and stderr at limits.output "
+                f"each, every byte a control character: 6 bytes in JSON; {len(program.fetch)} fetched files at "
+                f"limits.file_size in base64); this service answers at most {settings.max_answer_bytes} bytes: lower "
+                "limits.output or limits.file_size, or fetch fewer files (dojo serve --max-answer-bytes raises it)"
+            )
+        return size
+
     async def run_one(
         program: Program, limits: Limits, compile_limits: Limits | None, isolation: str = "fast"
     ) -> ExecutionResult:
@@ -267,16 +306,21 @@ def create_app(
         metrics.runs.labels(verdict=str(result.verdict), language=result.language or program.language).inc()
         return result
 
-    async def call_one(program: Program, limits: Limits, case: BatchCase) -> tuple[ExecutionResult, Any]:
-        """A function-call case, through the grading harness: the candidate's process returns its
-        value as exact-type data; the expected value (if any) is compared here, as data."""
+    def call_values(case: BatchCase) -> Any:
+        """Check a function-call case's wire values; the expected return value, decoded."""
         assert case.call is not None
         try:
             decode_value(case.call.args)
             decode_value(case.call.kwargs)
-            expected = decode_value(case.expected_return)
+            return decode_value(case.expected_return)
         except (ValueError, TypeError) as e:
             raise InputError(f"a call's args, kwargs and expected_return must be dojo wire values: {e}") from e
+
+    async def call_one(program: Program, limits: Limits, case: BatchCase) -> tuple[ExecutionResult, Any]:
+        """A function-call case, through the grading harness: the candidate's process returns its
+        value as exact-type data; the expected value (if any) is compared here, as data."""
+        expected = call_values(case)
+        assert case.call is not None
         outcome = await call_function(sb, program, case.call.function, case.call.args, case.call.kwargs, limits)
         result = outcome.result
         judged = outcome.returned and "expected_return" in case.model_fields_set
@@ -341,14 +385,14 @@ def create_app(
     async def run(body: RunRequest, request: Request) -> Response:
         """Run one program with limits; the result carries the verdict."""
         check_limits(body.limits, body.compile_limits)
-        with admission.admit():
+        with admission.admit(answer=answer_size(body.program, body.limits, body.compile_limits)):
             result = await run_one(body.program, body.limits, body.compile_limits, body.isolation)
         request.state.verdict = str(result.verdict)
         return json_response(result)
 
     @app.post("/v1/batch", response_model=BatchResponse, tags=["native"])
-    async def batch(body: BatchRequest) -> Response:
-        """One program against N cases, or N programs; results in order."""
+    async def batch(body: BatchRequest, request: Request) -> Response:
+        """One program against N cases, or N programs; results in order (``dojo.service.batch``)."""
         check_limits(body.limits, body.compile_limits, *(c.limits for c in body.cases))
         jobs: list[tuple[Program, Limits, BatchCase | None]] = []
         if body.program is not None:
@@ -359,42 +403,33 @@ def create_app(
                 jobs.append((program, case.limits or body.limits, case if case.call is not None else None))
         else:
             jobs = [(p, body.limits, None) for p in body.programs]
-        results: list[BatchItem | None] = [None] * len(jobs)
+        for called in (c for c in body.cases if c.call is not None):
+            call_values(called)  # every case's values checked before any runs
+        answer = min(sum(answer_size(p, lim, body.compile_limits) for p, lim, _ in jobs), settings.max_answer_bytes)
+
+        async def run_job(i: int) -> tuple[BatchItem, bool]:
+            program, limits, case = jobs[i]
+            value = None
+            if case is not None:
+                result, value = await call_one(program, limits, case)
+            else:
+                result = await run_one(program, limits, body.compile_limits)
+            return BatchItem(index=i, result=result, return_value=value), result.verdict is Verdict.ACCEPTED
+
         # in order when stopping at the first failure, so that "first" means first
         width = 1 if body.stop_on_first_failure else min(len(jobs), sb.pool_size)
-        failed = asyncio.Event()
-        next_index = 0
-
-        async def worker() -> None:
-            nonlocal next_index
-            while next_index < len(jobs):
-                i = next_index
-                next_index += 1
-                if body.stop_on_first_failure and failed.is_set():
-                    results[i] = BatchItem(index=i, skipped=True)
-                    continue
-                program, limits, case = jobs[i]
-                value = None
-                if case is not None:
-                    result, value = await call_one(program, limits, case)
-                else:
-                    result = await run_one(program, limits, body.compile_limits)
-                results[i] = BatchItem(index=i, result=result, return_value=value)
-                if result.verdict is not Verdict.ACCEPTED:
-                    failed.set()
-
-        with admission.admit(weight=width):
-            await asyncio.gather(*(worker() for _ in range(width)))
-        items = [r if r is not None else BatchItem(index=i, skipped=True) for i, r in enumerate(results)]
-        accepted = sum(1 for r in items if r.result is not None and r.result.verdict is Verdict.ACCEPTED)
-        return json_response(BatchResponse(results=items, accepted=accepted, total=len(items)))
+        with admission.admit(weight=width, answer=answer):
+            answered = await run_batch(jobs, run_job, width=width, stop_on_first_failure=body.stop_on_first_failure,
+                                       request=request, max_answer_bytes=settings.max_answer_bytes,
+                                       max_seconds=settings.max_batch_seconds)  # fmt: skip
+        return Response(answered, media_type="application/json")
 
     @app.post("/run_code", response_model=fusion.RunCodeResponse, tags=["sandboxfusion"])
     async def run_code(body: fusion.RunCodeRequest, request: Request) -> Response:
         """SandboxFusion-compatible: the same request and response fields and status strings."""
         program, limits, compile_limits = fusion.to_program(body, settings.fusion_environment)
         check_limits(limits, compile_limits)
-        with admission.admit():
+        with admission.admit(answer=answer_size(program, limits, compile_limits)):
             result = await run_one(program, limits, compile_limits)
         request.state.verdict = str(result.verdict)
         return json_response(fusion.to_response(result))
@@ -404,7 +439,7 @@ def create_app(
         """SandboxFusion-compatible: cells run in order in a Jupyter kernel of the fusion environment."""
         program, limits = jupyter.to_program(body, settings.fusion_environment)
         check_limits(limits)
-        with admission.admit():
+        with admission.admit(answer=answer_size(program, limits, None)):
             result = await run_one(program, limits, None)
         request.state.verdict = str(result.verdict)
         return json_response(jupyter.to_response(result))
@@ -420,6 +455,5 @@ def json_response(model: BaseModel, status_code: int = 200) -> Response:
 
 
 def _authorized(headers: dict[bytes, bytes], token: str) -> bool:
-    header = headers.get(b"authorization", b"").decode("latin-1")
-    scheme, _, value = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
+    scheme, _, value = headers.get(b"authorization", b"").partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(value.strip(), token.encode())

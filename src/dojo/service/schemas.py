@@ -84,10 +84,18 @@ class BatchItem(BaseModel):
     return_value: JsonValue = Field(None, description="With 'call': what the function returned (a dojo wire value).")
 
 
+BatchStop = Literal["first_failure", "answer_size", "deadline", "client_gone"]
+
+
 class BatchResponse(BaseModel):
     results: list[BatchItem]
     accepted: int
     total: int
+    stopped: BatchStop | None = Field(
+        None,
+        description="Why the items marked skipped were not run: the first failure (stop_on_first_failure), the "
+        "answer's size (the service's --max-answer-bytes), the batch's time (--max-batch-seconds), the client gone.",
+    )
 
 
 class ErrorBody(BaseModel):

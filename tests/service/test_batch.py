@@ -1,0 +1,71 @@
+"""A batch is bounded: in its answer's size, in time, and by its client's presence; and a request
+whose limits allow an answer past the service's bound is refused before it runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from dojo.service import ServiceSettings
+from dojo.service.schemas import BatchResponse
+from tests.service.conftest import LiveServer, running_server
+
+NULS = "import sys\nsys.stdout.write('\\0' * 1_000_000)"  # 6 MB of JSON: each NUL is \u0000
+
+
+@pytest.fixture(scope="module")
+def bounded() -> Iterator[LiveServer]:
+    settings = ServiceSettings(pool_size=2, queue=8, max_answer_bytes=16 << 20)
+    with running_server(settings) as srv:
+        yield srv
+
+
+def test_a_batch_stops_at_the_answers_size_and_says_so(bounded: LiveServer) -> None:
+    # 16 cases of 6 MB each had made a 96 MB answer (1,024 of them: ~6 GB, built whole in memory)
+    body = {"program": {"language": "python", "source": NULS}, "cases": [{"stdin": ""}] * 16,
+            "limits": {"output": 1 << 20}, "stop_on_first_failure": True}  # fmt: skip
+    r = httpx.post(f"{bounded.url}/v1/batch", json=body, timeout=60)
+    assert r.status_code == 200 and len(r.content) < 16 << 20, (r.status_code, len(r.content))
+    answer = BatchResponse.model_validate_json(r.content)
+    assert answer.stopped == "answer_size" and answer.total == 16
+    ran = [item for item in answer.results if item.result is not None]
+    assert len(ran) == 2 and all(item.result.stdout == "\0" * 1_000_000 for item in ran if item.result)
+    assert [item.index for item in answer.results] == list(range(16))
+    assert all(item.skipped for item in answer.results[2:]) and answer.accepted == 2
+
+
+def test_limits_that_allow_a_bigger_answer_are_refused_before_the_run(bounded: LiveServer) -> None:
+    body = {"program": {"language": "python", "source": NULS}, "limits": {"output": 2 << 20}}
+    r = httpx.post(f"{bounded.url}/v1/run", json=body, timeout=60)
+    assert r.status_code == 400 and "lower limits.output" in r.json()["error"], r.text
+    body = {"program": {"language": "python", "source": "print(1)"}, "cases": [{"limits": {"output": 2 << 20}}]}
+    assert httpx.post(f"{bounded.url}/v1/batch", json=body, timeout=60).status_code == 400
+    many = {"program": {"language": "python", "source": "print(1)", "fetch": [f"f{i}" for i in range(8)]}}
+    r = httpx.post(f"{bounded.url}/v1/run", json=many, timeout=60)  # 8 files of 16 MiB in base64
+    assert r.status_code == 400 and "fetch fewer files" in r.json()["error"], r.text
+    ok = httpx.post(f"{bounded.url}/v1/run", json={"program": {"language": "python", "source": "print(1)"}})
+    assert ok.status_code == 200 and ok.json()["stdout"] == "1\n"
+
+
+def test_a_batch_past_its_time_skips_the_cases_left() -> None:
+    body = {"program": {"language": "python", "source": "import time\ntime.sleep(0.6)\nprint('done')"},
+            "cases": [{"stdin": ""}] * 8}  # fmt: skip
+    with running_server(ServiceSettings(pool_size=2, queue=8, max_batch_seconds=1.0)) as srv:
+        answer = BatchResponse.model_validate_json(httpx.post(f"{srv.url}/v1/batch", json=body, timeout=60).content)
+    ran = [item for item in answer.results if item.result is not None]
+    assert answer.stopped == "deadline" and 2 <= len(ran) <= 6, answer.model_dump(exclude={"results"})
+    assert all(item.result.stdout == "done\n" for item in ran if item.result) and answer.accepted == len(ran)
+
+
+def test_an_abandoned_batch_starts_no_more_cases(bounded: LiveServer) -> None:
+    # 12 cases of 0.9 s on 2 slots: ~5.4 s; its client gone after 0.5 s, it had held both slots to the end
+    body = {"program": {"language": "python", "source": "import time\ntime.sleep(0.9)"}, "cases": [{"stdin": ""}] * 12}
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(f"{bounded.url}/v1/batch", json=body, timeout=0.5)
+    gone = time.monotonic()
+    while httpx.get(f"{bounded.url}/healthz").json()["admitted"] > 0 and time.monotonic() - gone < 30:
+        time.sleep(0.05)
+    assert time.monotonic() - gone < 3.0  # the two cases under way end; no other starts
