@@ -5,12 +5,22 @@ As in SandboxFusion, one sandboxed run per request: a driver (``jupyter_driver.p
 sent as the run's program) starts a kernel of the run's Python environment, whose packages must
 include ``jupyter_client`` and ``ipykernel`` (SandboxFusion's, ``make fusion-env``, do); the kernel
 talks to the driver over the run's own loopback, and everything it starts ends with the run.
+
+The kernel's processes are the candidate's, of the driver's uid, and may outlive their cells: the
+driver's result therefore travels on the run's stdout, which only the driver holds, signed with a
+key made for that run (``run_key``: an HMAC of a random run id under this process's secret, sent
+on the driver's stdin, which no other process of the run can read). Anything else there (a
+record of another key, bytes before or after it) is no result, and the request ``Failed``.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
+import re
+import secrets
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +38,11 @@ from dojo.service.fusion import (
 )
 
 DRIVER = Path(__file__).with_name("jupyter_driver.py").read_text()
-RESULT = "/tmp/dojo-jupyter/result.json"  # where the driver writes the cells' outputs (fetched)
+# This process's own: every run's key derives from it (``run_key``); it never leaves the process.
+SECRET = secrets.token_bytes(32)
+RECORD = re.compile(r"([0-9a-f]{32}) ([0-9a-f]{64}) ([\x20-\x7e]*)")  # the driver's record: RUN MAC PAYLOAD
+RESULT_MAX_BYTES = 16 << 20  # the record's size (the run's stdout cap): the cells' outputs together
+NO_RESULT = "the driver reported no result of its own"
 # Where the kernel keeps its connection file, IPython and matplotlib their state: the run's /tmp
 # (its home is the work dir, whose files the request may fetch).
 KERNEL_ENV = {
@@ -75,6 +89,27 @@ class DriverResult(BaseModel):
     cells: list[CellRunResult]
 
 
+def run_key(run: str) -> bytes:
+    """The key of the run ``run`` (its id): only this process can make it."""
+    return hmac.new(SECRET, run.encode(), hashlib.sha256).digest()
+
+
+def driver_result(stdout: str) -> DriverResult | None:
+    """The driver's result if the run's stdout is one record signed with its run's key and nothing
+    else; None otherwise (no record, a forged one, one with bytes before or after)."""
+    match = RECORD.fullmatch(stdout)
+    if match is None:
+        return None
+    run, mac, payload = match.groups()
+    expected = hmac.new(run_key(run), payload.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(mac, expected):
+        return None
+    try:
+        return DriverResult.model_validate_json(payload)
+    except ValidationError:
+        return None
+
+
 def to_program(req: RunJupyterRequest, environment: str | None) -> tuple[Program, Limits]:
     """The driver's run and its limits. ``environment``: the service's fusion environment, the
     kernel's unless the request names another; InputError when there is neither."""
@@ -84,33 +119,33 @@ def to_program(req: RunJupyterRequest, environment: str | None) -> tuple[Program
             "/run_jupyter needs a Python environment with jupyter_client and ipykernel: start dojo serve with "
             "--fusion-environment (SandboxFusion's packages: make fusion-env), or name one in 'environment'"
         )
+    run = secrets.token_hex(16)
+    stdin = {"kernel": req.kernel, "cells": req.cells, "cell_timeout": req.cell_timeout, "run": run,
+             "key": run_key(run).hex()}  # fmt: skip
     program = Program(
-        language="python", source=DRIVER, stdin=json.dumps({"kernel": req.kernel, "cells": req.cells,
-                                                            "cell_timeout": req.cell_timeout, "result": RESULT}),
-        files=req.input_files(), fetch=[RESULT, *req.fetch_files], env=KERNEL_ENV, environment=chosen,
-        hidden=list(system_site_packages()) if chosen == environment else [],
+        language="python", source=DRIVER, stdin=json.dumps(stdin), files=req.input_files(), fetch=req.fetch_files,
+        env=KERNEL_ENV, environment=chosen, hidden=list(system_site_packages()) if chosen == environment else [],
     )  # fmt: skip
     seconds = req.total_timeout + DRIVER_SLACK_S
-    return program, Limits(wall_time=seconds, cpu_time=seconds, memory=max(req.memory(), 64 << 20))
+    limits = Limits(wall_time=seconds, cpu_time=seconds, memory=max(req.memory(), 64 << 20), output=RESULT_MAX_BYTES)
+    return program, limits
 
 
 def to_response(result: ExecutionResult) -> RunJupyterResponse:
-    """SandboxFusion's answer: ``Success`` with every cell's output when the driver ran them all;
-    ``Failed`` with the driver's own result otherwise (a cell or the whole past its time, a kernel
-    that did not start); ``SandboxError`` when the sandbox failed."""
+    """SandboxFusion's answer: ``Success`` with every cell's output when the driver ran them all and
+    said so in its signed record; ``Failed`` otherwise (a cell or the whole past its time, a kernel
+    that did not start, a driver killed, no record of its own); ``SandboxError`` when the sandbox
+    failed. The driver's stdout is its record, never shown."""
     if result.verdict is Verdict.SANDBOX_ERROR:
         return RunJupyterResponse(status=RunStatus.SANDBOX_ERROR, message=result.sandbox_error or "sandbox error")
-    driver = command_result(run_step(result), result.verdict)
-    written = result.files.get(RESULT)
-    outcome = None
-    if written is not None and written.content is not None:
-        try:
-            outcome = DriverResult.model_validate_json(written.content)
-        except ValidationError:
-            outcome = None  # a cell overwrote it: the driver's own result says what happened
-    files = {p: base64.b64encode(f.content).decode() for p, f in result.files.items()
-             if f.content is not None and p != RESULT}  # fmt: skip
+    driver = command_result(run_step(result).model_copy(update={"stdout": ""}), result.verdict)
+    outcome = driver_result(result.stdout)
+    files = {p: base64.b64encode(f.content).decode() for p, f in result.files.items() if f.content is not None}
     if outcome is None or outcome.status != "Finished" or result.verdict is not Verdict.ACCEPTED:
-        why = outcome.status if outcome is not None and outcome.status != "Finished" else str(result.verdict)
+        why: str
+        if outcome is not None and outcome.status != "Finished":
+            why = outcome.status
+        else:
+            why = str(result.verdict) if result.verdict is not Verdict.ACCEPTED else NO_RESULT
         return RunJupyterResponse(status=RunStatus.FAILED, message=why, driver=driver, files=files)
     return RunJupyterResponse(status=RunStatus.SUCCESS, message="", driver=driver, cells=outcome.cells, files=files)
