@@ -85,6 +85,13 @@ def check_work_dir(paths: Iterable[str], sizes: Iterable[int], disk: int) -> Non
     check_fits(sizes, disk)
 
 
+def check_args(args: list[str]) -> list[str]:
+    """Command-line arguments a run can be given: no NUL, and text ``check_text`` takes."""
+    if any("\x00" in a for a in args):
+        raise InputError("arguments must not contain NUL bytes")
+    return [check_text(a, "an argument", raw_bytes=True) for a in args]
+
+
 def check_text(value: str, what: str, *, raw_bytes: bool = False) -> str:
     """``value`` if it is text that can be encoded (UTF-8; ``raw_bytes``: with Python's
     ``surrogateescape``, as stdin, arguments and the environment are); else ``InputError``. A lone
@@ -228,15 +235,13 @@ class Program(BaseModel):
     @field_validator("args")
     @classmethod
     def _args(cls, v: list[str]) -> list[str]:
-        if any("\x00" in a for a in v):
-            raise InputError("arguments must not contain NUL bytes")
-        return [check_text(a, "an argument", raw_bytes=True) for a in v]
+        return check_args(v)
 
     def stdin_bytes(self) -> bytes:
         return self.stdin.encode("utf-8", errors="surrogateescape")
 
 
 __all__ = [
-    "InputFile", "Limits", "Program", "check_fetch_path", "check_fits", "check_layout", "check_relative_path",
-    "check_text", "check_work_dir", "parent_dirs",
+    "InputFile", "Limits", "Program", "check_args", "check_fetch_path", "check_fits", "check_layout",
+    "check_relative_path", "check_text", "check_work_dir", "parent_dirs",
 ]  # fmt: skip

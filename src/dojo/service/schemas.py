@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from dojo.sandbox import ExecutionResult, Limits, Program, get_language
+from dojo.sandbox.program import check_args, check_text
 
 MAX_BATCH = 1024
 
@@ -49,6 +50,16 @@ class BatchCase(BaseModel):
     )
     tolerance: float = Field(1e-6, ge=0.0, description="With 'call': relative/absolute float tolerance.")
     limits: Limits | None = Field(None, description="Limits of this case; the batch's limits otherwise.")
+
+    @field_validator("stdin")
+    @classmethod
+    def _stdin(cls, v: str) -> str:  # (a case's stdin goes into a copy of the program, unvalidated)
+        return check_text(v, "stdin", raw_bytes=True)
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, v: list[str]) -> list[str]:
+        return check_args(v)
 
 
 class BatchRequest(BaseModel):
