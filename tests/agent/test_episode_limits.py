@@ -57,13 +57,13 @@ async def test_the_slot_clock_counts_time_holding_a_slot_not_queueing_for_one() 
 
     async def run() -> None:
         async with clock.held():
-            await asyncio.sleep(0.05)  # (no run: nothing the sandbox reports)
+            await asyncio.sleep(0.05)  # (the host's own work for a call: counted)
 
     waiting = asyncio.create_task(run())
     await asyncio.sleep(0.5)
     slots.release()
     await waiting
-    assert clock.seconds == 0.0
+    assert 0.05 <= clock.seconds < 0.4
 
 
 async def test_a_runs_wait_in_the_pools_own_queue_is_not_the_episodes(grader: Grader) -> None:

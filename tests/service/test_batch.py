@@ -69,3 +69,67 @@ def test_an_abandoned_batch_starts_no_more_cases(bounded: LiveServer) -> None:
     while httpx.get(f"{bounded.url}/healthz").json()["admitted"] > 0 and time.monotonic() - gone < 30:
         time.sleep(0.05)
     assert time.monotonic() - gone < 3.0  # the two cases under way end; no other starts
+
+
+def test_a_case_that_raises_stops_the_batch_and_no_run_outlives_its_answer(bounded: LiveServer) -> None:
+    # a case naming a missing environment was a 400 at once, while the batch's other worker went on
+    # starting its cases, on slots admission no longer counted: a plain run then waited for them
+    nap = {"language": "python", "source": "import time\ntime.sleep(1)"}
+    body = {"programs": [nap, {"language": "python", "source": "", "environment": "no-such-env"}, *[nap] * 6]}
+    r = httpx.post(f"{bounded.url}/v1/batch", json=body, timeout=60)
+    assert r.status_code == 400 and "no-such-env" in r.json()["error"], r.text
+    assert httpx.get(f"{bounded.url}/healthz").json()["admitted"] == 0
+    start = time.monotonic()
+    quick = httpx.post(f"{bounded.url}/v1/run", json={"program": {"language": "python", "source": "print(1)"}})
+    assert quick.json()["stdout"] == "1\n" and time.monotonic() - start < 2.5  # (six orphans: ~6 s)
+
+
+def test_answers_stay_counted_until_their_client_has_them() -> None:
+    # two answers of ~12 MB that their clients do not read hold the 32 MiB for answers in the making:
+    # a third request is refused until they are read (given back as the handler returned, 24 such
+    # answers had sat in the server's buffers: 420 MB against a bound of 64)
+    import json
+    import socket
+
+    request = {"program": {"language": "python", "source": "import sys\nsys.stdout.write('\\0' * 1_000_000)\n"
+                           "sys.stderr.write('\\0' * 1_000_000)"}}  # fmt: skip
+    payload = json.dumps(request).encode()
+    settings = ServiceSettings(pool_size=2, queue=8, max_answer_bytes=16 << 20, max_pending_answer_bytes=32 << 20)
+    with running_server(settings) as srv:
+        host, port = srv.url.removeprefix("http://").split(":")
+        readers = []
+        for _ in range(2):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (a client that reads nothing)
+            sock.settimeout(30)
+            sock.connect((host, int(port)))
+            sock.sendall(b"POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload))  # fmt: skip
+            readers.append(sock)
+        try:
+            deadline = time.monotonic() + 30
+            while httpx.get(f"{srv.url}/metrics").text.count('verdict="Accepted"') == 0:
+                assert time.monotonic() < deadline, "the unread runs never ran"
+                time.sleep(0.1)
+            time.sleep(1.0)  # (their answers are being sent, into buffers nobody reads)
+            refused = httpx.post(f"{srv.url}/v1/run", json=request, timeout=30)
+            assert refused.status_code == 429 and "answers in the making" in refused.json()["error"], refused.text
+        finally:
+            for sock in readers:
+                sock.close()
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{srv.url}/healthz").json()["admitted"] > 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        served = httpx.post(f"{srv.url}/v1/run", json=request, timeout=30)
+        assert served.status_code == 200 and len(served.json()["stdout"]) == 1_000_000
+
+
+def test_fetched_names_count_and_a_run_fetches_at_most_256_paths(bounded: LiveServer) -> None:
+    many = {"program": {"language": "python", "source": "", "fetch": [f"f{i}" for i in range(257)]}}
+    r = httpx.post(f"{bounded.url}/v1/run", json=many, timeout=60)
+    assert r.status_code == 422 and "fetch" in r.json()["error"], r.text
+    from dojo.sandbox import Limits
+    from dojo.service.answers import answer_bytes
+
+    named = answer_bytes(Limits(file_size=0, output=1), fetched=["\x01" * 255] * 256)
+    assert named >= 256 * 2 * 6 * 255  # each name twice in the answer, each control byte six bytes

@@ -127,11 +127,12 @@ def test_a_500_leaves_its_keep_alive_connection_to_the_next_request() -> None:
 
 def test_text_that_is_no_text_is_the_callers_error() -> None:
     app = create_app(ServiceSettings(), sandbox=BuggySandbox(ValueError()))  # type: ignore[arg-type]
-    bodies = [("/v1/run", {"program": {"language": "python", "source": "print(1)\ud800"}}),
-              ("/v1/run", {"program": {"language": "python", "source": "", "env": {"A": "\ud800"}}}),
-              ("/run_code", {"code": "print(1)", "language": "python", "stdin": "\ud800"}),
-              ("/v1/batch", {"program": {"language": "python", "source": ""}, "cases": [{"stdin": "\ud800"}]}),
-              ("/v1/batch", {"program": {"language": "python", "source": ""}, "cases": [{"args": ["\ud800"]}]})]  # fmt: skip
+    lone, run = "\ud800", {"language": "python", "source": ""}
+    bodies = [("/v1/run", {"program": {**run, "source": f"print(1){lone}"}}),
+              ("/v1/run", {"program": {**run, "env": {"A": lone}}}),
+              ("/run_code", {"code": "print(1)", "language": "python", "stdin": lone}),
+              ("/v1/batch", {"program": run, "cases": [{"stdin": lone}]}),
+              ("/v1/batch", {"program": run, "cases": [{"args": [lone]}]})]  # fmt: skip
     with TestClient(app, raise_server_exceptions=False) as client:
         for path, body in bodies:  # (as JSON sends it: "\ud800", escaped)
             r = client.post(path, content=json.dumps(body), headers={"content-type": "application/json"})

@@ -104,7 +104,11 @@ def test_a_call_on_a_busy_session_is_a_409(live: LiveServer, http: httpx.Client)
     def sleep_in_session() -> None:
         with httpx.Client(base_url=live.url, timeout=60) as other:
             code = "import time\ntime.sleep(4)\nprint('slept')"
-            slow["r"] = other.post(f"/v1/sessions/{sid}/exec", json={"code": code})
+            for _ in range(200):  # (the test's own PUTs may hold the session as the exec arrives: a 409)
+                slow["r"] = other.post(f"/v1/sessions/{sid}/exec", json={"code": code})
+                if slow["r"].status_code != 409:
+                    return
+                time.sleep(0.01)
 
     thread = threading.Thread(target=sleep_in_session, daemon=True)
     thread.start()
@@ -128,3 +132,30 @@ def test_a_call_on_a_busy_session_is_a_409(live: LiveServer, http: httpx.Client)
     assert slow["r"].status_code == 200 and slow["r"].json()["stdout"] == "slept\n"
     assert http.post(f"/v1/sessions/{sid}/exec", json={"code": "print('free')"}).json()["stdout"] == "free\n"
     assert http.delete(f"/v1/sessions/{sid}").status_code == 204
+
+
+def test_a_session_exec_has_the_answer_bound_of_a_run(live: LiveServer, http: httpx.Client) -> None:
+    # an exec printing 32 MiB of NUL on each stream was a 384 MiB answer, unbounded and uncounted
+    big = {"output": 32 << 20}
+    r = http.post("/v1/sessions", json={"language": "python", "limits": big})
+    assert r.status_code == 400 and "lower limits.output" in r.json()["error"], r.text
+    sid = http.post("/v1/sessions", json={"language": "python"}).json()["id"]
+    try:
+        r = http.post(f"/v1/sessions/{sid}/exec", json={"code": "print(1)", "limits": big})
+        assert r.status_code == 400 and "lower limits.output" in r.json()["error"], r.text
+        assert http.post(f"/v1/sessions/{sid}/exec", json={"code": "print(2)"}).json()["stdout"] == "2\n"
+    finally:
+        http.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_session_has_the_disk_it_asked_for(live: LiveServer, http: httpx.Client) -> None:
+    # its work dir was 64 MiB whatever limits.disk said; and a full one's PUT blamed a symlink
+    sid = http.post("/v1/sessions", json={"language": "python", "limits": {"disk": 2 << 20}}).json()["id"]
+    try:
+        wrote = http.post(f"/v1/sessions/{sid}/exec", json={"code": "open('big', 'wb').write(b'x' * (3 << 20))"})
+        assert wrote.json()["verdict"] == "RuntimeError" and "No space left" in wrote.json()["stderr"], wrote.text
+        r = http.put(f"/v1/sessions/{sid}/files/more.bin", content=b"y" * (3 << 20))
+        assert r.status_code == 400 and "work dir is full" in r.json()["error"], r.text
+        assert http.post(f"/v1/sessions/{sid}/exec", json={"code": "print(3)"}).json()["stdout"] == "3\n"
+    finally:
+        http.delete(f"/v1/sessions/{sid}")

@@ -113,10 +113,10 @@ class EpisodeConfig(BaseModel):
     tool_time_limit: float | None = Field(
         None,
         gt=0,
-        description="Seconds of sandbox time (each run's wall time, as the sandbox reports it; waits for a slot not "
-        "counted) the episode's tool calls and visible checks may use in all, checked before each call; past it the "
-        "episode ends and its last candidate is graded. Default: half of time_limit (which does not count time on "
-        "the sandbox).",
+        description="Seconds the episode's tool calls and visible checks may take in all, less their runs' waits for a "
+        "sandbox slot (a run's round trip beyond the wall time the sandbox reports), checked before each call; past "
+        "it the episode ends and its last candidate is graded. Default: half of time_limit (which does not count "
+        "time on the sandbox).",
     )
     max_user_turns: int = Field(10, ge=1, le=64, description="Messages a served user model may send.")
 

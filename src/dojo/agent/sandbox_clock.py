@@ -1,13 +1,15 @@
-"""How much sandbox time an episode's tools used: ``SlotClock``, read by the tool time budget
+"""How much time an episode's tools used: ``SlotClock``, read by the tool time budget
 (``EpisodeConfig.tool_time_limit``).
 
-The clock counts what the sandbox itself reports for each run (its wall time, the compile step's
-included), never the time a run waited for a slot. It had counted the seconds a call held one of the
-scheduler's slots; the scheduler's slots are twice the pool's by default, so a run holding one could
-still wait in the pool's own queue for about one run: on a fleet shared with episodes whose runs
-sleep to their limit, an honest episode's budget was spent on its neighbours' runs and it ended
-``tool_time_limit``, graded, for the fleet's doing. ``MeteredSandbox`` is the sandbox the tools run on:
-every run it returns, within a clock's ``held`` block, is added to that block's account.
+The clock counts the seconds a tool call held one of the scheduler's slots, less what each of its
+runs waited for the sandbox: a run's round trip beyond the wall time the sandbox reports for it (its
+compile step's included). It had counted the whole hold; the scheduler's slots are twice the pool's
+by default, so a run holding one could still wait in the pool's own queue for about one run: on a
+fleet shared with episodes whose runs sleep to their limit, an honest episode's budget was spent on
+its neighbours' runs and it ended ``tool_time_limit``, graded, for the fleet's doing. What the host
+does for a call (a visible check's grading: a document's parse) still counts. ``MeteredSandbox`` is
+the sandbox the tools run on: every run it returns within a clock's ``held`` block is entered in
+that block's account.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from typing import Self
 from dojo.sandbox import ExecutionResult, Limits, Program, SandboxAPI
 from dojo.sandbox.backend import Isolation, SessionAPI
 
-_ACCOUNT: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("dojo_sandbox_account", default=None)
+# (round trip, reported wall time) of each run in the current ``held`` block
+_ACCOUNT: contextvars.ContextVar[list[tuple[float, float]] | None] = contextvars.ContextVar(
+    "dojo_sandbox_account", default=None
+)
 
 
 def run_seconds(result: ExecutionResult) -> float:
@@ -31,10 +36,10 @@ def run_seconds(result: ExecutionResult) -> float:
     return result.wall_time + (result.compile.wall_time if result.compile is not None else 0.0)
 
 
-def _count(results: Iterable[ExecutionResult]) -> None:
+def _count(results: Iterable[ExecutionResult], round_trip: float) -> None:
     account = _ACCOUNT.get()
     if account is not None:
-        account.extend(run_seconds(r) for r in results)
+        account.extend((round_trip, run_seconds(r)) for r in results)
 
 
 class MeteredSandbox:
@@ -75,6 +80,7 @@ class MeteredSandbox:
         cache_compiled: bool = False,
         harness: bool = False,
     ) -> ExecutionResult:
+        start = time.perf_counter()
         result = await self.inner.run(
             program,
             limits,
@@ -83,12 +89,13 @@ class MeteredSandbox:
             cache_compiled=cache_compiled,
             harness=harness,
         )
-        _count([result])
+        _count([result], time.perf_counter() - start)
         return result
 
     async def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
+        start = time.perf_counter()
         results = await self.inner.run_many(programs, limits)
-        _count(results)
+        _count(results, (time.perf_counter() - start) / max(1, len(results)))
         return results
 
     async def open_session(
@@ -103,9 +110,9 @@ def held(slots: asyncio.Semaphore | None) -> AbstractAsyncContextManager[object]
 
 
 class SlotClock:
-    """The sandbox time an episode's tool calls used (see the module doc): per ``held`` block, the
-    runs' own time as the sandbox reports it, and at most the seconds the block held a scheduler's
-    slot (runs of one check made side by side count once). A policy whose runs kept the sandbox
+    """The time an episode's tool calls used (see the module doc): per ``held`` block, the seconds it
+    held a scheduler's slot less its runs' waits for the sandbox, and at least the runs' own wall
+    time (up to the seconds held: runs of one check made side by side count once). A policy whose runs kept the sandbox
     busy until the wall-clock deadline had turned its 0 into no reward; the budget ends that.
     ``paused`` (the episode's) is entered for each wait on the sandbox, queueing included: the
     deadline stops meanwhile, since the sandbox bounds each run and the budget the runs together."""
@@ -127,14 +134,17 @@ class SlotClock:
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
-        """Hold a slot for the block, and count the sandbox time of the runs made in it."""
+        """Hold a slot for the block, and count its time less its runs' waits for the sandbox."""
         with self.paused():
             async with held(self.slots):
-                account: list[float] = []
+                account: list[tuple[float, float]] = []
                 token = _ACCOUNT.set(account)
                 start = time.perf_counter()
                 try:
                     yield
                 finally:
                     _ACCOUNT.reset(token)
-                    self.seconds += min(time.perf_counter() - start, sum(account))
+                    elapsed = time.perf_counter() - start
+                    waits = sum(max(0.0, trip - wall) for trip, wall in account)
+                    ran = min(elapsed, sum(wall for _, wall in account))
+                    self.seconds += max(elapsed - waits, ran)

@@ -22,6 +22,7 @@ class SessionAPI(Protocol):
     """A stateful session: files (and Python variables) persist between execs; one exec at a time."""
 
     language: Language
+    limits: Limits  # each exec's, unless it gives its own
     execs: int
     last_used: float
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
@@ -131,12 +132,14 @@ class SlotPool:
     def _give_uid(self, uid: int) -> None:
         self._fresh_uids_free.append(uid)
 
-    async def start_fresh(self, name: str) -> Slot:
-        """A dedicated slot (for a session or a strict run); stop it with ``stop_fresh``."""
+    async def start_fresh(self, name: str, disk_bytes: int | None = None) -> Slot:
+        """A dedicated slot (for a session or a strict run; ``disk_bytes``: the size of its scratch
+        filesystems, a session's ``limits.disk``); stop it with ``stop_fresh``."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         uid = self._take_uid()
-        slot = Slot(f"{name}-{uid - self._uid_base}", uid, self.config, self.cgroups)
+        config = self.config if disk_bytes is None else dataclasses.replace(self.config, disk_bytes=disk_bytes)
+        slot = Slot(f"{name}-{uid - self._uid_base}", uid, config, self.cgroups)
         try:
             await slot.start()
         except BaseException:

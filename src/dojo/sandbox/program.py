@@ -159,7 +159,9 @@ class Program(BaseModel):
     stdin: str = Field("", description="Text fed to the program's standard input.")
     files: list[InputFile] = Field(default_factory=list, description="Files placed in the work dir.")
     fetch: list[str] = Field(
-        default_factory=list, description="Paths returned after the run: in the work dir, or absolute (/tmp/x)."
+        default_factory=list,
+        max_length=256,
+        description="Paths returned after the run: in the work dir, or absolute (/tmp/x).",
     )
     args: list[str] = Field(default_factory=list, description="Command-line arguments.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")

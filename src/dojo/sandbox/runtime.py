@@ -308,7 +308,7 @@ class AsyncSandbox:
             await self.start()
         limits = limits or self.limits
         pool, env = await self._pool_for(environment, limits.network)
-        slot = await pool.start_fresh("session")
+        slot = await pool.start_fresh("session", limits.disk)  # (its files live as long as it does)
 
         def build(
             program: Program, lang: Language, lim: Limits, compile_only: bool = False

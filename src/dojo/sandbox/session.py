@@ -59,6 +59,16 @@ def replace_files(header: dict[str, Any]) -> None:
         f["replace"] = True
 
 
+def _refusal_hint(refused: str) -> str:
+    """What to do about a session file the zygote could not write (``refused``: why)."""
+    if "No space left" in refused:
+        return "The session's work dir is full: remove files, or open the session with a larger limits.disk"
+    if ", not a" in refused:
+        return ("A session writes regular files only, never through a symlink: remove or rename what its code "
+                "left there, then retry")  # fmt: skip
+    return "Nothing was written"
+
+
 class Session:
     """A live session. Create with ``AsyncSandbox.open_session``; one exec at a time."""
 
@@ -87,11 +97,9 @@ class Session:
             except SlotDied:
                 await self.close()
                 raise
-        if resp.get("file_refused"):  # what the session's code left at a file's path: nothing ran
-            raise FileRefused(
-                f"the session's file was not written: {resp['file_refused']}. A session writes regular "
-                "files only, never through a symlink: remove or rename what its code left there, then retry"
-            )
+        if refused := resp.get("file_refused"):  # what the session's code left at a file's path: nothing ran
+            hint = _refusal_hint(refused)
+            raise FileRefused(f"the session's file was not written: {refused}. {hint}")
         return resp, out
 
     async def exec(self, code: str, stdin: str = "", limits: Limits | None = None) -> ExecutionResult:

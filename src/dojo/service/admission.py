@@ -1,33 +1,12 @@
 """Admission control: a bounded number of requests in the service, and a bounded size of the answers
-they may hold; beyond either, 429 at once.
-
-An answer is built in the service's memory before it is sent. Its size is bounded by the request's
-limits (``answer_bytes``): stdout and stderr at ``limits.output`` each, every byte a control
-character (six bytes in JSON: ``\\u0000``), and each fetched file at ``limits.file_size`` in base64.
-Unbounded, one ``/v1/batch`` of 128 cases printing 1 MiB of NUL on each stream made a 1.5 GiB
-answer and raised the service's peak memory by 1.7 GB (1,024 such cases, the most a batch takes,
-would need ~28 GB).
-"""
+they may hold (``dojo.service.answers``); beyond either, 429 at once."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from dojo.errors import DojoError, InputError
-from dojo.sandbox import Limits
-from dojo.sandbox.limits import DEFAULT_COMPILE_LIMITS
-
-ESCAPED = 6  # JSON bytes of one control byte of output (\u0000)
-RESULT_OVERHEAD = 4096  # a result's other fields
-
-
-def answer_bytes(limits: Limits, compile_limits: Limits | None = None, fetched: int = 0) -> int:
-    """The most bytes one run's result can take in a JSON answer under these limits (its compile
-    step's output included, at ``DEFAULT_COMPILE_LIMITS`` when none are given)."""
-    compiled = compile_limits or DEFAULT_COMPILE_LIMITS
-    files = fetched * (-(-limits.file_size // 3) * 4 + 512)
-    return 2 * ESCAPED * (limits.output + compiled.output) + files + RESULT_OVERHEAD
 
 
 class Overloaded(DojoError):
@@ -67,9 +46,9 @@ class AdmissionQueue:
     def waiting(self) -> int:
         return max(0, self.admitted - self.slots)
 
-    @contextlib.contextmanager
-    def admit(self, weight: int = 1, answer: int = 0) -> Iterator[None]:
-        """Hold ``weight`` places and ``answer`` bytes of answers (``answer_bytes``) for the block."""
+    def enter(self, weight: int = 1, answer: int = 0) -> Callable[[], None]:
+        """Take ``weight`` places and ``answer`` bytes of answers (``answer_bytes``); the function
+        that gives them back (once, however often it is called)."""
         weight = max(1, min(weight, self.capacity))
         answer = min(answer, self.answer_capacity)
         if self.admitted + weight > self.capacity:
@@ -80,8 +59,20 @@ class AdmissionQueue:
             raise Overloaded(self.retry_after, "the answers in the making would pass the service's memory for them")
         self.admitted += weight
         self.admitted_bytes += answer
+        held = [True]
+
+        def release() -> None:
+            if held.pop() if held else False:
+                self.admitted -= weight
+                self.admitted_bytes -= answer
+
+        return release
+
+    @contextlib.contextmanager
+    def admit(self, weight: int = 1, answer: int = 0) -> Iterator[None]:
+        """Hold ``weight`` places and ``answer`` bytes of answers for the block."""
+        release = self.enter(weight, answer)
         try:
             yield
         finally:
-            self.admitted -= weight
-            self.admitted_bytes -= answer
+            release()

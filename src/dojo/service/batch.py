@@ -8,6 +8,9 @@ in order; bounded in the answer's size, in time, and by the client's presence.
   time, would hold a slot for 85 hours.
 - A client that disconnects stops the batch: the cases left are not started (an abandoned batch of
   12 cases of 4 s held both slots of a service for 25 s more). Runs under way end as they would.
+- A case that raises (a missing environment: a 400) stops the batch the same way, and the batch
+  raises once its other runs have ended: it had answered at once while its other workers went on
+  starting cases, on slots its admission no longer counted.
 
 ``BatchResponse.stopped`` says why the cases marked skipped were not run.
 """
@@ -80,10 +83,11 @@ async def run_batch(
     gone = asyncio.Event()
     deadline = time.monotonic() + max_seconds
     next_index = 0
+    failures: list[Exception] = []
 
     async def worker() -> None:
         nonlocal next_index
-        while next_index < len(jobs) and answer.stopped is None:
+        while next_index < len(jobs) and answer.stopped is None and not failures:
             if gone.is_set():
                 answer.stop("client_gone")
             elif time.monotonic() > deadline:
@@ -91,7 +95,11 @@ async def run_batch(
             else:
                 i = next_index
                 next_index += 1
-                item, accepted = await run_job(i)
+                try:
+                    item, accepted = await run_job(i)
+                except Exception as e:  # the others start no more cases, then the batch raises it
+                    failures.append(e)
+                    return
                 if answer.add(item, accepted) and not accepted and stop_on_first_failure:
                     answer.stop("first_failure")
 
@@ -101,4 +109,6 @@ async def run_batch(
     finally:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
+    if failures:  # (answered once every worker has stopped: no run of the batch outlives its answer)
+        raise failures[0]
     return answer.body()

@@ -20,6 +20,7 @@ from dojo.errors import DojoError
 from dojo.sandbox import ExecutionResult, Limits, SandboxAPI, SandboxError, SessionAPI
 from dojo.sandbox.errors import SessionBusy
 from dojo.sandbox.program import check_relative_path
+from dojo.service.answers import answer_response
 
 log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 16 << 20
@@ -149,8 +150,15 @@ class SessionManager:
 
 
 def register_session_routes(
-    app: FastAPI, sessions: SessionManager, admission: Any, check_limits: Callable[..., None]
+    app: FastAPI,
+    sessions: SessionManager,
+    answer: Callable[[Request, Limits], None],
+    check_limits: Callable[..., None],
 ) -> None:
+    """The session routes. ``answer(request, limits)`` checks and holds what an exec's result may
+    take in its answer (``dojo.service.app``): unbounded, an exec printing 32 MiB of NUL on each
+    stream was a 384 MiB answer."""
+
     async def session_busy(request: Request, exc: Exception) -> JSONResponse:
         """A call on a session that serves another request: 409 Conflict (not the request's content,
         the session's state); the same call succeeds once that request has ended."""
@@ -166,9 +174,11 @@ def register_session_routes(
         )
 
     @app.post("/v1/sessions", response_model=SessionInfo, status_code=201, tags=["sessions"])
-    async def create_session(body: CreateSession) -> SessionInfo:
+    async def create_session(body: CreateSession, request: Request) -> SessionInfo:
         """Open a session (its own slot). 429 when the service holds its maximum of live sessions."""
         check_limits(body.limits)
+        if body.limits is not None:
+            answer(request, body.limits)  # (limits no exec could answer under are refused now, not at each exec)
         sid, entry = await sessions.create(body)
         return info(sid, entry)
 
@@ -177,13 +187,14 @@ def register_session_routes(
         return info(sid, await sessions.get(sid))
 
     @app.post("/v1/sessions/{sid}/exec", response_model=ExecutionResult, tags=["sessions"])
-    async def exec_in_session(sid: str, body: ExecRequest, request: Request) -> ExecutionResult:
+    async def exec_in_session(sid: str, body: ExecRequest, request: Request) -> Response:
         """Run code in the session: Python variables, bash cwd, and files persist between calls."""
         check_limits(body.limits)
         entry = await sessions.get(sid)
+        answer(request, body.limits or entry.session.limits)
         result = await entry.session.exec(body.code, body.stdin, body.limits)
         request.state.verdict = str(result.verdict)
-        return result
+        return answer_response(result.model_dump_json().encode())
 
     @app.put("/v1/sessions/{sid}/files/{path:path}", tags=["sessions"])
     async def put_file(sid: str, path: str, request: Request) -> dict[str, Any]:
