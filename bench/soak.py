@@ -28,7 +28,8 @@ what the program computes: must be 0), ``sandbox_error`` (the SandboxError verdi
 service said the infrastructure failed), ``refused`` (429), ``http_error`` (another explicit HTTP
 error) or ``lost`` (no answer: a dropped connection, a read past --request-timeout, a body that is
 not JSON; must be 0). Prints p50/p99 latency and the counts of each minute, and the service's RSS,
-open fds and threads at the start and end (the first minute's sample is the baseline).
+open fds and threads at the start and end (the median of the first ``--baseline`` seconds'
+samples, a minute by default, is the baseline).
 """
 
 from __future__ import annotations
@@ -580,12 +581,13 @@ def report(
         k: {"p50_s": round(percentile(v, 0.5), 3), "p99_s": round(percentile(v, 0.99), 3)}
         for k, v in sorted(latency.items())
     }
-    first = [s for s in samples if s["t"] <= 60] or samples[:1]
+    first = [s for s in samples if s["t"] <= args.baseline] or samples[:1]
     baseline = {k: statistics.median(s[k] for s in first) for k in ("rss_mib", "fds", "threads", "tree_rss_mib")}
     end = samples[-1] if samples else {}
     return {
         **meta,
         "seconds": args.seconds,
+        "baseline_seconds": args.baseline,
         "concurrency": args.concurrency,
         "totals": {c: totals.get(c, 0) for c in CLASSES},
         "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
@@ -593,7 +595,7 @@ def report(
         "faults": dict(tally.faults),
         "fault_misses": dict(tally.fault_misses),
         "per_minute": per_minute,
-        "service_first_minute": baseline,
+        "service_baseline": baseline,
         "service_end": end,
         "samples": samples,
         "examples": dict(tally.examples),
@@ -615,9 +617,9 @@ def print_report(out: dict[str, Any]) -> None:
         counts = f"{m['ok']:>6} {m['wrong']:>5} {m['sandbox_error']:>7} {m['refused']:>5} {m['http_error']:>4}"
         counts += f" {m['lost']:>4}"
         print(f"{m['minute']:>4} {m['requests']:>8} {counts} {m['p50_s']:>7.3f} {m['p99_s']:>7.3f}")
-    b, e = out["service_first_minute"], out["service_end"]
+    b, e = out["service_baseline"], out["service_end"]
     if e:
-        print("\nservice (first minute's median -> end):")
+        print(f"\nservice (the first {out['baseline_seconds']:g} s' median -> end):")
         for k, unit in (("rss_mib", "MiB"), ("fds", ""), ("threads", ""), ("tree_rss_mib", "MiB")):
             ratio = e[k] / b[k] if b[k] else float("nan")
             print(f"  {k:<13} {b[k]:>8.1f} -> {e[k]:>8.1f} {unit:<4} ({ratio:.2f}x)")
@@ -702,6 +704,7 @@ def main() -> None:
     p.add_argument("--queue", type=int, default=32, help="The service's admission queue (small: bursts meet 429).")
     p.add_argument("--max-sessions", type=int, default=64, help="The service's live sessions before 429.")
     p.add_argument("--fault-every", type=float, default=4.0, help="Seconds between faults.")
+    p.add_argument("--baseline", type=float, default=60.0, help="Seconds whose samples' median is the baseline.")
     p.add_argument("--burst", type=int, default=150, help="Requests of an admission burst.")
     p.add_argument("--tls-threads", type=int, default=4, help="Threads doing TLS handshakes in the service.")
     p.add_argument("--request-timeout", type=float, default=180.0, help="A request unanswered this long is lost.")

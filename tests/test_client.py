@@ -52,3 +52,10 @@ def test_a_connection_that_keeps_failing_is_a_sandbox_error() -> None:
     with _client(httpx.MockTransport(slow)) as client, pytest.raises(SandboxError, match="ReadTimeout"):
         client.run(Program(language="python", source="print(1)"))
     assert client.retries == 0  # the run may still be going: not sent again
+
+    def misconfigured(request: httpx.Request) -> httpx.Response:
+        raise httpx.UnsupportedProtocol("Request URL has an unsupported protocol 'htp://'", request=request)
+
+    with _client(httpx.MockTransport(misconfigured)) as client, pytest.raises(httpx.UnsupportedProtocol):
+        client.run(Program(language="python", source="print(1)"))  # the caller's to fix: not retried, not ours
+    assert client.retries == 0

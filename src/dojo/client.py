@@ -68,18 +68,26 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+# A connection that failed before its answer: tried again (a run has no effect outside its sandbox,
+# unless its limits open the network). A timeout is not: the run may still be going.
+LOST = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
+
+
 def _retry_wait(
     client: Any, response: httpx.Response | httpx.TransportError, attempt: int, start: float
 ) -> tuple[float | None, Any]:
     """After one try: (seconds to wait before retrying, None) or (None, the JSON body to return). A
     connection that failed before an answer (the server closed it: after a 500, uvicorn drops the
     keep-alive connection a next request may already be on) is tried again; past the retries, or on
-    a timeout (the run may still be going), it is a ``SandboxError``, not httpx's own exception."""
+    a timeout (the run may still be going), it is a ``SandboxError``, not httpx's own exception; a
+    request that could not be sent as asked (a bad URL, header or proxy) raises httpx's error."""
     policy: RetryPolicy = client.retry
     last = attempt == policy.attempts - 1 or time.monotonic() - start > policy.budget
     if isinstance(response, httpx.TransportError):
-        if last or isinstance(response, httpx.TimeoutException):
+        if isinstance(response, httpx.TimeoutException) or (isinstance(response, LOST) and last):
             raise SandboxError(f"no answer from the service: {type(response).__name__}: {response}") from response
+        if not isinstance(response, LOST):  # a bad URL, header or proxy: the caller's to fix
+            raise response
         client.retries += 1
         return policy.delay(attempt, None), None
     if response.status_code in (429, 503) and not last:

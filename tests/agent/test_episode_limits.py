@@ -185,3 +185,19 @@ async def test_a_user_model_that_refuses_the_conversation_ends_it_graded(grader:
     assert ep.status == "answered" and ep.scored and ep.value == 0.0, (ep.status, ep.error)
     said = [m for m in ep.messages if m["role"] == "assistant" and m.get("content")]
     assert len(said) == 3  # the greeting, and both agent texts: the user saw the two as one
+
+
+def test_the_clock_counts_runs_side_by_side_once_and_never_their_waits() -> None:
+    from dojo.agent.sandbox_clock import run_seconds, tool_seconds
+    from dojo.sandbox import ExecutionResult, StepResult, Verdict
+
+    assert tool_seconds(0.0, 1.0, [(0.0, 1.0, 0.5)]) == 0.5  # 0.5 s queued, 0.5 s run
+    # a visible check's four runs side by side after a 2 s queue: they had counted 2 s, the wait too
+    assert tool_seconds(0.0, 2.5, [(0.0, 2.5, 0.5)] * 4) == 0.5
+    assert tool_seconds(0.0, 1.2, [(0.0, 0.5, 0.5), (0.5, 1.0, 0.5)]) == 1.2  # two runs, then 0.2 s of the host's
+    assert tool_seconds(0.0, 0.05, []) == 0.05
+    step = StepResult(exit_code=1, wall_time=0.5)
+    failed = ExecutionResult(verdict=Verdict.COMPILE_ERROR, exit_code=1, wall_time=0.5, compile=step)
+    assert run_seconds(failed) == 0.5  # (a compile error's result is its compile step: it had counted twice)
+    ran = ExecutionResult(verdict=Verdict.ACCEPTED, exit_code=0, wall_time=0.25, compile=step)
+    assert run_seconds(ran) == 0.75

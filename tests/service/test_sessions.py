@@ -136,7 +136,7 @@ def test_a_call_on_a_busy_session_is_a_409(live: LiveServer, http: httpx.Client)
 
 def test_a_session_exec_has_the_answer_bound_of_a_run(live: LiveServer, http: httpx.Client) -> None:
     # an exec printing 32 MiB of NUL on each stream was a 384 MiB answer, unbounded and uncounted
-    big = {"output": 32 << 20}
+    big = {"output": 64 << 20}  # (each stream's 64 MiB of control bytes: 768 MiB of JSON, past the 512 allowed)
     r = http.post("/v1/sessions", json={"language": "python", "limits": big})
     assert r.status_code == 400 and "lower limits.output" in r.json()["error"], r.text
     sid = http.post("/v1/sessions", json={"language": "python"}).json()["id"]
@@ -154,8 +154,11 @@ def test_a_session_has_the_disk_it_asked_for(live: LiveServer, http: httpx.Clien
     try:
         wrote = http.post(f"/v1/sessions/{sid}/exec", json={"code": "open('big', 'wb').write(b'x' * (3 << 20))"})
         assert wrote.json()["verdict"] == "RuntimeError" and "No space left" in wrote.json()["stderr"], wrote.text
-        r = http.put(f"/v1/sessions/{sid}/files/more.bin", content=b"y" * (3 << 20))
+        assert http.post(f"/v1/sessions/{sid}/exec", json={"code": "import os\nos.remove('big')"}).status_code == 200
+        assert http.put(f"/v1/sessions/{sid}/files/keep.txt", content=b"abc").status_code == 200
+        r = http.put(f"/v1/sessions/{sid}/files/keep.txt", content=b"y" * (3 << 20))
         assert r.status_code == 400 and "work dir is full" in r.json()["error"], r.text
+        assert http.get(f"/v1/sessions/{sid}/files/keep.txt").content == b"abc"  # (truncated first, it was lost)
         assert http.post(f"/v1/sessions/{sid}/exec", json={"code": "print(3)"}).json()["stdout"] == "3\n"
     finally:
         http.delete(f"/v1/sessions/{sid}")

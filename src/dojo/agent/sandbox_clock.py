@@ -1,15 +1,16 @@
 """How much time an episode's tools used: ``SlotClock``, read by the tool time budget
 (``EpisodeConfig.tool_time_limit``).
 
-The clock counts the seconds a tool call held one of the scheduler's slots, less what each of its
-runs waited for the sandbox: a run's round trip beyond the wall time the sandbox reports for it (its
-compile step's included). It had counted the whole hold; the scheduler's slots are twice the pool's
-by default, so a run holding one could still wait in the pool's own queue for about one run: on a
+The clock counts the seconds a tool call held one of the scheduler's slots, less what its runs
+waited for the sandbox: the host's own time for the call (no run under way: a visible check's
+grading, a document's parse), and the time some run of it was running by the sandbox's account
+(each run's last ``wall`` seconds, as it reports them, its compile step's included; runs side by
+side counted once). It had counted the whole hold; the scheduler's slots are twice the pool's by
+default, so a run holding one could still wait in the pool's own queue for about one run: on a
 fleet shared with episodes whose runs sleep to their limit, an honest episode's budget was spent on
-its neighbours' runs and it ended ``tool_time_limit``, graded, for the fleet's doing. What the host
-does for a call (a visible check's grading: a document's parse) still counts. ``MeteredSandbox`` is
-the sandbox the tools run on: every run it returns within a clock's ``held`` block is entered in
-that block's account.
+its neighbours' runs and it ended ``tool_time_limit``, graded, for the fleet's doing.
+``MeteredSandbox`` is the sandbox the tools run on: every run it returns within a clock's ``held``
+block is entered in that block's account.
 """
 
 from __future__ import annotations
@@ -22,24 +23,38 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Self
 
-from dojo.sandbox import ExecutionResult, Limits, Program, SandboxAPI
+from dojo.sandbox import ExecutionResult, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.backend import Isolation, SessionAPI
 
-# (round trip, reported wall time) of each run in the current ``held`` block
-_ACCOUNT: contextvars.ContextVar[list[tuple[float, float]] | None] = contextvars.ContextVar(
+# (sent, answered, reported wall time) of each run in the current ``held`` block
+_ACCOUNT: contextvars.ContextVar[list[tuple[float, float, float]] | None] = contextvars.ContextVar(
     "dojo_sandbox_account", default=None
 )
 
 
 def run_seconds(result: ExecutionResult) -> float:
-    """The sandbox's own wall time for ``result``'s run, its compile step included."""
-    return result.wall_time + (result.compile.wall_time if result.compile is not None else 0.0)
+    """The sandbox's own wall time for ``result``'s run, its compile step included (a compile
+    error's result is its compile step: counted once)."""
+    compiled = result.compile is not None and result.verdict is not Verdict.COMPILE_ERROR
+    return result.wall_time + (result.compile.wall_time if compiled and result.compile else 0.0)
 
 
-def _count(results: Iterable[ExecutionResult], round_trip: float) -> None:
-    account = _ACCOUNT.get()
-    if account is not None:
-        account.extend((round_trip, run_seconds(r)) for r in results)
+def _length(intervals: Iterable[tuple[float, float]]) -> float:
+    """The length of the union of ``intervals``."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+def tool_seconds(start: float, end: float, runs: list[tuple[float, float, float]]) -> float:
+    """A block's count (see the module doc): from ``start`` to ``end``, the time no run was under
+    way, plus the time some run was running (``runs``: each one's sent, answered and wall time)."""
+    under_way = _length((sent, answered) for sent, answered, _ in runs)
+    running = _length((max(sent, answered - wall), answered) for sent, answered, wall in runs)
+    return max(0.0, end - start - under_way) + running
 
 
 class MeteredSandbox:
@@ -80,7 +95,7 @@ class MeteredSandbox:
         cache_compiled: bool = False,
         harness: bool = False,
     ) -> ExecutionResult:
-        start = time.perf_counter()
+        sent = time.perf_counter()
         result = await self.inner.run(
             program,
             limits,
@@ -89,14 +104,14 @@ class MeteredSandbox:
             cache_compiled=cache_compiled,
             harness=harness,
         )
-        _count([result], time.perf_counter() - start)
+        account = _ACCOUNT.get()
+        if account is not None:
+            account.append((sent, time.perf_counter(), run_seconds(result)))
         return result
 
     async def run_many(self, programs: Iterable[Program], limits: Limits | None = None) -> list[ExecutionResult]:
-        start = time.perf_counter()
-        results = await self.inner.run_many(programs, limits)
-        _count(results, (time.perf_counter() - start) / max(1, len(results)))
-        return results
+        # (each timed on its own: AsyncSandbox's and the fleet's run_many are this gather too)
+        return list(await asyncio.gather(*(self.run(p, limits) for p in programs)))
 
     async def open_session(
         self, language: str, limits: Limits | None = None, environment: str | None = None
@@ -110,9 +125,8 @@ def held(slots: asyncio.Semaphore | None) -> AbstractAsyncContextManager[object]
 
 
 class SlotClock:
-    """The time an episode's tool calls used (see the module doc): per ``held`` block, the seconds it
-    held a scheduler's slot less its runs' waits for the sandbox, and at least the runs' own wall
-    time (up to the seconds held: runs of one check made side by side count once). A policy whose runs kept the sandbox
+    """The time an episode's tool calls used (see the module doc: ``tool_seconds`` of each ``held``
+    block; blocks do not nest). A policy whose runs kept the sandbox
     busy until the wall-clock deadline had turned its 0 into no reward; the budget ends that.
     ``paused`` (the episode's) is entered for each wait on the sandbox, queueing included: the
     deadline stops meanwhile, since the sandbox bounds each run and the budget the runs together."""
@@ -137,14 +151,11 @@ class SlotClock:
         """Hold a slot for the block, and count its time less its runs' waits for the sandbox."""
         with self.paused():
             async with held(self.slots):
-                account: list[tuple[float, float]] = []
+                account: list[tuple[float, float, float]] = []
                 token = _ACCOUNT.set(account)
                 start = time.perf_counter()
                 try:
                     yield
                 finally:
                     _ACCOUNT.reset(token)
-                    elapsed = time.perf_counter() - start
-                    waits = sum(max(0.0, trip - wall) for trip, wall in account)
-                    ran = min(elapsed, sum(wall for _, wall in account))
-                    self.seconds += max(elapsed - waits, ran)
+                    self.seconds += tool_seconds(start, time.perf_counter(), account)

@@ -95,7 +95,7 @@ def serve(
     max_answer_bytes: Annotated[
         int,
         typer.Option(help="Bytes one answer may hold: a request whose limits allow more is refused; a batch stops."),
-    ] = 256 << 20,
+    ] = 512 << 20,
     max_batch_seconds: Annotated[
         float, typer.Option(help="Seconds after which a batch's cases left are skipped.")
     ] = 1800.0,

@@ -33,10 +33,8 @@ def check_relative_path(path: str, within: str = "the work dir") -> str:
         raise InputError("file path must be a non-empty string without NUL bytes")
     if len(path) > MAX_PATH:
         raise InputError(f"file path longer than {MAX_PATH} characters")
-    try:
-        names = [name.encode() for name in path.split("/")]
-    except UnicodeEncodeError:
-        raise InputError(f"file path {path!r} is not valid UTF-8 text (a lone surrogate)") from None
+    check_text(path, f"file path {path!r}")
+    names = [name.encode() for name in path.split("/")]
     if any(len(name) > NAME_MAX for name in names):
         raise InputError(f"file path {path!r} has a name longer than {NAME_MAX} bytes (UTF-8)")
     if path.startswith("/"):

@@ -49,7 +49,7 @@ class AdmissionQueue:
     def enter(self, weight: int = 1, answer: int = 0) -> Callable[[], None]:
         """Take ``weight`` places and ``answer`` bytes of answers (``answer_bytes``); the function
         that gives them back (once, however often it is called)."""
-        weight = max(1, min(weight, self.capacity))
+        weight = max(0, min(weight, self.capacity))  # (0: answer bytes only, a session's exec on its own slot)
         answer = min(answer, self.answer_capacity)
         if self.admitted + weight > self.capacity:
             self.rejected += 1

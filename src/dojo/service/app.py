@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -54,7 +55,7 @@ class ServiceSettings:
     retry_after: float = 1.0
     # The most bytes one answer may hold (a request whose limits allow more is refused; a batch stops
     # there), and those of all the answers in the making (past it, 429): see dojo.service.admission.
-    max_answer_bytes: int = 256 << 20
+    max_answer_bytes: int = 512 << 20
     max_pending_answer_bytes: int | None = None  # None: a quarter of the machine's memory
     max_batch_seconds: float = 1800.0  # a batch's cases left after this long are skipped
     # The Python environment of /run_code's Python and pytest runs whose request names none
@@ -74,7 +75,18 @@ class ServiceSettings:
     def pending_answer_bytes(self) -> int:
         if self.max_pending_answer_bytes is not None:
             return self.max_pending_answer_bytes
-        return max(self.max_answer_bytes, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
+        return max(self.max_answer_bytes, memory_bytes() // 4)
+
+
+def memory_bytes() -> int:
+    """This service's memory: the machine's, or its cgroup's limit where that is lower (a container)."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:  # cgroup v2: the line "0::/its/group" of /proc/self/cgroup
+        group = Path("/proc/self/cgroup").read_text().partition("0::")[2].splitlines()[0].strip("/")
+        limit = (Path("/sys/fs/cgroup") / group / "memory.max").read_text().strip()
+    except (OSError, IndexError):
+        return memory
+    return min(memory, int(limit)) if limit.isdigit() else memory
 
 
 class RequestContext:
@@ -453,8 +465,8 @@ def create_app(
         request.state.verdict = str(result.verdict)
         return json_response(jupyter.to_response(result))
 
-    def session_answer(request: Request, limits: Limits) -> None:
-        admitted(request, answer=answer_size(Program(language="bash", source=""), limits, None))
+    def session_answer(request: Request, limits: Limits) -> None:  # (a session runs on its own slot: no place)
+        admitted(request, weight=0, answer=answer_size(Program(language="bash", source=""), limits, None))
 
     register_session_routes(app, sessions, session_answer, check_limits)
     app.add_middleware(RequestContext, settings=settings, metrics=metrics)

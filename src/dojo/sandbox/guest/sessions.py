@@ -8,8 +8,10 @@ Runs inside the sandbox, in the zygote and the session worker: standard library 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
+import secrets
 import select
 import stat
 import sys
@@ -63,8 +65,9 @@ def write_session_file(path: str, data: bytes | memoryview, mode: int, replace: 
     A session's work dir is its program's: any name on the path may be a symlink, a FIFO, a socket
     or a directory it left there. A FIFO's plain open would wait for a reader (the slot would stop
     answering and be killed, the session with it); a symlink's would write wherever it points. So
-    each directory is opened as a directory, and the file as a regular file, with ``NO_WAIT``;
-    anything else is refused (ValueError: what is where). ``replace`` (the files of an exec, which
+    each directory is opened as a directory with ``NO_WAIT``, anything at the file's name but a
+    regular file is refused (ValueError: what is where), and the data goes to a new file renamed
+    over it. ``replace`` (the files of an exec, which
     the session writes anew each time) first unlinks whatever is at the file's name but a
     directory."""
     parts = path.split("/")
@@ -89,18 +92,32 @@ def write_session_file(path: str, data: bytes | memoryview, mode: int, replace: 
             except FileNotFoundError:
                 pass
         try:
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | NO_WAIT, mode, dir_fd=dir_fd)
-        except OSError as e:
-            raise refusal(path, dir_fd, name, e, "a regular file") from None
+            found = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            found = stat.S_IFREG
+        if not stat.S_ISREG(found):
+            raise ValueError(f"{path!r} is {kind_of(found)}, not a regular file")
+        # written beside it, then renamed over it: a write that fails (a full work dir) leaves the
+        # file as it was (truncated first, it had lost its content); a rename never follows a link
+        # or waits on a FIFO swapped in meanwhile
+        temporary = f".dojo-write-{os.getpid()}-{secrets.token_hex(4)}"
         try:
-            found = os.fstat(fd).st_mode
-            if not stat.S_ISREG(found):  # (a FIFO that has a reader opens without waiting)
-                raise ValueError(f"{path!r} is {kind_of(found)}, not a regular file")
-            os.ftruncate(fd, 0)
-            os.fchmod(fd, mode)  # (executable or not, as asked, where the file was there already)
-            write_all(fd, data)
-        finally:
-            os.close(fd)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_WAIT, mode, dir_fd=dir_fd)
+        except OSError as e:
+            raise ValueError(f"{path!r}: {e.strerror or e}") from None
+        try:
+            try:
+                os.fchmod(fd, mode)  # (the umask's bits too)
+                write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=dir_fd)
+            if isinstance(e, (IsADirectoryError, NotADirectoryError)):
+                raise ValueError(f"{path!r} is a directory, not a regular file") from None
+            raise ValueError(f"{path!r}: {e.strerror or e}") from None
     finally:
         os.close(dir_fd)
 
