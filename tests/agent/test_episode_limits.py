@@ -201,3 +201,16 @@ def test_the_clock_counts_runs_side_by_side_once_and_never_their_waits() -> None
     assert run_seconds(failed) == 0.5  # (a compile error's result is its compile step: it had counted twice)
     ran = ExecutionResult(verdict=Verdict.ACCEPTED, exit_code=0, wall_time=0.25, compile=step)
     assert run_seconds(ran) == 0.75
+
+
+async def test_a_final_answer_that_sleeps_through_its_runs_limits_is_graded(grader: Grader) -> None:
+    # the grade's deadline was the episode's time_limit: a final answer whose run slept to the task's
+    # wall limit (a SciCode task's is 600 s, the default time_limit's too) ended `deadline`, unscored
+    from dojo.sandbox import Limits
+
+    sleeper = "```python\nimport time\ndef f(x):\n    time.sleep(1000)\n```"
+    task = double_task().model_copy(update={"limits": Limits(wall_time=2.0, cpu_time=2.0)})
+    cfg = EpisodeConfig(mode="feedback", max_turns=1, time_limit=2.0)
+    ep = await EpisodeRunner(fixed(sleeper), grader, cfg).run(task)
+    assert ep.status == "answered" and ep.scored and ep.value == 0.0, (ep.status, ep.error)
+    assert ep.reward is not None and ep.grade_seconds >= 2.0  # (graded past the episode's own time_limit)

@@ -173,3 +173,17 @@ async def test_a_busy_session_refuses_another_request(fast_sandbox: AsyncSandbox
             slept = await asyncio.wait_for(slow, 30)
         assert slept.stdout == "slept\n"
         assert (await s.exec("print('free')")).stdout == "free\n"
+
+
+async def test_a_write_when_the_sessions_processes_fill_its_limit_is_refused_and_ends_nothing(
+    fast_sandbox: AsyncSandbox,
+) -> None:
+    # the zygote's fork for the write failed (EAGAIN), and the failed request reaped the session:
+    # its interpreter's state and its processes were gone
+    async with await fast_sandbox.open_session("python", Limits(processes=16)) as s:
+        fill = "import os, time\nx = 41\nfor _ in range(14):\n    if os.fork() == 0:\n        os.setsid()\n" \
+               "        time.sleep(30)\n        os._exit(0)\n"  # fmt: skip
+        assert (await s.exec(fill)).verdict is Verdict.ACCEPTED
+        with pytest.raises(FileRefused, match="processes are at its limit"):
+            await s.write_file("a.txt", b"x")
+        assert (await s.exec("print(x + 1)")).stdout == "42\n"

@@ -45,6 +45,8 @@ from dojo.agent.tool_calls import format_tool_call, parse_tool_calls
 from dojo.agent.tools import Toolbox, ToolResult, tools_for
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import Reward
+from dojo.sandbox.limits import DEFAULT_COMPILE_LIMITS, DEFAULT_LIMITS
+from dojo.sandbox.runtime import HOST_MARGIN_S
 from dojo.tasks.model import Task
 
 if TYPE_CHECKING:
@@ -96,7 +98,8 @@ class EpisodeConfig(BaseModel):
         600.0,
         gt=0,
         description="Wall-clock deadline of one episode's turns, in seconds, stopped while it is on the sandbox or "
-        "waits for a slot (grading has one of its own, as long).",
+        "waits for a slot (grading has one of its own: as long, plus one run per test and one more to their wall "
+        "limits).",
     )
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     tools: list[str] | None = Field(None, description="tools mode: tools offered (default: the task form's own).")
@@ -284,12 +287,12 @@ class EpisodeRunner:
                 await self._loop(task, ep, Deadline(deadline))
             if ep.status in SCORED_STATUSES:
                 grading = True
-                async with asyncio.timeout(self.config.time_limit) as deadline:  # (the grade's own)
+                async with asyncio.timeout(self.grade_limit(task)) as deadline:  # (the grade's own)
                     await self._grade(task, ep, Deadline(deadline))
         except TimeoutError:
             ep.status, ep.reward = "deadline", None
-            what = "its grading" if grading else "the episode"
-            ep.error = f"{what} passed its {self.config.time_limit:g} s deadline"
+            limit = self.grade_limit(task) if grading else self.config.time_limit
+            ep.error = f"{'its grading' if grading else 'the episode'} passed its {limit:g} s deadline"
         except PolicyError as e:
             ep.status, ep.reward, ep.error = "policy_error", None, str(e)
         ep.wall_seconds = time.perf_counter() - start
@@ -518,6 +521,16 @@ class EpisodeRunner:
         budget = self.config.tool_budget
         ep.error = f"the tool calls used {clock.seconds:.1f} s of sandbox time, past the {budget:g} s budget"
         return True
+
+    def grade_limit(self, task: Task) -> float:
+        """The grade's own deadline: ``time_limit`` for the host's work, and room for as many runs as
+        the task has tests, and one more, each to its wall limit (a compile's too) and the host's
+        margin: what the sandbox bounds by itself. It was ``time_limit`` alone: a final answer that
+        slept through its runs' wall limits (a SciCode task's 600 s, or eight tests of 2 s in waves)
+        ended the episode ``deadline``, unscored, where its runs' own limits would have scored it 0."""
+        limits = self.grader.limits or task.limits or DEFAULT_LIMITS
+        per_run = limits.wall_time + DEFAULT_COMPILE_LIMITS.wall_time + HOST_MARGIN_S
+        return self.config.time_limit + (len(task.tests) + 1) * per_run
 
     async def _grade(self, task: Task, ep: Episode, deadline: Deadline) -> None:
         t0 = time.perf_counter()

@@ -62,7 +62,12 @@ def replace_files(header: dict[str, Any]) -> None:
 def _refusal_hint(refused: str) -> str:
     """What to do about a session file the zygote could not write (``refused``: why)."""
     if "No space left" in refused:
-        return "The session's work dir is full: remove files, or open the session with a larger limits.disk"
+        return (
+            "The session's work dir is full (a file is written beside its name, then renamed over it: "
+            "rewriting one needs room for both): remove files, or open the session with a larger limits.disk"
+        )
+    if "Permission denied" in refused:
+        return "Its directory must be writable: a file is written beside its name, then renamed over it"
     if ", not a" in refused:
         return ("A session writes regular files only, never through a symlink: remove or rename what its code "
                 "left there, then retry")  # fmt: skip

@@ -399,7 +399,12 @@ class Zygote(OneShotRun):
                     return (str(e) if isinstance(e, ValueError) else f"{f['path']!r}: {e.strerror or e}"), []
             return None, []
 
-        refused: str | None = self.as_user(work)[0] if files else None
+        if not files:
+            return None
+        try:
+            refused: str | None = self.as_user(work)[0]
+        except BlockingIOError:  # (the fork, at the session's process limit: its own processes fill it)
+            return "no process is left to write it with: the session's processes are at its limit; end some"
         return refused
 
     # -- main loop -----------------------------------------------------------------------------
