@@ -181,9 +181,15 @@ async def test_a_write_when_the_sessions_processes_fill_its_limit_is_refused_and
     # the zygote's fork for the write failed (EAGAIN), and the failed request reaped the session:
     # its interpreter's state and its processes were gone
     async with await fast_sandbox.open_session("python", Limits(processes=16)) as s:
-        fill = "import os, time\nx = 41\nfor _ in range(14):\n    if os.fork() == 0:\n        os.setsid()\n" \
+        fill = "import os, time\nx = 41\nfor _ in range(16):\n    try:\n        pid = os.fork()\n" \
+               "    except BlockingIOError:\n        break\n    if pid == 0:\n        os.setsid()\n" \
                "        time.sleep(30)\n        os._exit(0)\n"  # fmt: skip
         assert (await s.exec(fill)).verdict is Verdict.ACCEPTED
-        with pytest.raises(FileRefused, match="processes are at its limit"):
+        try:
             await s.write_file("a.txt", b"x")
+            refused = False
+        except FileRefused as e:
+            assert "processes are at its limit" in str(e)
+            refused = True
+        assert refused or fast_sandbox.mode == "rootless"  # (rootless: the zygote's fork is not under the limit)
         assert (await s.exec("print(x + 1)")).stdout == "42\n"
