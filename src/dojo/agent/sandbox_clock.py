@@ -21,10 +21,10 @@ import contextvars
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Self
+from typing import Any, Self
 
 from dojo.sandbox import ExecutionResult, Limits, Program, SandboxAPI, Verdict
-from dojo.sandbox.backend import Isolation, SessionAPI
+from dojo.sandbox.backend import SessionAPI
 
 # (sent, answered, reported wall time) of each run in the current ``held`` block
 _ACCOUNT: contextvars.ContextVar[list[tuple[float, float, float]] | None] = contextvars.ContextVar(
@@ -85,25 +85,10 @@ class MeteredSandbox:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def run(
-        self,
-        program: Program,
-        limits: Limits | None = None,
-        *,
-        compile_limits: Limits | None = None,
-        isolation: Isolation | None = None,
-        cache_compiled: bool = False,
-        harness: bool = False,
-    ) -> ExecutionResult:
+    async def run(self, program: Program, limits: Limits | None = None, **options: Any) -> ExecutionResult:
+        """``inner.run`` (``options``: its keyword arguments, as ``SandboxAPI.run`` names them)."""
         sent = time.perf_counter()
-        result = await self.inner.run(
-            program,
-            limits,
-            compile_limits=compile_limits,
-            isolation=isolation,
-            cache_compiled=cache_compiled,
-            harness=harness,
-        )
+        result = await self.inner.run(program, limits, **options)
         account = _ACCOUNT.get()
         if account is not None:
             account.append((sent, time.perf_counter(), run_seconds(result)))
