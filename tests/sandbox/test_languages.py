@@ -208,6 +208,44 @@ async def test_fetch_reads_with_the_runs_permissions_never_roots(sandbox: AsyncS
     assert r.files["ok"].content == b"y"  # and the fetch still reads what the run may read
 
 
+async def test_fetch_reads_only_the_runs_own_files_never_the_zygotes(sandbox: AsyncSandbox) -> None:
+    """The fetch is the zygote's, so ``/proc/self`` there is the zygote: a symlink to
+    ``/proc/self/fd/N`` reopened its descriptors (the slot's cgroup files, its IPC tables) and
+    ``/proc/self/cmdline`` showed its command line. Only files on the run's scratch file systems
+    are read; a file the run wrote in /tmp or /dev/shm, and a symlink within /box, still are."""
+    fds = [f"fd{i}" for i in range(24)]
+    src = (
+        "import os\n"
+        "for i in range(24):\n    os.symlink(f'/proc/self/fd/{i}', f'fd{i}')\n"
+        "for n in ('cmdline', 'status', 'maps', 'mountinfo'):\n    os.symlink(f'/proc/self/{n}', n)\n"
+        "os.symlink('/proc/sysvipc/shm', 'shm')\nos.symlink('/usr/lib/os-release', 'release')\n"
+        "open('/tmp/t.txt', 'w').write('tmp')\nos.symlink('/tmp/t.txt', 't')\n"
+        "open('/dev/shm/s.txt', 'w').write('shm')\nos.symlink('/dev/shm/s.txt', 's')\n"
+        "os.mkdir('out')\nopen('out/a.txt', 'w').write('box')\nos.symlink('out/a.txt', 'a')\n"
+    )
+    refused = [*fds, "cmdline", "status", "maps", "mountinfo", "shm", "release"]
+    r = await sandbox.run(Program(language="python", source=src, fetch=[*refused, "t", "s", "a"]))
+    assert r.verdict is Verdict.ACCEPTED, r
+    read = {p: r.files[p].content for p in refused if r.files[p].content is not None}
+    assert read == {}, read
+    assert "not a file the run wrote" in (r.files["cmdline"].error or "")
+    assert [r.files[p].content for p in ("t", "s", "a")] == [b"tmp", b"shm", b"box"]
+
+
+async def test_fetched_files_hold_at_most_what_the_scratch_file_systems_do(sandbox: AsyncSandbox) -> None:
+    """Distinct files are never cut by the fetch's total (``Limits.fetched_bytes``: the run's three
+    scratch file systems), but one file fetched again through links is, so that an answer's size has
+    a bound that does not grow with the number of paths fetched."""
+    src = "import os\nopen('big', 'wb').write(b'x' * 700_000)\nfor i in range(6):\n    os.symlink('big', f'l{i}')\n"
+    limits = Limits(disk=1 << 20)
+    links = [f"l{i}" for i in range(6)]
+    r = await sandbox.run(Program(language="python", source=src, fetch=links), limits)
+    assert r.verdict is Verdict.ACCEPTED, r
+    sizes = [len(r.files[p].content or b"") for p in links]
+    assert sizes[:4] == [700_000] * 4 and sum(sizes) == limits.fetched_bytes == 3 << 20, sizes
+    assert [r.files[p].truncated for p in links] == [False] * 4 + [True] * 2
+
+
 async def test_fetch_reads_only_regular_files_and_never_waits(sandbox: AsyncSandbox) -> None:
     """A FIFO left at a fetched path (no writer: a blocking open would wait forever and the slot
     die) and a device are refused at once; the run's verdict is its own."""

@@ -90,6 +90,14 @@ async def test_files_in_and_out_as_the_session_user(fast_sandbox: AsyncSandbox) 
         await s.exec("import os\nos.symlink('/etc/shadow', 'shadow')")
         with pytest.raises(FileNotFoundError):
             await s.read_file("shadow")
+        # nor the zygote's own /proc/self (its descriptors, its command line): /box, /tmp, /dev/shm only
+        await s.exec("os.symlink('/proc/self/cmdline', 'cmd')\nos.symlink('/proc/self/fd/12', 'fd')")
+        with pytest.raises(FileNotFoundError, match="not a file the run wrote"):
+            await s.read_file("cmd")
+        with pytest.raises(FileNotFoundError):  # (not a file the run wrote, or not a regular one)
+            await s.read_file("fd")
+        await s.exec("open('/tmp/t', 'w').write('t')\nos.symlink('/tmp/t', 't')")
+        assert await s.read_file("t") == b"t"
 
 
 async def test_sessions_are_isolated_from_each_other(fast_sandbox: AsyncSandbox) -> None:

@@ -3,6 +3,7 @@ whose limits allow an answer past the service's bound is refused before it runs.
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Iterator
 
@@ -133,3 +134,17 @@ def test_fetched_names_count_and_a_run_fetches_at_most_256_paths(bounded: LiveSe
 
     named = answer_bytes(Limits(file_size=0, output=1), fetched=["\x01" * 255] * 256)
     assert named >= 256 * 2 * 6 * 255  # each name twice in the answer, each control byte six bytes
+
+
+def test_many_fetched_files_fit_the_answer_bound_by_the_runs_disk(bounded: LiveServer) -> None:
+    """The answer's bound counts the fetched files at most at what the run's scratch file systems
+    hold (``Limits.fetched_bytes``), not each at its full ``file_size``: 40 files at 1 MiB each had
+    counted 53 MiB against this server's 16 MiB and were refused; the files fit in 3 MiB."""
+    source = "for i in range(40):\n    open(f'f{i}', 'w').write(str(i))"
+    limits = {"output": 65536, "file_size": 1 << 20, "disk": 1 << 20}
+    fetch = [f"f{i}" for i in range(40)]
+    request = {"program": {"language": "python", "source": source, "fetch": fetch}, "limits": limits}
+    r = httpx.post(f"{bounded.url}/v1/run", json=request, timeout=60)
+    assert r.status_code == 200, r.text
+    files = r.json()["files"]
+    assert [base64.b64decode(files[p]["content"]) for p in fetch] == [str(i).encode() for i in range(40)]

@@ -10,6 +10,7 @@ from dojo.sandbox.guest.wire import RunLimits
 from dojo.sandbox.network import NetworkPolicy
 
 MiB = 1 << 20
+SCRATCH_FILESYSTEMS = 3  # a run's work dir, /tmp and /dev/shm: each a tmpfs of ``Limits.disk`` bytes
 
 
 class Limits(BaseModel):
@@ -44,6 +45,13 @@ class Limits(BaseModel):
         default_factory=NetworkPolicy,
         description="none (private loopback only), allow (listed destinations), or host (the host's network).",
     )
+
+    @property
+    def fetched_bytes(self) -> int:
+        """The most bytes a run's fetched files hold in all: what its scratch file systems hold (the
+        fetch reads nothing else), so distinct files are never cut by it; the same file fetched again
+        through links is, at this total (a request for 256 links to one 16 MiB file was 4 GiB)."""
+        return SCRATCH_FILESYSTEMS * self.disk
 
     def merged(self, **overrides: Any) -> Limits:
         """A copy with some fields replaced (validated)."""

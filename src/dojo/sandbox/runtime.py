@@ -558,6 +558,7 @@ def build_request(
         "steps": steps,
         "fetch": fetch,
         "fetch_max_bytes": max(limits.file_size, compile_limits.file_size) if compile_only else limits.file_size,
+        "fetch_total_bytes": limits.fetched_bytes,
         "env": env,
         "network": limits.network.mode == "host",  # the zygote joins the host's namespace for this run
         "disk_bytes": limits.disk,

@@ -2,7 +2,8 @@
 
 An answer is built in the service's memory before it is sent. Its size is bounded by the request's
 limits (``answer_bytes``): stdout and stderr at ``limits.output`` each, every byte a control
-character (six bytes in JSON: ``\\u0000``), and each fetched file at ``limits.file_size`` in base64.
+character (six bytes in JSON: ``\\u0000``), and each fetched file at ``limits.file_size`` in base64,
+all of them at most ``limits.fetched_bytes`` (what the run's scratch file systems hold).
 Unbounded, one ``/v1/batch`` of 128 cases printing 1 MiB of NUL on each stream made a 1.5 GiB
 answer and raised the service's peak memory by 1.7 GB (1,024 such cases, the most a batch takes,
 would need ~28 GB). Admission holds the bytes a request may answer with until the answer is sent
@@ -27,8 +28,9 @@ def answer_bytes(limits: Limits, compile_limits: Limits | None = None, fetched: 
     step's output included, at ``DEFAULT_COMPILE_LIMITS`` when none are given), ``fetched`` the
     paths it brings back (each file in base64, its name twice, escaped)."""
     compiled = compile_limits or DEFAULT_COMPILE_LIMITS
-    files = sum(-(-limits.file_size // 3) * 4 + 2 * ESCAPED * len(path.encode()) + 512 for path in fetched)
-    return 2 * ESCAPED * (limits.output + compiled.output) + files + RESULT_OVERHEAD
+    content = min(limits.file_size * len(fetched), limits.fetched_bytes)  # (the zygote's total, too)
+    names = sum(2 * ESCAPED * len(path.encode()) + 512 for path in fetched)
+    return 2 * ESCAPED * (limits.output + compiled.output) + -(-content // 3) * 4 + names + RESULT_OVERHEAD
 
 
 ANSWER_CHUNK = 1 << 20

@@ -32,6 +32,7 @@ SIOCSIFFLAGS = 0x8914
 
 NEW_ROOT = "/tmp"  # a tmpfs is mounted here in the private mount namespace, then pivoted into
 BOX = "/box"
+SCRATCH = (BOX, "/tmp", "/dev/shm")  # the run's own file systems, each a fresh tmpfs (``mount_scratch``)
 HIDDEN = "/.dojo-hidden"  # an empty file and an empty directory, mounted over what a run must not read
 MQUEUE = "/dev/mqueue"  # the slot's POSIX message queues, as on any Linux system
 SYSVIPC_LISTS = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
@@ -253,7 +254,7 @@ class Jail:
         box = os.stat(BOX)
         remount = disk_bytes != self.disk_bytes or box.st_mode & 0o7777 != 0o755
         if not remount:
-            for d in (BOX, "/tmp", "/dev/shm"):
+            for d in SCRATCH:
                 if self.counted_empty(d, box.st_size if d == BOX else None):
                     continue  # (most runs leave nothing but the files they were given)
                 with os.scandir(d) as it:
@@ -264,7 +265,7 @@ class Jail:
                 for e in entries:
                     os.unlink(e.path)
         if remount:
-            for d in (BOX, "/tmp", "/dev/shm"):
+            for d in SCRATCH:
                 self.sys.umount(d)
             self.disk_bytes = disk_bytes
             self.mount_scratch()

@@ -60,7 +60,7 @@ from dojo.sandbox.guest.capture import read_file
 from dojo.sandbox.guest.cgroup import CgroupHandle
 from dojo.sandbox.guest.child import set_signal
 from dojo.sandbox.guest.forker import Forker
-from dojo.sandbox.guest.jail import BOX, Jail
+from dojo.sandbox.guest.jail import BOX, SCRATCH, Jail
 from dojo.sandbox.guest.judge import Judge
 from dojo.sandbox.guest.oneshot import OneShotRun
 from dojo.sandbox.guest.preload import preload, preload_environment
@@ -296,7 +296,8 @@ class Zygote(OneShotRun):
                 break
         fetched = []
         if header.get("fetch"):
-            fetched = self.fetch(header["fetch"], int(header.get("fetch_max_bytes", 1 << 20)), out_blobs)
+            cap, total = int(header.get("fetch_max_bytes", 1 << 20)), header.get("fetch_total_bytes")
+            fetched = self.fetch(header["fetch"], cap, out_blobs, None if total is None else int(total))
         self.marks.append(("end", time.perf_counter()))
         t0 = self.marks[0][1]
         timings = {name: round((t - t0) * 1e6) for name, t in self.marks}
@@ -304,27 +305,41 @@ class Zygote(OneShotRun):
 
     # -- the request's files, read and written as the run's user ---------------------------------
 
-    def fetch(self, paths: list[str], max_bytes: int, out_blobs: list[Blob]) -> list[dict[str, Any]]:
-        """Read requested files as the run uid (never as root: a symlink must not leak host files).
+    def fetch(
+        self, paths: list[str], max_bytes: int, out_blobs: list[Blob], total_bytes: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Read requested files as the run uid, each up to ``max_bytes`` and all of them up to
+        ``total_bytes`` (a file past it is truncated) (never as root: a symlink must not leak host files).
         Only regular files: a FIFO the run left at the path would block the read forever (the slot
         would die, and a repo grading read as an infrastructure error: a forger's way to dodge a
-        score of 0), a device would read without end. They are opened without waiting."""
+        score of 0), a device would read without end. They are opened without waiting. And only files
+        of the run's scratch file systems (/box, /tmp, /dev/shm): a symlink the run left may point
+        anywhere, and ``/proc/self`` is the reader's, so ``/proc/self/fd/N`` reopened the zygote's
+        own descriptors (the slot's cgroup files, its IPC tables) and ``/proc/self/*`` showed its
+        command line and state."""
 
         def work() -> tuple[list[dict[str, Any]], list[Blob]]:
             results: list[dict[str, Any]] = []
             blobs: list[Blob] = []
+            scratch = {os.stat(d).st_dev for d in SCRATCH}
+            left = max_bytes * len(paths) if total_bytes is None else total_bytes
             for p in paths:
                 try:
                     fd = os.open(os.path.join(BOX, p), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
                     try:
-                        if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        st = os.fstat(fd)
+                        if not stat.S_ISREG(st.st_mode):
                             raise OSError(errno.EINVAL, "not a regular file")
-                        data = read_file(fd, max_bytes)  # (into a buffer zeroed after the reply, ``serve``)
+                        if st.st_dev not in scratch:
+                            raise OSError(errno.EXDEV, "not a file the run wrote (/box, /tmp or /dev/shm)")
+                        cap = min(max_bytes, left)
+                        data = read_file(fd, cap)  # (into a buffer zeroed after the reply, ``serve``)
                     finally:
                         os.close(fd)
-                    results.append({"path": p, "blob": len(blobs), "truncated": len(data) > max_bytes})
-                    blobs.append(data[:max_bytes])
-                    wipe([data[max_bytes:]])  # (the byte read past the cap: kept nowhere)
+                    results.append({"path": p, "blob": len(blobs), "truncated": len(data) > cap})
+                    blobs.append(data[:cap])
+                    left -= len(blobs[-1])
+                    wipe([data[cap:]])  # (the byte read past the cap: kept nowhere)
                 except OSError as e:
                     results.append({"path": p, "blob": None, "error": e.strerror or str(e)})
             return results, blobs
