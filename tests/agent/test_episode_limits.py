@@ -201,6 +201,10 @@ def test_the_clock_counts_runs_side_by_side_once_and_never_their_waits() -> None
     assert run_seconds(failed) == 0.5  # (a compile error's result is its compile step: it had counted twice)
     ran = ExecutionResult(verdict=Verdict.ACCEPTED, exit_code=0, wall_time=0.25, compile=step)
     assert run_seconds(ran) == 0.75
+    # a cached build did not compile for this run: its first compile's time had been counted again
+    cached = step.model_copy(update={"cached": True})
+    assert run_seconds(ran.model_copy(update={"compile": cached})) == 0.25
+    assert run_seconds(failed.model_copy(update={"compile": cached})) == 0.0
 
 
 async def test_a_final_answer_that_sleeps_through_its_runs_limits_is_graded(grader: Grader) -> None:

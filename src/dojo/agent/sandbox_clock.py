@@ -34,9 +34,13 @@ _ACCOUNT: contextvars.ContextVar[list[tuple[float, float, float]] | None] = cont
 
 def run_seconds(result: ExecutionResult) -> float:
     """The sandbox's own wall time for ``result``'s run, its compile step included (a compile
-    error's result is its compile step: counted once)."""
-    compiled = result.compile is not None and result.verdict is not Verdict.COMPILE_ERROR
-    return result.wall_time + (result.compile.wall_time if compiled and result.compile else 0.0)
+    error's result is its compile step: counted once), unless that step is a cached build's (it did
+    not run for this program: a cached compile error counts nothing)."""
+    step = result.compile
+    if step is not None and step.cached:
+        return 0.0 if result.verdict is Verdict.COMPILE_ERROR else result.wall_time
+    compiled = step is not None and result.verdict is not Verdict.COMPILE_ERROR
+    return result.wall_time + (step.wall_time if compiled and step else 0.0)
 
 
 def _length(intervals: Iterable[tuple[float, float]]) -> float:

@@ -57,13 +57,15 @@ class BuildCache:
         self.misses = 0
 
     def get(self, key: str) -> Build | None:
-        """The build, counted as a hit; None (not counted: ``misses`` counts compiles) when absent."""
+        """The build, counted as a hit, its compile step marked ``cached`` (it did not run for the
+        program asking: an episode's tool clock counts none of its time); None (not counted:
+        ``misses`` counts compiles) when absent."""
         build = self._builds.get(key)
         if build is None:
             return None
         self._builds.move_to_end(key)
         self.hits += 1
-        return build
+        return Build(build.compile.model_copy(update={"cached": True}), build.artifact)
 
     def put(self, key: str, build: Build) -> None:
         size = build.size

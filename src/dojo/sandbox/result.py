@@ -28,6 +28,11 @@ class StepResult(BaseModel):
     cpu_time: float = 0.0
     peak_memory: int = 0
     limit: LimitKind | None = None
+    cached: bool = Field(
+        False,
+        description="A compile step that did not run for this program: an identical earlier build's result, "
+        "its times that build's (``AsyncSandbox.builds``).",
+    )
 
     @property
     def signal_name(self) -> str | None:

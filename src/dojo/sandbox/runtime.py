@@ -403,10 +403,8 @@ class AsyncSandbox:
             result = result.model_copy(update={"verdict": Verdict.WRONG_ANSWER})
         return result
 
-    async def _build(
-        self, program: Program, lang: Language, compile_limits: Limits, strict: bool, pool: SlotPool,
-        env: Environment | None,
-    ) -> Build | ExecutionResult:  # fmt: skip
+    async def _build(self, program: Program, lang: Language, compile_limits: Limits, strict: bool, pool: SlotPool,
+                     env: Environment | None) -> Build | ExecutionResult:  # fmt: skip
         """The program's build: from the cache, or compiled now (once for concurrent identical
         programs) in a request of its own whose only output is the artifact."""
         header, blobs, timeout = build_request(
