@@ -51,7 +51,7 @@ def test_two_gateways_serve_one_cluster_and_share_sessions(gateways: list[str]) 
     metrics = httpx.get(a + "/metrics").text
     assert 'dojo_fleet_nodes{state="ready"} 4.0' in metrics and "dojo_fleet_reruns 0.0" in metrics
     fusion = httpx.post(a + "/run_code", json={"code": "print(6 * 7)", "language": "python"}, timeout=60).json()
-    assert fusion["status"] == "Success" and fusion["run_result"]["stdout"] == "42\n"
+    assert fusion.get("status") == "Success" and fusion["run_result"]["stdout"] == "42\n", fusion
     with SandboxClient(a) as client_a, SandboxClient(b) as client_b:
         results = [client_b.run(Program(language="python", source=f"print({i})")) for i in range(12)]
         assert [r.stdout for r in results] == [f"{i}\n" for i in range(12)]

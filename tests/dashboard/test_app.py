@@ -4,15 +4,18 @@ input that gets a clear error."""
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from dojo.cli import app as cli
 from dojo.dashboard import Dashboard, RunLocation, create_dashboard_app
 from dojo.rollout.store import TrajectoryStore
-from tests.dashboard.written_runs import write_groups
+from tests.dashboard.written_runs import write_groups, write_metrics
 
 
 @pytest.fixture
@@ -80,3 +83,61 @@ def test_the_command_line_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
         result = runner.invoke(cli, ["dashboard", *args])
         assert result.exit_code == 2, (args, result.output)
         assert message in " ".join(result.output.split()), (args, result.output)
+
+
+async def test_an_episode_whose_id_holds_a_slash_opens(tmp_path: Path) -> None:
+    """Episode ids are ``{group_id}#{i}``, and ``dojo train``'s group ids ``step000001/{task id}``:
+    the route had no path converter, so every training episode's view was a 404."""
+    store = TrajectoryStore(str(tmp_path / "s"))
+    write_groups(store, 1, size=1)
+    table = pq.read_table(store.shards()[0])
+    odd = "step000001/HumanEval/0#0"
+    ids = pa.array([odd], pa.string())
+    pq.write_table(table.set_column(table.schema.get_field_index("episode_id"), "episode_id", ids), store.shards()[0])
+    async with client(tmp_path / "s") as c:
+        found = (await c.get("/api/runs/0/episodes")).json()
+        assert [e["episode_id"] for e in found] == [odd]
+        one = await c.get(f"/api/runs/0/episodes/{quote(odd, safe='')}")
+        assert one.status_code == 200 and one.json()["episode_id"] == odd, one.text
+
+
+def test_a_metrics_file_that_cannot_be_read_is_its_runs_error_not_the_dashboards(tmp_path: Path) -> None:
+    """One byte that is not UTF-8 in one run's metrics.csv made every refresh raise: every API call
+    was a 500 and the server's background refresh ended for good (no alert evaluated after it)."""
+    for name in ("good", "bad"):
+        (tmp_path / name).mkdir()
+        write_metrics(tmp_path / name, 2)
+    with (tmp_path / "bad" / "metrics.csv").open("ab") as f:
+        f.write(b"\xff\xfe,1\n")
+    board = Dashboard([RunLocation.parse(str(tmp_path / "good")), RunLocation.parse(str(tmp_path / "bad"))])
+    board.refresh()
+    good, bad = board.overview()["runs"]
+    assert good["error"] is None and good["training_steps"] == 2
+    assert "metrics.csv" in (bad["error"] or ""), bad
+
+
+def test_served_without_a_token_only_loopback_names_are_answered() -> None:
+    """DNS rebinding: a page elsewhere points its own name at 127.0.0.1 and reads the local server as
+    same-origin; its requests name that page's host. Every dojo server without a token is wrapped so
+    (``dojo.service.loopback.guarded``)."""
+    import asyncio
+
+    from dojo.service.loopback import guarded, is_loopback
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b"ok"})  # type: ignore[operator]
+
+    async def status(wrapped: object, host: str) -> int:
+        transport = httpx.ASGITransport(app=wrapped)  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as c:
+            return (await c.get("/")).status_code
+
+    guard = guarded(app, None, "127.0.0.1")
+    for host in ("127.0.0.1:8080", "localhost:9", "[::1]:80", "localhost", "127.0.0.2"):
+        assert asyncio.run(status(guard, host)) == 200, host
+    for host in ("attacker.example:8080", "attacker.example", "10.0.0.5", "127.0.0.1.attacker.example"):
+        assert asyncio.run(status(guard, host)) == 400, host
+    assert asyncio.run(status(guarded(app, "t", "127.0.0.1"), "attacker.example")) == 200  # (the token guards it)
+    assert asyncio.run(status(guarded(app, None, "0.0.0.0"), "attacker.example")) == 200  # (open, as its command says)
+    assert not is_loopback("localhost.attacker.example") and is_loopback("::1")

@@ -104,6 +104,42 @@ def test_shards_from_before_the_new_columns_still_read(tmp_path: Path) -> None:
     assert view.refresh() == 8
     assert view.curves()["by_episode"]["tool_calls"][0] is None
     assert view.search()[0]["tool_calls"] is None
+    for path in store.shards():  # (a foreign shard without num_turns: slowest and search had been a 500)
+        pq.write_table(pq.read_table(path).drop_columns(["num_turns"]), path)
+    again = RunView(RunLocation.parse(str(tmp_path / "s")))
+    assert again.refresh() == 8 and again.search()[0]["turns"] is None and len(again.slowest(3)["episodes"]) == 3
+
+
+def test_a_reader_never_removes_the_shard_a_live_run_is_writing(tmp_path: Path) -> None:
+    """The dashboard's store had removed every ``_tmp-*.partial`` file as it opened a run, and again
+    on every refresh after a read error: the shard a live run was writing, whose rename then failed
+    (``dojo train`` raised, the shard was lost). And one shard it could not read had hidden all the
+    others of the run, for good."""
+    root = tmp_path / "s"
+    written = write_groups(TrajectoryStore(str(root)), 1, size=4)
+    partial = root / "_tmp-shard-1.parquet.partial"
+    partial.write_bytes(b"PAR1 being written")
+    (root / "shard-0-foreign.parquet").write_bytes(b"not a parquet file")  # listed first
+    view = RunView(RunLocation.parse(f"r={root}"))
+    for _ in range(3):
+        view.refresh()
+    assert partial.read_bytes() == b"PAR1 being written"
+    assert view.summary()["episodes"] == 4 and "shard-0-foreign.parquet" in (view.error or ""), view.error
+    assert view.episode(written[0].episode_id) is not None
+
+
+def test_shards_a_resumed_run_removed_leave_the_view(tmp_path: Path) -> None:
+    """``dojo train`` resumed from a checkpoint removes the shards written after it (``drop_newer_shards``):
+    they had stayed on the page, and opening one of their episodes was a 500."""
+    store = TrajectoryStore(str(tmp_path / "s"))
+    kept = write_groups(store, 1, size=4)
+    dropped = write_groups(store, 1, size=4)
+    view = RunView(RunLocation.parse(str(tmp_path / "s")))
+    assert view.refresh() == 8
+    store.remove_shard(store.shards()[-1])
+    view.refresh()
+    assert view.summary()["episodes"] == 4 and view.error is None
+    assert view.episode(dropped[0].episode_id) is None and view.episode(kept[0].episode_id) is not None
 
 
 def test_training_metrics_give_step_curves(tmp_path: Path) -> None:

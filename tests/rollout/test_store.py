@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from dojo.agent.episode import EpisodeConfig, EpisodeRunner
+from dojo.errors import InputError
 from dojo.rewards import Grader
 from dojo.rollout import SCHEMA, TrajectoryStore, summarise
+from dojo.rollout.store import STALE_PARTIAL_S
 from tests.agent.scripted import RIGHT, WRONG, double_task, fixed, tool
 
 
@@ -48,11 +52,21 @@ async def test_a_crashed_write_leaves_nothing_behind(grader: Grader, tmp_path: P
     root = tmp_path / "run"
     store = TrajectoryStore(str(root))
     store.write_groups([(double_task("a"), await _episodes(grader, "a"))])
-    (root / "_tmp-shard-123.parquet.partial").write_bytes(b"PAR1 half a shard")  # killed mid-write
+    partial = root / "_tmp-shard-123.parquet.partial"
+    partial.write_bytes(b"PAR1 half a shard")  # killed mid-write
     assert store.completed_groups() == {"a"}
     assert len(pd.read_parquet(root)) == 2  # readers skip the partial file
-    again = TrajectoryStore(str(root))  # a resumed run cleans it up
+    TrajectoryStore(str(root))  # a young one may be another writer's shard in the writing: left alone
+    TrajectoryStore(str(root), read_only=True)
+    assert partial.exists()
+    old = time.time() - STALE_PARTIAL_S - 60
+    os.utime(partial, (old, old))
+    TrajectoryStore(str(root), read_only=True)  # a reader removes nothing
+    assert partial.exists()
+    again = TrajectoryStore(str(root))  # a resumed run cleans up what its killed writer left
     assert not list(root.glob("_tmp-*")) and again.completed_groups() == {"a"}
+    with pytest.raises(InputError, match="read_only"):
+        TrajectoryStore(str(root), read_only=True).write_groups([(double_task("b"), await _episodes(grader, "b"))])
 
 
 async def test_any_fsspec_url_works(grader: Grader) -> None:

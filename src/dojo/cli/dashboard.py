@@ -41,7 +41,7 @@ def dashboard(
     import uvicorn
 
     from dojo.dashboard import Dashboard, RunLocation, create_dashboard_app, load_rules
-    from dojo.service.server import is_loopback
+    from dojo.service.loopback import guarded, is_loopback
 
     if not is_loopback(host) and not token:
         fail(f"refusing to bind {host} without a token: the page shows every trajectory of the runs. Pass --token "
@@ -69,4 +69,4 @@ def dashboard(
     address = f"http://{shown}:{port}/" + (f"?token={token}" if token and is_loopback(host) else "")
     err_console.print(f"dashboard of {', '.join(loc.name for loc in locations)}: open {address} (Ctrl-C to stop)",
                       soft_wrap=True, highlight=False)  # fmt: skip
-    uvicorn.run(create_dashboard_app(board, token), host=host, port=port, log_level="warning")
+    uvicorn.run(guarded(create_dashboard_app(board, token), token, host), host=host, port=port, log_level="warning")

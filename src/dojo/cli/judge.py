@@ -35,7 +35,7 @@ def sample(
     if (out / ITEMS).exists():
         fail(f"{out / ITEMS} exists; choose a new --out (labels made on it would no longer match)")
     try:
-        store = TrajectoryStore(run)
+        store = TrajectoryStore(run, read_only=True)
         if not store.shards():
             fail(f"{run} holds no trajectories (no shard-*.parquet)")
         columns = ["episode_id", "run_id", "task_id", "prompt", "final", "components"]
@@ -59,13 +59,14 @@ def label(
     import uvicorn
 
     from dojo.service.labelling import create_labelling_app
+    from dojo.service.loopback import guarded
 
     try:
         app = create_labelling_app(review, labeller, tuple(v.strip() for v in labels.split(",") if v.strip()))
     except InputError as e:
         fail(str(e))
     err_console.print(f"labelling {review} as {labeller}: open http://127.0.0.1:{port}/ (Ctrl-C to stop)")
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(guarded(app, None, "127.0.0.1"), host="127.0.0.1", port=port, log_level="warning")
 
 
 def _number(x: float) -> str:

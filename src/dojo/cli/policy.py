@@ -50,8 +50,9 @@ def serve(
 
     from dojo.agent.hf_policy import HFPolicy
     from dojo.agent.policy_server import create_policy_app
+    from dojo.service.loopback import guarded, is_loopback
 
-    if host not in ("127.0.0.1", "localhost", "::1"):
+    if not is_loopback(host):
         console.print(f"[yellow]warning:[/yellow] serving on {host}: anyone who can reach it can use the model")
     try:
         if prompt_format not in (None, "chat", "text"):
@@ -59,4 +60,4 @@ def serve(
         policy = HFPolicy.from_dir(model_dir, prompt_format=prompt_format)  # type: ignore[arg-type]
     except (ValueError, OSError) as e:
         fail(str(e))
-    uvicorn.run(create_policy_app(policy, name), host=host, port=port, log_level="warning")
+    uvicorn.run(guarded(create_policy_app(policy, name), None, host), host=host, port=port, log_level="warning")

@@ -10,6 +10,7 @@ deploy/prometheus/dojo-alerts.yml holds the same rules for Prometheus.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ import httpx
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from dojo.dashboard.bounded_http import bounded_request
 from dojo.errors import InputError
 
 log = logging.getLogger("dojo.dashboard")
@@ -158,14 +160,21 @@ class AlertEngine:
     def post(self, transitions: list[dict[str, Any]]) -> None:
         """Each transition to the webhook (one POST each, bounded by WEBHOOK_TIMEOUT_S); a failure is
         logged and counted, never raised: the dashboard goes on."""
-        if not self.webhook:
-            return
-        for event in transitions:
-            try:
-                httpx.post(self.webhook, json=event, timeout=WEBHOOK_TIMEOUT_S).raise_for_status()
-            except httpx.HTTPError as e:
-                self.webhook_errors += 1
-                log.warning("alert webhook %s failed: %s", self.webhook, e)
+        if self.webhook and transitions:
+            asyncio.run(self._post(self.webhook, transitions))
+
+    async def _post(self, webhook: str, transitions: list[dict[str, Any]]) -> None:
+        async with httpx.AsyncClient() as client:
+            for event in transitions:
+                try:
+                    status, _ = await bounded_request(
+                        client, "POST", webhook, seconds=WEBHOOK_TIMEOUT_S, max_bytes=1 << 16, json=event
+                    )
+                    if status >= 400:
+                        raise ValueError(f"it answered {status}")
+                except (httpx.HTTPError, ValueError) as e:
+                    self.webhook_errors += 1
+                    log.warning("alert webhook %s failed: %s", webhook, e)
 
     def state(self) -> dict[str, Any]:
         return {

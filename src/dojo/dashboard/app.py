@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import logging
 import math
 import time
 from collections.abc import AsyncIterator
@@ -18,13 +19,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import httpx
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from dojo.dashboard.alerts import DEFAULT_RULES, AlertEngine, AlertRule
-from dojo.dashboard.fleet import ServiceWatch
+from dojo.dashboard.fleet import ServiceWatch, scrape_all
 from dojo.dashboard.runs import RunLocation, RunView
 from dojo.rewards.agreement import AgreementMonitor
 
@@ -32,6 +32,7 @@ REFRESH_S = 2.0  # a live run's new points reach the page within this plus the p
 NODE_FIGURES = ("queue_depth", "error_rate", "unreachable", "p99_seconds")  # what node rules look at
 PROMETHEUS_WINDOW = 20  # groups: the window of /metrics' recent rates (the default rules' window)
 STATIC = Path(str(resources.files("dojo.dashboard") / "static"))
+log = logging.getLogger(__name__)
 
 
 class Dashboard:
@@ -60,9 +61,7 @@ class Dashboard:
         for run in self.runs:
             run.refresh()
         if self.services:
-            with httpx.Client() as client:
-                for service in self.services:
-                    service.scrape(client)
+            asyncio.run(scrape_all(self.services))  # (this runs in a worker thread: no loop of its own)
         if self.review is not None:
             self.review_figures = self.review.check()
         values: dict[str, dict[str, float | None]] = {}
@@ -175,8 +174,11 @@ def create_dashboard_app(dashboard: Dashboard, token: str | None = None) -> Fast
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async def keep_fresh() -> None:
-            while True:
-                await dashboard.refreshed()
+            while True:  # (one refresh that raised had ended it for good: alerts were no longer evaluated)
+                try:
+                    await dashboard.refreshed()
+                except Exception:
+                    log.exception("the dashboard's refresh failed; trying again in %.1f s", REFRESH_S)
                 await asyncio.sleep(REFRESH_S / 2)
 
         task = asyncio.create_task(keep_fresh())
@@ -235,7 +237,7 @@ def create_dashboard_app(dashboard: Dashboard, token: str | None = None) -> Fast
         await dashboard.refreshed()
         return dashboard.run(index).search(task=task, verdict=verdict, flag=flag, status=status, limit=limit)
 
-    @app.get("/api/runs/{index}/episodes/{episode_id}")
+    @app.get("/api/runs/{index}/episodes/{episode_id:path}")  # (ids hold '/': step000001/HumanEval/0#3)
     async def episode(index: int, episode_id: str) -> dict[str, Any]:
         found = await asyncio.to_thread(dashboard.run(index).episode, episode_id)
         if found is None:

@@ -5,12 +5,15 @@ scrapes: runs/s, p50/p99 request latency, errors (SandboxError runs and 429 refu
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+
+from dojo.dashboard.bounded_http import bounded_request
 
 SCRAPE_TIMEOUT_S = 3.0
 RUN_ENDPOINTS = ("/run", "/run_code")  # the latency histogram's endpoints that run programs
@@ -81,12 +84,16 @@ class ServiceWatch:
         self.latest: Scrape | None = None
         self.error: str | None = None
 
-    def scrape(self, client: httpx.Client) -> None:
+    async def scrape(self, client: httpx.AsyncClient) -> None:
+        """Read the service's ``/metrics`` once (within ``SCRAPE_TIMEOUT_S`` in all); an answer that
+        is not one is this service's ``error`` (unreachable), never the dashboard's."""
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        url = f"{self.url}/metrics"
         try:
-            response = client.get(f"{self.url}/metrics", headers=headers, timeout=SCRAPE_TIMEOUT_S)
-            response.raise_for_status()
-            scrape = parse_metrics(response.text, time.time())
+            status, body = await bounded_request(client, "GET", url, seconds=SCRAPE_TIMEOUT_S, headers=headers)
+            if status != 200:
+                raise ValueError(f"GET {url} answered {status}")
+            scrape = parse_metrics(body.decode("utf-8", errors="replace"), time.time())
         except (httpx.HTTPError, ValueError) as e:
             self.error = f"{type(e).__name__}: {e}"
             return
@@ -122,3 +129,10 @@ class ServiceWatch:
             runs = float(node.get("runs", 0.0)) - float(before.get("runs", 0.0))
             row["runs_per_second"] = runs / (latest.at - previous.at)
         return row
+
+
+async def scrape_all(watches: list[ServiceWatch]) -> None:
+    """Every service's ``/metrics`` at once: the refresh waits for the slowest, ``SCRAPE_TIMEOUT_S``
+    at most (one after the other, N silent nodes had held it N times that)."""
+    async with httpx.AsyncClient() as client:
+        await asyncio.gather(*(watch.scrape(client) for watch in watches))

@@ -31,6 +31,7 @@ from dojo.errors import InputError
 from dojo.rollout.store import TrajectoryStore
 
 # The columns a curve needs; ``tool_calls`` is null in shards written before it existed.
+HEAVY_COLUMNS = ("token_ids", "logprobs", "prompt_token_ids")  # an episode's view never shows them
 SMALL_COLUMNS = [
     "episode_id", "group_id", "task_id", "status", "reward", "verdict", "flags", "num_turns", "tool_calls",
     "completion_tokens", "wall_seconds", "policy_seconds", "tool_seconds", "grade_seconds", "started_at",
@@ -211,30 +212,47 @@ class RunView:
 
     # -- reading -----------------------------------------------------------------------------------
     def refresh(self) -> int:
-        """Read what the run has written since the last refresh; how many new episodes."""
+        """Read what the run has written since the last refresh; how many new episodes. A shard
+        that cannot be read is left out and named in ``error`` (and tried again next time); the
+        others are read. Shards a resumed run removed (``drop_newer_shards``) leave the view too."""
         with self._lock:
-            added = 0
+            added, problems = 0, []
             try:
                 if self._store is None:
                     fs, root = fsspec.core.url_to_fs(self.location.store_url)
                     if not fs.exists(root):  # not written yet; and never made here (dojo train --out
                         raise FileNotFoundError(root)  # refuses a directory that is not empty)
-                    self._store = TrajectoryStore(self.location.store_url)
+                    self._store = TrajectoryStore(self.location.store_url, read_only=True)
+                listed = self._store.shards()
+                if not set(self.shards) <= set(listed):  # removed: read the run again from its start
+                    self.episodes, self.shards = Episodes(), []
                 known = set(self.shards)
-                paths = [path for path in self._store.shards() if path not in known]
-                new = [(self._read_small(path), len(self.shards) + i) for i, path in enumerate(paths)]
-                self.episodes.extend(new)  # (all or nothing: a shard that cannot be read is tried again)
-                self.shards += paths
-                added = sum(table.num_rows for table, _ in new)
-                self.error = None
+                for path in (p for p in listed if p not in known):
+                    try:
+                        table = self._read_small(path)
+                    except (OSError, pa.ArrowException, ValueError) as e:
+                        problems.append(f"cannot read shard {path}: {e}")
+                        continue
+                    self.episodes.extend([(table, len(self.shards))])
+                    self.shards.append(path)
+                    added += table.num_rows
             except FileNotFoundError:
                 self._store = None  # not written yet (a run about to start): try again next time
             except (OSError, pa.ArrowException, InputError) as e:
                 self._store = None
-                self.error = f"cannot read {self.location.store_url}: {e}"
+                problems.append(f"cannot read {self.location.store_url}: {e}")
             if self.location.train_dir is not None:
-                self.train_rows = _read_csv(self.location.train_dir / "metrics.csv")
-                self.eval_rows = _read_csv(self.location.train_dir / "eval-steps.csv")
+                for name in ("metrics.csv", "eval-steps.csv"):
+                    try:
+                        rows = _read_csv(self.location.train_dir / name)
+                    except (OSError, UnicodeDecodeError, csv.Error) as e:
+                        problems.append(f"cannot read {self.location.train_dir / name}: {e}")
+                        continue
+                    if name == "metrics.csv":
+                        self.train_rows = rows
+                    else:
+                        self.eval_rows = rows
+            self.error = "; ".join(problems) or None
             self.refreshed_at = time.time()
             return added
 
@@ -352,7 +370,7 @@ class RunView:
             "verdict": str(eps.verdict[i]) or None,
             "reward": None if math.isnan(reward) else float(reward),
             "flags": [f for f in str(eps.flags[i]).split(",") if f],
-            "turns": int(eps.num_turns[i]),
+            "turns": None if math.isnan(eps.num_turns[i]) else int(eps.num_turns[i]),
             "tool_calls": None if math.isnan(eps.tool_calls[i]) else int(eps.tool_calls[i]),
             "wall_seconds": float(eps.wall[i]),
         }
@@ -366,12 +384,13 @@ class RunView:
                 return None
             path = self.shards[int(self.episodes.shard[hits[0]])]
             store = self._store
-        table = store.read_shard(path)
-        table = table.filter(pc.equal(table.column("episode_id"), episode_id))
+        try:
+            table = store.read_episode(path, episode_id, leave_out=HEAVY_COLUMNS)
+        except FileNotFoundError:  # (removed by a resumed run since the last refresh)
+            return None
         if table.num_rows == 0:
             return None
-        heavy = ("token_ids", "logprobs", "prompt_token_ids")
-        row = {k: v for k, v in table.slice(0, 1).to_pylist()[0].items() if k not in heavy}
+        row: dict[str, Any] = table.slice(0, 1).to_pylist()[0]
         for key in ("messages", "prompt", "turns", "components"):
             if isinstance(row.get(key), str):
                 row[key] = json.loads(row[key])

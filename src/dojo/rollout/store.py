@@ -14,6 +14,7 @@ data_files=f"{url}/*.parquet")``. The schema is ``SCHEMA`` (documented in docs/r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -23,6 +24,7 @@ from typing import Any
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dojo.agent.episode import Episode, TurnRecord
@@ -30,6 +32,7 @@ from dojo.errors import InputError
 from dojo.rewards.outcome import CaseOutcome
 from dojo.tasks.model import Task
 
+STALE_PARTIAL_S = 600.0  # a shard is written in seconds: a partial file this old is a killed writer's
 SCHEMA = pa.schema(
     [
         pa.field("run_id", pa.string(), nullable=False),
@@ -168,21 +171,33 @@ def _turn_json(turn: TurnRecord, ep: Episode, index: int) -> dict[str, Any]:
 class TrajectoryStore:
     """Parquet shards of finished groups under one fsspec URL (a local directory by default)."""
 
-    def __init__(self, url: str, *, run_id: str | None = None, storage_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, url: str, *, run_id: str | None = None, storage_options: dict[str, Any] | None = None,
+        read_only: bool = False,
+    ) -> None:  # fmt: skip
+        """``read_only``: a reader's (the dashboard, ``dojo judge sample``): it writes and removes
+        nothing, so a live run's shard in the writing is never touched."""
         self.url = url
         self.fs, self.root = open_url(url, storage_options)
         self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.read_only = read_only
         self._local = is_local(self.fs)
-        if self._local:
+        if self._local and not read_only:
             self._clean_tmp()
 
     def _path(self, name: str) -> str:
         return f"{self.root.rstrip('/')}/{name}"
 
     def _clean_tmp(self) -> None:
+        """Remove what a killed writer left half-written: ``_tmp-*`` files older than
+        ``STALE_PARTIAL_S``. A younger one may be another writer's shard in the writing (the
+        dashboard had removed them all as it opened a run, and a live ``dojo train`` lost its shard)."""
+        now = time.time()
         for path in self.fs.ls(self.root, detail=False):
             if os.path.basename(path).startswith("_tmp-"):
-                self.fs.rm(path)
+                with contextlib.suppress(FileNotFoundError):  # (its writer renamed it meanwhile)
+                    if now - os.path.getmtime(path) > STALE_PARTIAL_S:
+                        self.fs.rm(path)
 
     def shards(self) -> list[str]:
         """The committed shard paths, oldest first."""
@@ -195,6 +210,8 @@ class TrajectoryStore:
 
     def write(self, rows: Iterable[dict[str, Any]]) -> str | None:
         """Commit rows (whole groups) as one new shard; returns its path (None when there are no rows)."""
+        if self.read_only:
+            raise InputError(f"the store {self.url} was opened read_only: open it without read_only to write")
         rows = list(rows)
         if not rows:
             return None
@@ -222,7 +239,19 @@ class TrajectoryStore:
         with self.fs.open(path, "rb") as f:
             return pq.read_table(pa.BufferReader(f.read()), columns=columns)
 
+    def read_episode(self, path: str, episode_id: str, leave_out: Iterable[str] = ()) -> pa.Table:
+        """The rows of ``episode_id`` in the shard at ``path``, without the ``leave_out`` columns,
+        which are never read (an episode's view read its whole shard, token ids and log-probabilities
+        of every episode included: 261 MiB of memory for one view of a 33 MiB shard)."""
+        with self.fs.open(path, "rb") as f:
+            shard = pq.ParquetFile(f)
+            skip = set(leave_out)
+            table = shard.read(columns=[c for c in shard.schema_arrow.names if c not in skip])
+        return table.filter(pc.equal(table.column("episode_id"), episode_id))
+
     def remove_shard(self, path: str) -> None:
+        if self.read_only:
+            raise InputError(f"the store {self.url} was opened read_only: open it without read_only to remove shards")
         self.fs.rm(path)
 
     def read(self, columns: list[str] | None = None) -> pa.Table:

@@ -198,9 +198,12 @@ def to_program(req: RunCodeRequest, environment: str | None = None) -> tuple[Pro
     return program, limits, compile_limits
 
 
+RUN_STEP_FIELDS = sorted(StepResult.model_fields.keys() & ExecutionResult.model_fields.keys())  # (not ``cached``)
+
+
 def run_step(result: ExecutionResult) -> StepResult:
     """A result's last step (the run step, or the compile step of a compile error)."""
-    return StepResult(**{name: getattr(result, name) for name in StepResult.model_fields})
+    return StepResult(**{name: getattr(result, name) for name in RUN_STEP_FIELDS})
 
 
 def command_result(step: StepResult, verdict: Verdict) -> CommandRunResult:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import faulthandler
-import ipaddress
 import os
 import signal
 import sys
@@ -18,19 +17,11 @@ from dojo.sandbox.environment import EnvironmentNotFound, EnvironmentStore
 from dojo.service.app import ServiceSettings, create_app
 from dojo.service.fusion import FUSION_ENVIRONMENT, build_command
 from dojo.service.logs import configure_json_logging
+from dojo.service.loopback import guarded, is_loopback
 
 
 class UnsafeBind(InputError):
     """A non-loopback bind without a token."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -96,7 +87,7 @@ def serve(
     check_bind(host, settings.token)
     configure_json_logging()
     dump_stacks_on(signal.SIGUSR1)
-    app = create_app(settings, sandbox, close_sandbox=True)
+    app = guarded(create_app(settings, sandbox, close_sandbox=True), settings.token, host)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, timeout_keep_alive=75)
     if sandbox is None:
         with contextlib.suppress(KeyboardInterrupt):  # SIGINT: uvicorn shut down cleanly, then raised it again
