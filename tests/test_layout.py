@@ -24,7 +24,7 @@ ORDER = [
     "cli",
 ]
 # Modules at the top of the package, by the layer they belong to.
-TOP_LEVEL = {"errors": "errors", "client": "service"}
+TOP_LEVEL = {"errors": "errors", "user_files": "errors", "client": "service"}
 ROOT = Path(dojo.__file__).parent
 
 

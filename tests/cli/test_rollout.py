@@ -56,6 +56,15 @@ def test_rollout_refuses_bad_input(policy_server: str, tmp_path: Path) -> None:
     assert runner.invoke(app, [*base, "--max-tokens", "4", "-n", "1"]).exit_code == 0
     again = runner.invoke(app, [*base, "--max-tokens", "4", "-n", "1"])
     assert again.exit_code == 2 and "pass --resume" in again.output  # nothing is overwritten
+    # a resume with other settings had mixed group sizes and modes into one store and one pass@k table
+    other = runner.invoke(app, [*base, "--max-tokens", "4", "-n", "2", "--mode", "tools", "--resume"])
+    assert other.exit_code == 2 and "other settings" in other.output and "samples 1 (now 2)" in other.output
+    assert runner.invoke(app, [*base, "--max-tokens", "4", "-n", "1", "--resume"]).exit_code == 0
+    (tmp_path / "afile").write_text("x")
+    on_file = runner.invoke(app, [*base[:-1], str(tmp_path / "afile")])
+    assert on_file.exit_code == 2 and "is a file" in on_file.output
+    json_dir = runner.invoke(app, [*base[:-1], str(tmp_path / "new"), "--json", str(tmp_path)])
+    assert json_dir.exit_code == 2 and "--json" in json_dir.output and not (tmp_path / "new").exists()
 
 
 def test_killed_rollout_resumes_with_every_episode_exactly_once(policy_server: str, tmp_path: Path) -> None:

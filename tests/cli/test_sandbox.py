@@ -31,7 +31,11 @@ def test_run_prints_output_and_exits_by_verdict(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["run", "missing.py"], "no such file"),
+        (["run", "missing.py"], "the program 'missing.py' does not exist"),
+        (["run", "{tmp}"], "is a directory; give a file"),
+        (["run", "{tmp}/x.py", "--stdin", "{tmp}/none.txt"], "--stdin"),
+        (["run", "{tmp}/x.py", "--network", "bogus:xx"], "network.allow: network allow entry 'bogus:xx': the port"),
+        (["serve", "--network-allow", "bogus:xx"], "the port must be a number"),
         (["run", "{tmp}/x.txt"], "cannot guess the language"),
         (["run", "{tmp}/x.py", "--language", "cobol"], "unknown language"),
         (["run", "{tmp}/x.py", "--memory-mb", "1"], "--memory-mb"),
@@ -45,3 +49,17 @@ def test_bad_arguments_exit_2_with_a_message(tmp_path: Path, args: list[str], ne
     result = runner.invoke(app, [a.format(tmp=tmp_path) for a in args], env={"DOJO_TOKEN": ""})
     assert result.exit_code == 2
     assert needle in result.output
+
+
+def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """uvicorn had said so only after the sandbox had started, in a log line; the dashboard had first
+    printed an address that led to whatever held the port."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        for args in (["serve", "--port", str(port)], ["dashboard", str(tmp_path / "run"), "--port", str(port)]):
+            result = runner.invoke(app, args, env={"DOJO_TOKEN": ""})
+            assert result.exit_code == 2 and f"port {port} on 127.0.0.1 is in use" in result.output, result.output

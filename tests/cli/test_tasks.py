@@ -83,6 +83,59 @@ def test_bad_sources_exit_2_with_a_message(tmp_path: Path) -> None:
     assert result.exit_code == 2
 
 
+def test_export_never_replaces_a_file_unasked_and_never_its_own_source(tmp_path: Path) -> None:
+    """An existing OUT had been replaced without a word, the source itself too (``export a.jsonl
+    a.jsonl --limit 1`` kept one task of two)."""
+    src = tmp_path / "two.jsonl"
+    assert runner.invoke(app, ["tasks", "export", "family:expressions?n=2", str(src)]).exit_code == 0
+    same = runner.invoke(app, ["tasks", "export", str(src), str(src), "--limit", "1", "--force"])
+    assert same.exit_code == 2 and "is the source" in same.output and len(load_tasks(str(src))) == 2
+    other = tmp_path / "other.jsonl"
+    other.write_text("keep me\n")
+    kept = runner.invoke(app, ["tasks", "export", "family:arith?n=1", str(other)])
+    assert kept.exit_code == 2 and "--force" in kept.output and other.read_text() == "keep me\n"
+    forced = runner.invoke(app, ["tasks", "export", "family:arith?n=1", str(other), "--force"])
+    assert forced.exit_code == 0 and len(load_tasks(str(other))) == 1
+
+
+def test_what_the_user_typed_is_shown_as_typed_and_bad_files_say_where(tmp_path: Path) -> None:
+    """Error messages went through Rich markup: ``exp[v2]/t.jsonl`` was shown as ``exp/t.jsonl``,
+    and ``family:[/x]`` ended in a MarkupError traceback. A --json path that cannot be written is
+    refused before the audit runs (its result had been lost to a traceback after it). A file that is
+    not UTF-8 names its line."""
+    typed = runner.invoke(app, ["tasks", "export", "exp[v2]/tasks.jsonl", str(tmp_path / "o.jsonl")])
+    assert typed.exit_code == 2 and "exp[v2]/tasks.jsonl" in typed.output, typed.output
+    tag = runner.invoke(app, ["tasks", "export", "family:[/x]", str(tmp_path / "o.jsonl")])
+    assert tag.exit_code == 2 and "[/x]" in tag.output, tag.output  # (a MarkupError had been exit code 1)
+    for bad in (tmp_path, tmp_path / "no-dir" / "r.json"):
+        refused = runner.invoke(app, ["tasks", "audit", "family:expressions?n=1", "--json", str(bad)])
+        assert refused.exit_code == 2 and "--json" in refused.output and "auditing" not in refused.output, bad
+    latin = tmp_path / "latin.jsonl"
+    save_tasks(load_source("family:expressions?n=1"), str(tmp_path / "one.jsonl"))
+    row = json.loads((tmp_path / "one.jsonl").read_text().splitlines()[0])
+    second = {**row, "id": row["id"] + "-b", "prompt": "caf\u00e9 " + row["prompt"]}
+    in_latin_1 = json.dumps(second).encode().replace(b"\\u00e9", b"\xe9")
+    latin.write_bytes(json.dumps(row).encode() + b"\n" + in_latin_1 + b"\n")
+    read = runner.invoke(app, ["tasks", "export", str(latin), str(tmp_path / "x.parquet")])
+    assert read.exit_code == 2 and "line 2: not UTF-8 text (byte 0xe9" in read.output, read.output
+    for source, said in (("ifbench?n=-1", "option n must be"), ("family:arith?n=10000000", "option n must be"),
+                         ("family:expressions?n=1&difficulty=0.2-0.5-0.9", "difficulty must be")):  # fmt: skip
+        result = runner.invoke(app, ["tasks", "export", source, str(tmp_path / "y.jsonl")])
+        assert result.exit_code == 2 and said in result.output, (source, result.output)
+
+
+def test_a_bugs_file_of_another_shape_says_what_it_should_hold(tmp_path: Path) -> None:
+    """``[1]`` or ``{"nobugs": 1}`` as a mining's data had been an AttributeError, KeyError or
+    TypeError traceback (the canaries command would have started a sandbox first)."""
+    (tmp_path / "list.json").write_text("[1]")
+    (tmp_path / "other.json").write_text('{"nobugs": 1}')
+    (tmp_path / "ok.json").write_text('{"bugs": []}')
+    for args in (["swe-refill", "toolz", str(tmp_path / "list.json"), "--data", str(tmp_path / "ok.json")],
+                 ["swe-canaries", "toolz", "--data", str(tmp_path / "other.json")]):  # fmt: skip
+        result = runner.invoke(app, ["tasks", *args])
+        assert result.exit_code == 2 and "expected an object with a 'bugs' list" in result.output, result.output
+
+
 def _bug(line: int, canary: bool) -> dict[str, object]:
     bug: dict[str, object] = {
         "file": "toolz/itertoolz.py",

@@ -91,6 +91,17 @@ def test_train_refuses_bad_input_and_never_overwrites(tmp_path: Path) -> None:
     assert nothing.exit_code == 2 and "nothing to resume" in nothing.output
     bad_model = runner.invoke(app, ["train", "--out", str(tmp_path / "m"), "--set", "policy.model=/no/such/model"])
     assert bad_model.exit_code == 2 and "neither `tiny` nor a local Hugging Face model directory" in bad_model.output
+    bad_source = runner.invoke(app, ["train", "--out", str(tmp_path / "s"), "--set", "tasks.source=family:nope"])
+    assert bad_source.exit_code == 2 and "family" in bad_source.output
+    # neither left a directory behind (it had held a config.yaml that refused every later start in it)
+    assert not (tmp_path / "m").exists() and not (tmp_path / "s").exists()
+    (tmp_path / "afile").write_text("x")
+    a_file = runner.invoke(app, ["train", "--out", str(tmp_path / "afile")])
+    assert a_file.exit_code == 2 and "is a file" in a_file.output
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.yaml").write_text("grpo: [\n")
+    broken = runner.invoke(app, ["train", "--out", str(tmp_path / "broken"), "--resume"])
+    assert broken.exit_code == 2 and "config.yaml is damaged" in broken.output, broken.output
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     taken = runner.invoke(app, small(out, steps=1))

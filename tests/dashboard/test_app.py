@@ -77,7 +77,8 @@ def test_the_command_line_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
         ("--service", "node-a:8080", later): "give the service's URL",
         ("--webhook", "ftp://x", later): "give an http(s) URL",
         (str(tmp_path / "junk"),): "neither a run directory",
-        ("--rules", str(tmp_path / "none.yaml"), later): "cannot read the rule file",
+        ("--rules", str(tmp_path / "none.yaml"), later): "the rule file",
+        ("--rules", str(tmp_path), later): "is a directory",
     }
     for args, message in cases.items():
         result = runner.invoke(cli, ["dashboard", *args])
@@ -122,7 +123,7 @@ def test_served_without_a_token_only_loopback_names_are_answered() -> None:
     (``dojo.service.loopback.guarded``)."""
     import asyncio
 
-    from dojo.service.loopback import guarded, is_loopback
+    from dojo.service.loopback import guarded, host_of, is_loopback
 
     async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
         await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
@@ -136,8 +137,29 @@ def test_served_without_a_token_only_loopback_names_are_answered() -> None:
     guard = guarded(app, None, "127.0.0.1")
     for host in ("127.0.0.1:8080", "localhost:9", "[::1]:80", "localhost", "127.0.0.2"):
         assert asyncio.run(status(guard, host)) == 200, host
-    for host in ("attacker.example:8080", "attacker.example", "10.0.0.5", "127.0.0.1.attacker.example"):
+    for host in ("attacker.example:8080", "attacker.example", "10.0.0.5", "127.0.0.1.attacker.example",
+                 "evil.localhost"):  # fmt: skip
         assert asyncio.run(status(guard, host)) == 400, host
     assert asyncio.run(status(guarded(app, "t", "127.0.0.1"), "attacker.example")) == 200  # (the token guards it)
     assert asyncio.run(status(guarded(app, None, "0.0.0.0"), "attacker.example")) == 200  # (open, as its command says)
     assert not is_loopback("localhost.attacker.example") and is_loopback("::1")
+    assert host_of("localhost:80.evil") is None and host_of("[::1]evil.example") is None  # (no browser sends these)
+
+
+def test_the_dashboard_command_serves_its_app_behind_the_loopback_guard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard is the command's to put on (``guarded``): without a token on loopback the app uvicorn
+    is given answers loopback names only; with a token, the token guards it."""
+    import uvicorn
+
+    from dojo.service.loopback import LoopbackHostsOnly
+    from tests.conftest import free_port
+
+    runner = CliRunner()
+    served: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: served.append(app))
+    for env in ({"DOJO_TOKEN": ""}, {"DOJO_TOKEN": "t0ken"}):
+        result = runner.invoke(cli, ["dashboard", str(tmp_path / "later"), "--port", str(free_port())], env=env)
+        assert result.exit_code == 0, result.output
+    assert isinstance(served[0], LoopbackHostsOnly) and not isinstance(served[1], LoopbackHostsOnly)

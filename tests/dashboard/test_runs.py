@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -9,7 +11,7 @@ import pytest
 
 from dojo.dashboard import RunLocation, RunView
 from dojo.errors import InputError
-from dojo.rollout.store import TrajectoryStore
+from dojo.rollout.store import STALE_PARTIAL_S, TrajectoryStore
 from tests.dashboard.written_runs import write_groups, write_metrics
 
 
@@ -119,6 +121,8 @@ def test_a_reader_never_removes_the_shard_a_live_run_is_writing(tmp_path: Path) 
     written = write_groups(TrajectoryStore(str(root)), 1, size=4)
     partial = root / "_tmp-shard-1.parquet.partial"
     partial.write_bytes(b"PAR1 being written")
+    old = time.time() - STALE_PARTIAL_S - 60  # (old enough that a writer would remove it: a reader must not)
+    os.utime(partial, (old, old))
     (root / "shard-0-foreign.parquet").write_bytes(b"not a parquet file")  # listed first
     view = RunView(RunLocation.parse(f"r={root}"))
     for _ in range(3):

@@ -102,3 +102,13 @@ def test_a_drop_in_agreement_during_a_run_raises_an_alert(tmp_path: Path, caplog
         metrics = monitor.check()
     assert metrics["judge/agreement_alert"] == 1.0 and monitor.alerts == 1
     assert "below 0.800 on 25 labelled items" in caplog.text
+
+
+def test_review_items_whose_text_holds_line_separators_read_back(tmp_path: Path) -> None:
+    """JSON writes U+2028, U+2029 and U+0085 as they are; a reader that split lines on them (as
+    ``str.splitlines`` does) refused the whole review set."""
+    from dojo.rewards.review import read_items
+
+    item = ReviewItem(item_id="a", text="one\u2028two\u2029three\x85four", judge_score=0.5, judge_label="pass")
+    write_items(tmp_path, [item])
+    assert read_items(tmp_path) == [item]

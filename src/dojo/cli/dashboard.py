@@ -42,6 +42,7 @@ def dashboard(
 
     from dojo.dashboard import Dashboard, RunLocation, create_dashboard_app, load_rules
     from dojo.service.loopback import guarded, is_loopback
+    from dojo.service.server import check_port
 
     if not is_loopback(host) and not token:
         fail(f"refusing to bind {host} without a token: the page shows every trajectory of the runs. Pass --token "
@@ -64,6 +65,10 @@ def dashboard(
         webhook=webhook or (rule_file.webhook if rule_file else None),
         review=review,
     )
+    try:  # (last of the checks, before the address is printed: a port in use is not the first thing to fix)
+        check_port(host, port)
+    except InputError as e:
+        fail(str(e))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     shown = "localhost" if is_loopback(host) else host
     address = f"http://{shown}:{port}/" + (f"?token={token}" if token and is_loopback(host) else "")

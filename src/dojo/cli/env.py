@@ -11,8 +11,10 @@ from rich.table import Table
 
 from dojo.cli.output import console, fail
 from dojo.cli.running import run_async
+from dojo.errors import InputError
 from dojo.sandbox import AsyncSandbox, Program, SandboxError, Verdict
 from dojo.sandbox.environment import Environment, EnvironmentSpecError, EnvironmentStore, PipIndex
+from dojo.user_files import read_user_text
 
 env_app = typer.Typer(help="Python environments for runs: build, list, show, remove.", no_args_is_help=True)
 
@@ -23,9 +25,10 @@ Root = Annotated[
 
 
 def _read_lines(path: Path, what: str) -> list[str]:
-    if not path.is_file():
-        fail(f"no such {what} file: {path}")
-    return path.read_text().splitlines()
+    try:
+        return read_user_text(path, f"{what} file").splitlines()
+    except InputError as e:
+        fail(str(e))
 
 
 def check_environment(environment: Environment, store: EnvironmentStore) -> str:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from dojo.cli.output import console, err_console, fail
+from dojo.cli.output import console, err_console, fail, writable_file
 from dojo.errors import InputError
 
 judge_app = typer.Typer(
@@ -61,6 +61,8 @@ def label(
     from dojo.service.labelling import create_labelling_app
     from dojo.service.loopback import guarded
 
+    if not labeller.strip():
+        fail("--labeller must name who labels (it is stored with each label)")
     try:
         app = create_labelling_app(review, labeller, tuple(v.strip() for v in labels.split(",") if v.strip()))
     except InputError as e:
@@ -95,6 +97,9 @@ def agreement(
     except InputError as e:
         fail(str(e))
     if plot is not None:
+        if plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+            fail(f"--plot {plot}: the file name must end in .png, .svg or .pdf")
+        writable_file(plot, "--plot")
         calibration_plot(result.pairs, plot)
     if as_json:
         console.print_json(json.dumps(result.as_dict(), allow_nan=True).replace("NaN", "null"))

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from dojo.agent.episode import EpisodeConfig
 from dojo.agent.policy import OpenAIPolicy, Policy, PolicyError, SamplingParams
-from dojo.cli.output import console, err_console, fail
+from dojo.cli.output import console, err_console, fail, writable_file
 from dojo.cli.running import run_async
 from dojo.cluster import ClusterUnavailable, sandbox_for
 from dojo.rollout.costs import load_costs
@@ -87,6 +87,26 @@ async def _rollout(
             await sandbox.close()
 
 
+SETTINGS = "_rollout.json"  # what a run in a store was started with (``_``: Parquet readers skip it)
+
+
+def _same_settings(store: TrajectoryStore, asked: dict[str, Any], resume: bool) -> None:
+    """A ``--resume`` with other settings than the run's fails, saying which (a resume with another
+    group size, mode and source had mixed them into one store and one pass@k table, without a
+    word); the settings are recorded for the next resume."""
+    path = f"{store.root.rstrip('/')}/{SETTINGS}"
+    if resume and store.fs.exists(path):
+        try:
+            before = json.loads(store.fs.cat_file(path))
+        except ValueError as e:
+            fail(f"{path} is damaged ({e}): remove it to resume without the check, or choose a new --out")
+        differ = [f"{k} {before.get(k)!r} (now {v!r})" for k, v in asked.items() if before.get(k, v) != v]
+        if differ:
+            fail(f"{store.url} was run with other settings: {', '.join(differ)}; resume with the same ones, "
+                 "or choose a new --out")  # fmt: skip
+    store.fs.pipe_file(path, json.dumps(asked).encode())
+
+
 def _summary_table(summary: dict[str, Any], ks: list[int]) -> Table:
     table = Table("metric", "value")
     for k in ks:
@@ -148,6 +168,7 @@ def rollout(
         fail(f"--api must be chat or completions, not {api!r}")
     if top_p <= 0:
         fail("--top-p must be greater than 0")
+    writable_file(json_path, "--json")
     try:
         tasks = load_source(source)
     except (TaskFileError, ValueError) as e:
@@ -176,6 +197,10 @@ def rollout(
     done = store.completed_groups()
     if done and not resume:
         fail(f"{out} already holds {len(done)} groups; pass --resume to continue that run, or choose a new --out")
+    asked = {"source": source, "samples": samples, "mode": mode, "max_turns": max_turns, "max_tokens": max_tokens,
+             "temperature": temperature, "top_p": top_p, "time_limit": time_limit, "api": api,
+             "model": model}  # fmt: skip
+    _same_settings(store, asked, resume)
     if done:
         err_console.print(f"resuming: {len(done)} groups already stored, skipping them")
     started = time.perf_counter()

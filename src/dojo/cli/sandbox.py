@@ -10,10 +10,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from dojo.cli.output import console, err_console, fail
+from dojo.cli.output import console, err_console, fail, problem
 from dojo.cli.running import run_async
+from dojo.errors import InputError
 from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
 from dojo.sandbox.languages import LANGUAGES, get_language
+from dojo.user_files import read_user_text
 
 SUFFIXES = {
     ".py": "python",
@@ -39,13 +41,11 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
 ) -> None:
     """Run one program in the sandbox and print its output and verdict."""
-    if str(file) == "-":
-        source = sys.stdin.read()
-    elif not file.is_file():
-        fail(f"no such file: {file}")
-        return
-    else:
-        source = file.read_text()
+    try:
+        source = sys.stdin.read() if str(file) == "-" else read_user_text(file, "the program")
+        stdin_text = read_user_text(stdin, "--stdin") if stdin else ""
+    except InputError as e:
+        fail(str(e))
     lang = language or SUFFIXES.get(file.suffix)
     if lang is None:
         fail(f"cannot guess the language of {file}; pass --language ({', '.join(LANGUAGES)})")
@@ -54,10 +54,9 @@ def run(
         get_language(lang)
         policy: str | list[str] = network if network in ("none", "host") else [e for e in network.split(",") if e]
         limits = Limits(wall_time=wall_time, cpu_time=cpu_time, memory=memory_mb << 20, network=policy)
-        program = Program(language=lang, source=source, stdin=stdin.read_text() if stdin else "")
+        program = Program(language=lang, source=source, stdin=stdin_text)
     except ValueError as e:
-        fail(str(e))
-        return
+        fail(problem(e))
 
     async def go() -> None:
         async with AsyncSandbox(pool_size=1, isolation="strict" if strict else "fast") as sandbox:
@@ -125,18 +124,19 @@ def serve(
     """Serve the sandbox over HTTP: native API (/v1), SandboxFusion's /run_code, sessions, /metrics."""
     from dojo.sandbox.environment import EnvironmentStore
     from dojo.service.app import ServiceSettings
-    from dojo.service.server import UnsafeBind, check_bind
+    from dojo.service.server import check_bind, check_port
     from dojo.service.server import fusion_environment as choose_fusion_environment
     from dojo.service.server import serve as run_server
 
     try:
         check_bind(host, token)
+    except InputError as e:
+        fail(str(e))
+    try:
         if network_allow:
             Limits(network={"mode": "allow", "allow": network_allow})  # validates each entry
-    except UnsafeBind as e:
-        fail(str(e))
     except ValueError as e:
-        fail(f"--network-allow: {e}")
+        fail(f"--network-allow: {problem(e)}")
     if ray is None:  # a fleet's nodes have their own stores: the name is taken as given
         try:
             fusion_environment, note = choose_fusion_environment(fusion_environment, EnvironmentStore())
@@ -154,6 +154,10 @@ def serve(
             max_answer_bytes=max_answer_bytes, max_batch_seconds=max_batch_seconds,
         )  # fmt: skip
     except ValueError as e:
+        fail(problem(e))
+    try:  # (last of the checks: a port in use is not the first thing to fix)
+        check_port(host, port)
+    except InputError as e:
         fail(str(e))
     if ray is None:
         run_server(host, port, settings)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
+import fsspec
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dojo.cli.output import console, fail
+from dojo.cli.output import console, fail, writable_file
 from dojo.cli.running import run_async
+from dojo.errors import InputError
 from dojo.rewards.audit import AuditReport, audit_tasks
 from dojo.rewards.bug_mining import choose_canaries, mine_bugs, refill_canaried
 from dojo.sandbox import AsyncSandbox, SandboxError
@@ -19,6 +22,7 @@ from dojo.tasks.files import TaskFileError, save_tasks
 from dojo.tasks.model import Task
 from dojo.tasks.sources import load_source
 from dojo.tasks.swe import DATA, PACKAGES
+from dojo.user_files import read_user_text
 
 tasks_app = typer.Typer(help="Audit and export verifiable task sets.", no_args_is_help=True)
 
@@ -69,6 +73,7 @@ def audit(
 ) -> None:
     """Check that every task is verifiable: its reference passes (every time), trivial and empty
     candidates fail, and no prompt is a near-duplicate. Exit code 1 when any task is not verifiable."""
+    writable_file(json_path, "--json")
     tasks = _load(source, limit)
 
     async def go() -> AuditReport:
@@ -114,8 +119,18 @@ def export(
     source: Annotated[str, typer.Argument(help="Task source (see 'dojo tasks audit --help').")],
     out: Annotated[str, typer.Argument(help="Output file: .jsonl or .parquet (any fsspec URL).")],
     limit: Annotated[int | None, typer.Option(help="Export only the first N tasks.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
 ) -> None:
     """Write a task source to a JSONL or Parquet file."""
+    if Path(source).is_file() and Path(out).is_file() and os.path.samefile(source, out):
+        fail(f"{out} is the source it would be written from; give another OUT")
+    try:  # (an existing OUT had been replaced without a word, even when it was the source itself)
+        fs, path = fsspec.core.url_to_fs(out)
+        exists = fs.exists(path)
+    except (ImportError, ValueError, OSError) as e:
+        fail(f"cannot open {out!r}: {e}")
+    if exists and not force:
+        fail(f"{out} exists; choose another OUT, or pass --force to replace it")
     tasks = _load(source, limit)
     try:
         n = save_tasks(tasks, out)
@@ -159,6 +174,24 @@ def swe_mine(
     swe_canaries(package, data=path)
 
 
+def _bugs_file(path: Path) -> dict[str, Any]:
+    """A mining's data file (``swe-mine --out``): an object with a ``bugs`` list of objects. Another
+    shape had been an AttributeError or KeyError traceback, or an error that said only ``'bugs'``."""
+    try:
+        data = json.loads(read_user_text(path, "the bugs file"))
+    except InputError as e:
+        fail(str(e))
+    except ValueError as e:
+        fail(f"{path} is not JSON ({e})")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("bugs"), list)
+        or not all(isinstance(b, dict) for b in data["bugs"])
+    ):
+        fail(f"{path}: expected an object with a 'bugs' list of objects (as dojo tasks swe-mine writes)")
+    return data
+
+
 @tasks_app.command("swe-refill")
 def swe_refill(
     package: Annotated[str, typer.Argument(help=f"The package: {', '.join(sorted(PACKAGES))}.")],
@@ -170,8 +203,8 @@ def swe_refill(
     if package not in PACKAGES:
         fail(f"no recipe for {package!r}; known packages: {', '.join(sorted(PACKAGES))}")
     path = data or DATA / f"{package}.json"
+    recorded, more = _bugs_file(path), _bugs_file(extra)
     try:
-        recorded, more = json.loads(path.read_text()), json.loads(extra.read_text())
         refilled, replaced = refill_canaried(recorded, more)
     except (OSError, ValueError, KeyError, TypeError) as e:
         fail(f"cannot refill the bugs of {package} from {extra}: {e}")
@@ -191,10 +224,9 @@ def swe_canaries(
     if package not in PACKAGES:
         fail(f"no recipe for {package!r}; known packages: {', '.join(sorted(PACKAGES))}")
     path = data or DATA / f"{package}.json"
-    try:
-        recorded = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        fail(f"cannot read the bugs of {package} from {path}: {e}; mine them first (dojo tasks swe-mine {package})")
+    if not path.exists():
+        fail(f"no bugs of {package} at {path}; mine them first (dojo tasks swe-mine {package})")
+    recorded = _bugs_file(path)
 
     async def go() -> dict[str, Any]:
         async with AsyncSandbox() as sandbox:

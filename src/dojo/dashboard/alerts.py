@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dojo.dashboard.bounded_http import bounded_request
 from dojo.errors import InputError
+from dojo.user_files import read_user_text
 
 log = logging.getLogger("dojo.dashboard")
 
@@ -92,9 +93,7 @@ class RuleFile(BaseModel):
 def load_rules(path: Path) -> RuleFile:
     """A rule file; an InputError that names the file and what is wrong in it."""
     try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise InputError(f"cannot read the rule file {path}: {e.strerror or e}") from e
+        raw = yaml.safe_load(read_user_text(path, "the rule file"))
     except yaml.YAMLError as e:
         raise InputError(f"{path} is not YAML: {e}") from e
     try:

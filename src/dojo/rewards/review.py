@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dojo.errors import InputError
+from dojo.user_files import read_user_text
 
 ITEMS = "items.jsonl"
 LABELS = "labels.jsonl"
@@ -102,19 +103,16 @@ def draw(rows: Iterable[dict[str, Any]], rate: float, *, seed: int = 0, threshol
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    if not path.is_file():
-        raise InputError(f"{path} does not exist")
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except ValueError as e:
-                raise InputError(f"{path}:{n}: not JSON: {e}") from None
-            if not isinstance(data, dict):
-                raise InputError(f"{path}:{n}: a line must be a JSON object")
-            yield n, data
+    for n, line in enumerate(read_user_text(path).split("\n"), 1):  # (not splitlines: U+2028 is text in JSON)
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError) as e:
+            raise InputError(f"{path}:{n}: not JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}:{n}: a line must be a JSON object")
+        yield n, data
 
 
 def read_items(directory: Path) -> list[ReviewItem]:

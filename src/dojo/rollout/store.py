@@ -87,9 +87,10 @@ def is_local(fs: Any) -> bool:
     return "file" in _protocols(fs)
 
 
-def open_url(url: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
-    """The filesystem and path of ``url``; on an object store, a clear error when its bucket is
-    missing. S3-compatible servers (MinIO, Ceph, ...): set ``AWS_ENDPOINT_URL``."""
+def open_url(url: str, storage_options: dict[str, Any] | None = None, *, create: bool = True) -> tuple[Any, str]:
+    """The filesystem and path of ``url`` (a directory made unless ``create`` is False); on an object
+    store, a clear error when its bucket is missing. S3-compatible servers (MinIO, Ceph, ...): set
+    ``AWS_ENDPOINT_URL``."""
     if not url:
         raise InputError("the store needs a directory or fsspec URL (e.g. runs/r1 or s3://bucket/r1)")
     try:
@@ -97,7 +98,10 @@ def open_url(url: str, storage_options: dict[str, Any] | None = None) -> tuple[A
     except (ImportError, ValueError) as e:
         raise InputError(f"cannot open {url!r}: {e}") from e
     if not _protocols(fs) & BUCKET_PROTOCOLS:
-        fs.makedirs(root, exist_ok=True)  # a directory: local disk, memory, ...
+        if fs.isfile(root):
+            raise InputError(f"{url} is a file: a store is a directory (or an object store's URL)")
+        if create:
+            fs.makedirs(root, exist_ok=True)  # a directory: local disk, memory, ...
     else:
         bucket = root.split("/", 1)[0]
         try:
@@ -178,7 +182,7 @@ class TrajectoryStore:
         """``read_only``: a reader's (the dashboard, ``dojo judge sample``): it writes and removes
         nothing, so a live run's shard in the writing is never touched."""
         self.url = url
-        self.fs, self.root = open_url(url, storage_options)
+        self.fs, self.root = open_url(url, storage_options, create=not read_only)
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.read_only = read_only
         self._local = is_local(self.fs)

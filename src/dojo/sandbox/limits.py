@@ -48,9 +48,10 @@ class Limits(BaseModel):
 
     @property
     def fetched_bytes(self) -> int:
-        """The most bytes a run's fetched files hold in all: what its scratch file systems hold (the
-        fetch reads nothing else), so distinct files are never cut by it; the same file fetched again
-        through links is, at this total (a request for 256 links to one 16 MiB file was 4 GiB)."""
+        """The most bytes a run's fetched files hold in all: what its scratch file systems can hold
+        (the fetch reads nothing else), so files the run wrote out in full fit; past it (one file
+        fetched again through links, sparse files) the rest is cut (256 links to one 16 MiB file
+        had been 4 GiB of answer)."""
         return SCRATCH_FILESYSTEMS * self.disk
 
     def merged(self, **overrides: Any) -> Limits:

@@ -17,25 +17,29 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-LOOPBACK_NAMES = ("localhost",)
+LOOPBACK_NAMES = ("localhost", "localhost.")  # (not names under .localhost: a resolver may send them to DNS)
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is this machine's loopback."""
-    host = host.strip("[]").lower().rstrip(".")
-    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
+    """Whether ``host`` is ``localhost`` or a loopback address literal (IPv6 with or without brackets)."""
+    if host.lower() in LOOPBACK_NAMES:
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host.removeprefix("[").removesuffix("]")).is_loopback
     except ValueError:
         return False
 
 
-def host_of(header: str) -> str:
-    """The name or address of a ``Host`` header, without its port."""
+def host_of(header: str) -> str | None:
+    """The name or address of a ``Host`` header without its port; None where the header is not one."""
     if header.startswith("["):  # [::1]:8080
-        return header[1 : header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+        end = header.find("]")
+        rest = header[end + 1 :]
+        if end < 0 or (rest and not (rest[:1] == ":" and rest[1:].isdigit())):
+            return None
+        return header[1:end]
+    name, colon, port = header.partition(":")
+    return None if colon and not port.isdigit() else name
 
 
 class LoopbackHostsOnly:
@@ -49,7 +53,8 @@ class LoopbackHostsOnly:
             await self.app(scope, receive, send)
             return
         raw = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
-        if is_loopback(host_of(raw)):
+        host = host_of(raw)
+        if host is not None and is_loopback(host):
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":

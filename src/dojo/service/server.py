@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import faulthandler
 import os
 import signal
+import socket
 import sys
 
 import uvicorn
@@ -30,6 +32,21 @@ def check_bind(host: str, token: str | None) -> None:
             f"refusing to bind {host} without a token: anyone who can reach it could run code on this machine. "
             "Pass --token (or set DOJO_TOKEN), or bind 127.0.0.1."
         )
+
+
+def check_port(host: str, port: int) -> None:
+    """An InputError now where another process holds ``host:port`` (uvicorn had said so only after
+    the sandbox had started, in a log line; the dashboard had first printed its address, which
+    pointed at whatever held the port). A port in TIME_WAIT is free (SO_REUSEADDR, as uvicorn)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise InputError(f"port {port} on {host} is in use by another process: pick another --port") from None
+            raise InputError(f"cannot bind {host}:{port}: {e.strerror or e}") from None
 
 
 def fusion_environment(name: str | None, store: EnvironmentStore) -> tuple[str | None, str | None]:

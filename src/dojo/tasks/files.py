@@ -89,14 +89,24 @@ def load_tasks(path: str) -> list[Task]:
     tasks: list[Task] = []
     try:
         if fmt == "jsonl":
-            with fsspec.open(path, "rt", compression="infer", encoding="utf-8") as f:
-                for n, line in enumerate(f, 1):
+            with fsspec.open(path, "rb", compression="infer") as f:
+                for n, raw in enumerate(f, 1):
+                    try:
+                        line = raw.decode("utf-8-sig" if n == 1 else "utf-8")  # (a byte-order mark is allowed)
+                    except UnicodeDecodeError as e:
+                        raise TaskFileError(
+                            f"{path} line {n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+                            "save the file as UTF-8"
+                        ) from e
                     if not line.strip():
                         continue
                     try:
                         row = json.loads(line)
                     except json.JSONDecodeError as e:
                         raise TaskFileError(f"{path} line {n}: not JSON ({e.msg})") from e
+                    except (ValueError, RecursionError) as e:  # (an integer of 4,300+ digits; nesting past the stack)
+                        refused = f"{type(e).__name__}: {e}"
+                        raise TaskFileError(f"{path} line {n}: JSON this reader refuses ({refused})") from e
                     if not isinstance(row, dict):
                         raise TaskFileError(f"{path} line {n}: expected a JSON object per line")
                     tasks.append(_validate(row, f"{path} line {n}"))

@@ -73,11 +73,32 @@ def _options(query: str, allowed: set[str]) -> dict[str, str]:
     return opts
 
 
+MAX_N = 1_000_000  # tasks one source string may ask for (n=10000000 had generated for minutes, unasked)
+
+
 def _int(opts: dict[str, str], key: str, default: int) -> int:
     try:
-        return int(opts.get(key, default))
+        value = int(opts.get(key, default))
     except ValueError:
         raise ValueError(f"option {key} must be an integer, got {opts[key]!r}") from None
+    if key == "n" and not 0 <= value <= MAX_N:
+        raise ValueError(f"option n must be from 1 to {MAX_N:,} (or 0 for all of a dataset), got {value}")
+    return value
+
+
+def _difficulty(raw: str) -> float | tuple[float, float]:
+    """``0.5`` or a range ``0.2-0.8`` (numbers in any float spelling, ``1e-3`` too)."""
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    for i, c in enumerate(raw):
+        if c == "-" and i > 0 and raw[i - 1] not in "eE":
+            try:
+                return float(raw[:i]), float(raw[i + 1 :])
+            except ValueError:
+                continue
+    raise ValueError(f"difficulty must be a number or a range like 0.2-0.8, got {raw!r}")
 
 
 UNVERIFIABLE = Path(__file__).parent / "data" / "unverifiable.json"
@@ -123,12 +144,7 @@ def load_source(spec: str) -> list[Task]:
         )
     if kind == "family":
         opts = _options(query, {"n", "seed", "difficulty"})
-        raw = opts.get("difficulty", "0-1")
-        try:
-            parts = [float(p) for p in raw.split("-")] if not raw.startswith("-") else [float(raw)]
-        except ValueError:
-            raise ValueError(f"difficulty must be a number or a range like 0.2-0.8, got {raw!r}") from None
-        difficulty: float | tuple[float, float] = (parts[0], parts[1]) if len(parts) == 2 else parts[0]
+        difficulty = _difficulty(opts.get("difficulty", "0-1"))
         return generate_tasks(arg, n=_int(opts, "n", 100), seed=_int(opts, "seed", 0), difficulty=difficulty)
     if kind == "bfcl":
         opts = _options(query, {"n", "seed", "all"})

@@ -18,6 +18,7 @@ from dojo.agent.tiny_model import TinyModelSpec
 from dojo.errors import InputError
 from dojo.rewards.config import GradingConfig
 from dojo.sandbox import Limits
+from dojo.user_files import read_user_text
 
 
 class _Section(BaseModel):
@@ -156,7 +157,9 @@ class GRPOSettings(_Section):
     group_size: int = Field(8, ge=2, description="Completions per task (a GRPO group).")
     learning_rate: float = Field(1e-4, gt=0.0, description="Learning rate (constant after warm-up).")
     warmup_steps: int = Field(30, ge=0, description="Linear warm-up steps.")
-    temperature: float = Field(1.0, gt=0.0, description="Sampling temperature of training completions.")
+    temperature: float = Field(
+        1.0, gt=0.0, allow_inf_nan=False, description="Sampling temperature of training completions."
+    )
     max_completion_tokens: int = Field(24, ge=1, description="Longest reply, in tokens (per turn).")
     beta: float = Field(0.0, ge=0.0, description="KL coefficient against the start model (0: no reference model).")
     epsilon: float = Field(0.2, gt=0.0, description="PPO clip range.")
@@ -277,10 +280,14 @@ class ConfigError(InputError):
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """Read and validate a YAML config; ``overrides`` (dotted keys) win over the file."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ConfigError(f"config file {str(p)!r} does not exist (write one with `dojo train --print-config`)")
     try:
-        data = yaml.safe_load(p.read_text()) or {}
+        text = read_user_text(p, "config file")
+    except InputError as e:  # (a directory, not UTF-8: the CLI reports a ConfigError)
+        raise ConfigError(str(e)) from None
+    try:
+        data = yaml.safe_load(text) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from None
     if not isinstance(data, dict):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
 from dojo.errors import InputError
@@ -48,6 +48,7 @@ from dojo.train.config import TrainConfig
 from dojo.train.data import demonstrations, fix_candidates, fix_demonstration, split_tasks
 from dojo.train.evaluate import EvalResult, evaluate
 from dojo.train.report import write_report
+from dojo.user_files import read_user_text
 
 
 class RunDirError(InputError):
@@ -81,6 +82,15 @@ def _quiet_libraries() -> None:
 
 
 def prepare_output(config: TrainConfig, resume: bool) -> Path:
+    """``check_output``, then ``write_output``: the run's directory, ready."""
+    out = check_output(config, resume)
+    write_output(config, out, resume)
+    return out
+
+
+def check_output(config: TrainConfig, resume: bool) -> Path:
+    """The run's directory, if the run can use it as asked (a RunDirError says why not); nothing is
+    written (a typo in policy.model had left a directory whose config.yaml refused every later start)."""
     out = Path(config.output.dir)
     if config.output.mirror:
         open_url(config.output.mirror)  # a missing bucket is a clear error now, not after the first checkpoint
@@ -88,20 +98,47 @@ def prepare_output(config: TrainConfig, resume: bool) -> Path:
     if resume:
         if not saved.is_file():
             raise RunDirError(f"nothing to resume in {str(out)!r}: no config.yaml there (start a run without --resume)")
-        previous = TrainConfig.model_validate(yaml.safe_load(saved.read_text()))
+        try:
+            previous = TrainConfig.model_validate(yaml.safe_load(read_user_text(saved, "the run's config")))
+        except (yaml.YAMLError, ValidationError) as e:
+            detail = f"{e.error_count()} field(s) wrong, first {e.errors()[0]['msg']}" if isinstance(
+                e, ValidationError) else str(e).splitlines()[0]  # fmt: skip
+            raise RunDirError(
+                f"{saved} is damaged ({detail}): fix it, or start a new run in another output.dir"
+            ) from None
         if previous.model_dump(exclude={"output"}) != config.model_dump(exclude={"output"}):
             raise RunDirError(
                 f"{out}/config.yaml differs from the config given: resume with the same config "
                 "(or start a new run in another output.dir)"
             )
         return out
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"output.dir {str(out)!r} is a file: give a directory (new, or empty)")
     if out.exists() and any(out.iterdir()):
         raise RunDirError(
             f"output directory {str(out)!r} is not empty: pass --resume to continue that run, or pick another"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    saved.write_text(yaml.safe_dump(json.loads(config.model_dump_json()), sort_keys=False))
+    if config.policy.model != "tiny":
+        given_model(config)
     return out
+
+
+def given_model(config: TrainConfig) -> Path:
+    """``policy.model``'s directory; a RunDirError where it holds no saved model (nothing is downloaded)."""
+    path = Path(config.policy.model)
+    if not (path / "config.json").is_file():
+        raise RunDirError(
+            f"policy.model {config.policy.model!r} is neither `tiny` nor a local Hugging Face model directory "
+            "(with config.json); nothing is downloaded"
+        )
+    return path
+
+
+def write_output(config: TrainConfig, out: Path, resume: bool) -> None:
+    """Make a new run's directory and write its config.yaml (a resumed run's is kept)."""
+    if not resume:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.yaml").write_text(yaml.safe_dump(json.loads(config.model_dump_json()), sort_keys=False))
 
 
 def _start_model(config: TrainConfig, out: Path) -> Path:
@@ -113,13 +150,7 @@ def _start_model(config: TrainConfig, out: Path) -> Path:
             spec = config.policy.tiny.model_copy(update={"seed": config.policy.tiny.seed + config.seed})
             build_tiny_model(path, spec)
         return path
-    path = Path(config.policy.model)
-    if not (path / "config.json").is_file():
-        raise ValueError(
-            f"policy.model {config.policy.model!r} is neither `tiny` nor a local Hugging Face model directory "
-            "(with config.json); nothing is downloaded"
-        )
-    return path
+    return given_model(config)
 
 
 def load_policy(path: Path) -> tuple[Any, Any]:
@@ -300,13 +331,14 @@ def train(
             console.print(message)
 
     started = time.monotonic()
-    out = prepare_output(config, resume)
+    out = check_output(config, resume)
+    train_tasks, held = split_tasks(config.tasks, config.seed)  # (a bad source fails before the directory is made)
+    write_output(config, out, resume)
     _quiet_libraries()
     torch.set_num_threads(config.threads)
     random.seed(config.seed)
     torch.manual_seed(config.seed)
 
-    train_tasks, held = split_tasks(config.tasks, config.seed)
     say(f"[bold]dojo train[/] → {out}  ({len(train_tasks)} training tasks, {len(held)} held out)")
     eval_rollout = episode_rollout(config, held)
     try:
