@@ -130,6 +130,15 @@ def test_a_reader_never_removes_the_shard_a_live_run_is_writing(tmp_path: Path) 
     assert partial.read_bytes() == b"PAR1 being written"
     assert view.summary()["episodes"] == 4 and "shard-0-foreign.parquet" in (view.error or ""), view.error
     assert view.episode(written[0].episode_id) is not None
+    # once readable it takes its place in the run's order (first), not after the shards shown: the
+    # alert windows take the last groups as the latest
+    other = TrajectoryStore(str(tmp_path / "other"))
+    write_groups(other, 1, size=2)
+    (root / "shard-0-foreign.parquet").write_bytes(Path(other.shards()[0]).read_bytes())
+    view.refresh()
+    view.refresh()
+    assert view.summary()["episodes"] == 6 and view.error is None
+    assert view.search(limit=1)[0]["group_id"] == written[-1].group_id
 
 
 def test_shards_a_resumed_run_removed_leave_the_view(tmp_path: Path) -> None:

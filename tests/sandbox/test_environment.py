@@ -297,6 +297,12 @@ def test_the_env_commands(tmp_path: Path, wheels: Path) -> None:
     assert missing.exit_code == 2 and "dojo env build nope" in missing.output
     neither = runner.invoke(app, ["env", "build", "toy", *root])
     assert neither.exit_code == 2 and "either -r" in neither.output
+    odd_index = runner.invoke(app, ["env", "build", "x", "-r", str(req), "--index-url", "not a url", *root])
+    assert odd_index.exit_code == 2 and "give the index's URL" in odd_index.output  # (pip's traceback had shown)
+    not_text = tmp_path / "latin.txt"
+    not_text.write_bytes(b"caf\xe9\n")
+    latin = runner.invoke(app, ["env", "build", "x", "-r", str(not_text), *root])
+    assert latin.exit_code == 2 and "line 1: not UTF-8 text" in latin.output, latin.output
     assert runner.invoke(app, ["env", "rm", "toy-warm", *root]).exit_code == 0
     removed = runner.invoke(app, ["env", "rm", "toy", *root])
     assert removed.exit_code == 0 and runner.invoke(app, ["env", "list", *root]).output.count("toy") == 0

@@ -78,6 +78,8 @@ def build(
     """Build (or reuse) an environment from requirements or a lock, and name it."""
     if (requirements is None) == (lock is None):
         fail("give either -r requirements.txt or --lock lock.txt")
+    if index_url is not None and not index_url.startswith(("http://", "https://", "file://")):
+        fail(f"--index-url {index_url!r}: give the index's URL (http(s)://.../simple, or file:///path)")
     store = EnvironmentStore(root)
     try:
         environment = store.build(

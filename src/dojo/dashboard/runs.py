@@ -208,6 +208,7 @@ class RunView:
         self.refreshed_at = 0.0
         self.error: str | None = None  # why the last refresh could not read the run
         self._store: TrajectoryStore | None = None
+        self._unreadable: set[str] = set()  # shards that could not be read when last tried
         self._lock = threading.Lock()
 
     # -- reading -----------------------------------------------------------------------------------
@@ -224,15 +225,26 @@ class RunView:
                         raise FileNotFoundError(root)  # refuses a directory that is not empty)
                     self._store = TrajectoryStore(self.location.store_url, read_only=True)
                 listed = self._store.shards()
-                if not set(self.shards) <= set(listed):  # removed: read the run again from its start
-                    self.episodes, self.shards = Episodes(), []
+                last = self.shards[-1] if self.shards else ""
                 known = set(self.shards)
-                for path in (p for p in listed if p not in known):
+                fresh = [p for p in listed if p not in known]
+                # read the run again from its start where shards were removed (a resumed run), or where
+                # one that could not be read before now belongs among those shown (the episodes stay
+                # in the run's order: the alert windows take the last groups as the latest)
+                if not known <= set(listed) or any(p < last and p not in self._unreadable for p in fresh):
+                    self.episodes, self.shards = Episodes(), []
+                    last, fresh = "", listed
+                for path in fresh:
                     try:
                         table = self._read_small(path)
                     except (OSError, pa.ArrowException, ValueError) as e:
                         problems.append(f"cannot read shard {path}: {e}")
+                        self._unreadable.add(path)
                         continue
+                    if path in self._unreadable:
+                        self._unreadable.discard(path)
+                        if path < last:
+                            continue  # (its place is among those shown: the next refresh reads the run again)
                     self.episodes.extend([(table, len(self.shards))])
                     self.shards.append(path)
                     added += table.num_rows
