@@ -13,8 +13,8 @@ trajectory (/root/scratch/adv10/auth_probe.py, 2026-12-06).
 from __future__ import annotations
 
 import ipaddress
-import json
 
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 LOOPBACK_NAMES = ("localhost", "localhost.")  # (not names under .localhost: a resolver may send them to DNS)
@@ -65,10 +65,7 @@ class LoopbackHostsOnly:
             f"{raw or 'no Host'!r} (a web page elsewhere could otherwise read it through DNS rebinding): open it "
             "as http://127.0.0.1:PORT/, or start it with a token to serve other names"
         )
-        body = json.dumps({"error": error}).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 400, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await JSONResponse({"error": error}, status_code=400)(scope, receive, send)
 
 
 def guarded(app: ASGIApp, token: str | None, host: str) -> ASGIApp:

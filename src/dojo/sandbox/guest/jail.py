@@ -56,6 +56,7 @@ class Jail:
         self.hidden: list[str] = []  # the paths masked for the current request (``hide``)
         # an empty scratch directory's size and what each entry adds, where tmpfs counts so (``wipe_scratch``)
         self.dir_sizes: tuple[int, int] | None = None
+        self.scratch_devices: frozenset[int] = frozenset()  # the scratch file systems' devices (``mount_scratch``)
         self.box_files: list[str] | None = []  # what the zygote wrote in /box for the last request (None: unknown)
 
     def loopback_up(self) -> None:
@@ -227,6 +228,7 @@ class Jail:
         self.sys.mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
                    f"size={size},nr_inodes=1024,mode=1777")  # fmt: skip
         self.dir_sizes = self.probe_dir_sizes([root + "/tmp", root + "/dev/shm", root + BOX])
+        self.scratch_devices = frozenset(os.stat(root + d).st_dev for d in SCRATCH)  # (what a fetch may read)
         self.box_files = []
 
     @staticmethod

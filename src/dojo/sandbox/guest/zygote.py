@@ -60,7 +60,7 @@ from dojo.sandbox.guest.capture import read_file
 from dojo.sandbox.guest.cgroup import CgroupHandle
 from dojo.sandbox.guest.child import set_signal
 from dojo.sandbox.guest.forker import Forker
-from dojo.sandbox.guest.jail import BOX, SCRATCH, Jail
+from dojo.sandbox.guest.jail import BOX, Jail
 from dojo.sandbox.guest.judge import Judge
 from dojo.sandbox.guest.oneshot import OneShotRun
 from dojo.sandbox.guest.preload import preload, preload_environment
@@ -321,7 +321,7 @@ class Zygote(OneShotRun):
         def work() -> tuple[list[dict[str, Any]], list[Blob]]:
             results: list[dict[str, Any]] = []
             blobs: list[Blob] = []
-            scratch = {os.stat(d).st_dev for d in SCRATCH}
+            scratch = self.jail.scratch_devices
             left = max_bytes * len(paths) if total_bytes is None else total_bytes
             for p in paths:
                 try:
