@@ -40,7 +40,7 @@ def test_rollout_writes_trajectories_and_a_summary(policy_server: str, tmp_path:
 
 
 def test_rollout_refuses_bad_input(policy_server: str, tmp_path: Path) -> None:
-    base = ["rollout", "family:expressions?n=2", "--policy", policy_server, "--out", str(tmp_path / "r")]
+    base = ["rollout", "family:expressions?n=2&seed=0", "--policy", policy_server, "--out", str(tmp_path / "r")]
     bad_mode = runner.invoke(app, [*base, "--mode", "chaos"])
     assert bad_mode.exit_code == 2 and "--mode must be feedback or tools" in bad_mode.output
     bad_source = runner.invoke(app, ["rollout", "nope", "--policy", policy_server, "--out", str(tmp_path / "r")])
@@ -60,6 +60,12 @@ def test_rollout_refuses_bad_input(policy_server: str, tmp_path: Path) -> None:
     other = runner.invoke(app, [*base, "--max-tokens", "4", "-n", "2", "--mode", "tools", "--resume"])
     assert other.exit_code == 2 and "other settings" in other.output and "samples 1 (now 2)" in other.output
     assert runner.invoke(app, [*base, "--max-tokens", "4", "-n", "1", "--resume"]).exit_code == 0
+    # the same source spelled otherwise is the same run (it had been refused as another source)
+    respelled = ["rollout", "family:expressions?seed=0&n=2", *base[2:], "--max-tokens", "4", "-n", "1", "--resume"]
+    assert runner.invoke(app, respelled).exit_code == 0
+    other_seed = ["rollout", "family:expressions?n=2&seed=1", *base[2:], "--max-tokens", "4", "-n", "1", "--resume"]
+    elsewhere = runner.invoke(app, other_seed)
+    assert elsewhere.exit_code == 2 and "source 'family:expressions?n=2&seed=0' (now" in elsewhere.output
     (tmp_path / "afile").write_text("x")
     on_file = runner.invoke(app, [*base[:-1], str(tmp_path / "afile")])
     assert on_file.exit_code == 2 and "is a file" in on_file.output

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +11,7 @@ from dojo.sandbox import AsyncSandbox
 from dojo.tasks import generate_tasks, load_humaneval, load_reasoning_gym, load_source
 from dojo.tasks.humaneval import convert_check
 from dojo.tasks.reasoning_gym import FAMILIES
-from dojo.tasks.sources import UNVERIFIABLE, known_unverifiable
+from dojo.tasks.sources import UNVERIFIABLE, canonical_source, known_unverifiable
 from dojo.tasks.values import decode_value
 from tests.sandbox.conftest import requires_isolation
 
@@ -110,3 +111,17 @@ async def test_the_bash_tasks_left_out_pass_with_an_empty_script(fast_sandbox: A
     for task in load_source("intercode:bash?all=1"):
         passes = (await grader.grade(task, "```bash\ntrue\n```")).value == 1.0
         assert passes == (task.id in known_unverifiable("intercode:bash")), task.id
+
+
+def test_one_source_spelled_two_ways_has_one_canonical_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    local = str(tmp_path.resolve() / "t.jsonl")
+    assert canonical_source("t.jsonl") == canonical_source("./t.jsonl") == canonical_source(f" {local} ") == local
+    assert canonical_source("sub/../t.jsonl") == local
+    assert canonical_source("sub/t.jsonl") != local
+    assert canonical_source("s3://bucket/t.jsonl") == "s3://bucket/t.jsonl"
+    assert canonical_source("family:sql?seed=1&n=5") == canonical_source("family:sql?n=5&seed=1")
+    assert canonical_source("family:sql?seed=1&n=5") == "family:sql?n=5&seed=1"
+    assert canonical_source("family:sql?n=5&seed=1") != canonical_source("family:sql?n=5&seed=2")
+    assert canonical_source("humaneval") == "humaneval"

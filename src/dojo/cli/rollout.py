@@ -25,7 +25,7 @@ from dojo.rollout.summary import summarise
 from dojo.sandbox import LanguageUnavailable, SandboxError, UnknownLanguage
 from dojo.tasks.files import TaskFileError
 from dojo.tasks.model import Task
-from dojo.tasks.sources import load_source
+from dojo.tasks.sources import canonical_source, load_source
 
 
 def _policy(specs: list[str], model: str | None, api: Literal["chat", "completions"]) -> Policy:
@@ -100,6 +100,8 @@ def _same_settings(store: TrajectoryStore, asked: dict[str, Any], resume: bool) 
             before = json.loads(store.fs.cat_file(path))
         except ValueError as e:
             fail(f"{path} is damaged ({e}): remove it to resume without the check, or choose a new --out")
+        if isinstance(before.get("source"), str):  # (a run recorded before sources were kept in one spelling)
+            before["source"] = canonical_source(before["source"])
         differ = [f"{k} {before.get(k)!r} (now {v!r})" for k, v in asked.items() if before.get(k, v) != v]
         if differ:
             fail(f"{store.url} was run with other settings: {', '.join(differ)}; resume with the same ones, "
@@ -197,9 +199,9 @@ def rollout(
     done = store.completed_groups()
     if done and not resume:
         fail(f"{out} already holds {len(done)} groups; pass --resume to continue that run, or choose a new --out")
-    asked = {"source": source, "samples": samples, "mode": mode, "max_turns": max_turns, "max_tokens": max_tokens,
-             "temperature": temperature, "top_p": top_p, "time_limit": time_limit, "api": api,
-             "model": model}  # fmt: skip
+    asked = {"source": canonical_source(source), "samples": samples, "mode": mode, "max_turns": max_turns,
+             "max_tokens": max_tokens, "temperature": temperature, "top_p": top_p, "time_limit": time_limit,
+             "api": api, "model": model}  # fmt: skip
     _same_settings(store, asked, resume)
     if done:
         err_console.print(f"resuming: {len(done)} groups already stored, skipping them")

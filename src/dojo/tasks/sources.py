@@ -73,6 +73,24 @@ def _options(query: str, allowed: set[str]) -> dict[str, str]:
     return opts
 
 
+TASK_FILE_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".parquet", ".pq")  # a source that names a task file
+
+
+def canonical_source(spec: str) -> str:
+    """One spelling of a source string, for telling whether two name the same tasks: a local task
+    file as its absolute path (``t.jsonl``, ``./t.jsonl`` and ``/abs/t.jsonl`` are one file), the
+    options of the others in key order (``?seed=1&n=5`` is ``?n=5&seed=1``); names themselves are
+    left as typed."""
+    spec = spec.strip()
+    if spec.lower().endswith(TASK_FILE_SUFFIXES):
+        return spec if "://" in spec else str(Path(spec).expanduser().resolve())
+    head, mark, query = spec.partition("?")
+    if not mark:
+        return head
+    opts = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+    return head + "?" + "&".join(f"{k}={opts[k]}" for k in sorted(opts))
+
+
 MAX_N = 1_000_000  # tasks one source string may ask for (n=10000000 had generated for minutes, unasked)
 
 
@@ -127,7 +145,7 @@ def load_source(spec: str) -> list[Task]:
     """The tasks a source string names; ValueError saying what is accepted when it names nothing."""
     spec = spec.strip()
     lower = spec.lower()
-    if lower.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".parquet", ".pq")):
+    if lower.endswith(TASK_FILE_SUFFIXES):
         return load_tasks(spec)
     head, _, query = spec.partition("?")
     kind, _, arg = head.partition(":")
