@@ -16,6 +16,8 @@ program; ``IsolationUnavailable``, ``SlotDied``, ``UnknownLanguage``, ``Language
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class DojoError(Exception):
     """An error dojo raises on purpose."""
@@ -23,3 +25,15 @@ class DojoError(Exception):
 
 class InputError(DojoError, ValueError):
     """The caller's input is wrong; the message says what was wrong and how to fix it."""
+
+
+def field_problems(error: ValidationError, whole: str = "") -> list[str]:
+    """pydantic's problems with some input as ``field.path: message``, in its order (a problem of
+    the input as a whole under ``whole``): the one spelling of them for every message dojo writes
+    (pydantic's own text adds the input's value, its error type and a link to each)."""
+    problems = []
+    for err in error.errors():
+        where = ".".join(str(x) for x in err["loc"]) or whole
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return problems

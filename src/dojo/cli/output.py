@@ -12,6 +12,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from dojo.errors import field_problems
+
 console = Console()  # results: tables, summaries
 err_console = Console(stderr=True)  # progress, warnings, errors
 
@@ -28,10 +30,8 @@ def problem(error: Exception) -> str:
     """What was wrong, for ``fail``: a pydantic ``ValidationError`` as its first field and message
     (its own text, with ``[type=value_error, input_value=...]`` and a link, had been printed whole)."""
     if isinstance(error, ValidationError):
-        first = error.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
         more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-        return f"{where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}{more}"
+        return field_problems(error)[0] + more
     return str(error)
 
 

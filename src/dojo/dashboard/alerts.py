@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dojo.dashboard.bounded_http import bounded_request
-from dojo.errors import InputError
+from dojo.errors import InputError, field_problems
 from dojo.user_files import read_user_text
 
 log = logging.getLogger("dojo.dashboard")
@@ -99,7 +99,7 @@ def load_rules(path: Path) -> RuleFile:
     try:
         return RuleFile.model_validate(raw if raw is not None else {})
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        problems = "; ".join(field_problems(e))
         raise InputError(f"{path}: {problems} (see docs/dashboard.md for the rule format)") from e
 
 

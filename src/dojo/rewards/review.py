@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dojo.errors import InputError
+from dojo.errors import InputError, field_problems
 from dojo.user_files import read_user_text
 
 ITEMS = "items.jsonl"
@@ -121,7 +121,7 @@ def read_items(directory: Path) -> list[ReviewItem]:
         try:
             items.append(ReviewItem.model_validate(data))
         except ValidationError as e:
-            raise InputError(f"{directory / ITEMS}:{n}: {_first_error(e)}") from None
+            raise InputError(f"{directory / ITEMS}:{n}: {field_problems(e, 'line')[0]}") from None
     return items
 
 
@@ -132,15 +132,10 @@ def read_labels(path: Path) -> list[Label]:
             labels.append(Label.model_validate(data))
         except ValidationError as e:
             raise InputError(
-                f"{path}:{n}: {_first_error(e)}; a label line is "
+                f"{path}:{n}: {field_problems(e, 'line')[0]}; a label line is "
                 '{"item_id": ..., "label": "pass"|"fail"|"skip", "labeller": ...}'
             ) from None
     return labels
-
-
-def _first_error(e: ValidationError) -> str:
-    err = e.errors()[0]
-    return f"{'.'.join(str(p) for p in err['loc']) or 'line'}: {err['msg']}"
 
 
 def write_items(directory: Path, items: Iterable[ReviewItem]) -> int:

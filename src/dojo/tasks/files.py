@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from dojo.errors import InputError
+from dojo.errors import InputError, field_problems
 from dojo.tasks.model import Task
 
 # Nested fields travel as JSON text in Parquet, so one flat schema fits every form.
@@ -78,9 +78,8 @@ def _validate(row: dict[str, Any], where: str) -> Task:
     try:
         return Task.model_validate(row)
     except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"]) or "task"
-        raise TaskFileError(f"{where}: {loc}: {first['msg']} ({e.error_count()} problem(s) in this task)") from e
+        first = field_problems(e, "task")[0]
+        raise TaskFileError(f"{where}: {first} ({e.error_count()} problem(s) in this task)") from e
 
 
 def load_tasks(path: str) -> list[Task]:

@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dojo.agent.tiny_model import TinyModelSpec
-from dojo.errors import InputError
+from dojo.errors import InputError, field_problems
 from dojo.rewards.config import GradingConfig
 from dojo.sandbox import Limits
 from dojo.user_files import read_user_text
@@ -310,10 +310,8 @@ def build_config(data: dict[str, Any], overrides: dict[str, Any] | None = None, 
     try:
         return TrainConfig.model_validate(merged)
     except ValidationError as e:
-        lines = [f"{origin}: {e.error_count()} invalid field(s):"]
-        for err in e.errors():
-            where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-            lines.append(f"  {where}: {err['msg']}")
+        problems = [f"  {p}" for p in field_problems(e, "(top level)")]
+        lines = [f"{origin}: {e.error_count()} invalid field(s):", *problems]
         raise ConfigError("\n".join(lines)) from None
 
 

@@ -38,7 +38,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
-from dojo.errors import InputError
+from dojo.errors import InputError, field_problems
 from dojo.integrations.trl_rollout import DojoRollout, GroupHook
 from dojo.rollout.mirror import mirror_dir
 from dojo.rollout.store import TrajectoryStore, open_url
@@ -101,7 +101,7 @@ def check_output(config: TrainConfig, resume: bool) -> Path:
         try:
             previous = TrainConfig.model_validate(yaml.safe_load(read_user_text(saved, "the run's config")))
         except (yaml.YAMLError, ValidationError) as e:
-            detail = f"{e.error_count()} field(s) wrong, first {e.errors()[0]['msg']}" if isinstance(
+            detail = f"{e.error_count()} field(s) wrong, first {field_problems(e)[0]}" if isinstance(
                 e, ValidationError) else str(e).splitlines()[0]  # fmt: skip
             raise RunDirError(
                 f"{saved} is damaged ({detail}): fix it, or start a new run in another output.dir"
