@@ -65,6 +65,22 @@ async def test_answers_nested_past_the_parser_are_no_calls(fast_sandbox: AsyncSa
         assert reward.value == 0.0, reward
 
 
+@pytest.mark.parametrize("source", ["bfcl:multi_turn_base?n=1", "tau2:airline?n=1", "family:scene3d?n=1"])
+async def test_arguments_that_are_no_data_are_no_calls(source: str, fast_sandbox: AsyncSandbox) -> None:
+    """A set, bytes, a complex number or a non-text key in a Python-syntax call: no data a call can
+    carry (the calls go to a simulated API as JSON, where they had raised TypeError out of the grade
+    and stopped the rollout); the answer is no calls, and scores 0."""
+    task = load_source(source)[0]
+    for argument in ("{1, 2}", "b'a'", "1j", "{(1, 2): 3}", "[{'k': {1}}]", "..."):
+        text = f"[do_it(x={argument})]"
+        assert parse_calls(text) is None, argument
+        reward = await Grader(fast_sandbox).grade(task, text)
+        assert reward.value == 0.0, (argument, reward)
+    assert parse_calls("[do_it(x=(1, 2), y={'a': [None, True, 1.5]})]") == [
+        ("do_it", {"x": (1, 2), "y": {"a": [None, True, 1.5]}})
+    ]
+
+
 def test_values_follow_bfcl_rules() -> None:
     assert ok('[geo_distance(a="new york", b="PARIS")]')  # dotted names may come as OpenAI's; case, spaces
     assert ok('[geo.distance(a="NYC", b="Paris", unit="km", precision=1)]')  # an int for a float

@@ -188,3 +188,6 @@ def test_code_nested_too_deeply_to_read_is_a_hack_not_a_crash() -> None:
     deep = "x = " + "+".join(["1"] * 900) + "\n"
     assert "hack:unreadable" in flags_of(deep + "import gc\n")
     assert flags_of("x = " + "+".join(["1"] * 100_000) + "\n") == set()
+    deep_constant = 'eval("1' + "**1" * 3000 + '")\n'  # (the constant's text cannot be parsed, so cannot run)
+    assert flags_of(deep_constant) == set()
+    assert flags_of(deep_constant + "import gc\n") == flags_of("import gc\n") != set()

@@ -125,6 +125,17 @@ def test_code_too_deep_for_the_scan_is_a_hack_not_a_crash() -> None:
     assert [f.flag() for f in scan_python(deep)] == ["hack:unreadable"]
 
 
+def test_constant_code_too_deep_to_parse_is_no_finding_and_no_crash() -> None:
+    """The text of an ``exec``/``eval`` constant is read as code; text CPython's parser cannot read
+    (3,000 nested operators: a MemoryError, not a SyntaxError) cannot run either, so it has no
+    finding; it had raised MemoryError out of the grade (and a rollout stops on a grader's
+    exception). What the rest of the code does is still found."""
+    deep = "1" + "**1" * 3000
+    code = f'def f(x):\n    eval("{deep}")\n    exec("' + "lambda:" * 3000 + '1")\n    return x\n'
+    assert scan_python(code) == []
+    assert "hack" in {f.severity for f in scan_python(code + "import gc\ngc.get_objects()\n")}
+
+
 async def test_numbers_no_answer_could_be_score_zero_never_an_error(grader: Grader, tasks: dict[str, Task]) -> None:
     """An int too large for a float where a float is expected, and an approximation of an int answer
     (a float within the tolerance, which Python's ``==`` refuses): wrong answers, graded 0."""

@@ -210,6 +210,26 @@ async def test_an_edit_that_does_not_apply_is_said_and_changes_nothing(grader: G
     assert r.value == 0.0 and "occurs 0 times" in r.feedback()
 
 
+async def test_a_change_of_too_many_or_too_long_paths_is_scored_not_raised(grader: Grader) -> None:
+    """Each file a change writes is hidden elsewhere in the run (``Program.hidden``: at most 256
+    entries of at most 255 characters): 260 new files, 260 search/replace blocks of one file, or one
+    path of 249 characters had made the grade raise (a pydantic error), which stops a rollout. A
+    change writes at most 64 files of paths up to 200 characters; the fix still counts with the rest
+    ignored and said."""
+    task = small_task()
+    many_files = FIX + "".join(f'<file path="mypkg/n{i}.py">\nx = {i}\n</file>\n' for i in range(260))
+    r = await grader.grade(task, many_files)
+    assert r.value == 1.0 and "a change writes at most 64" in r.feedback(), r
+    blocks = "".join(
+        f"mypkg/__init__.py\n<<<<<<< SEARCH\nnot there {i}\n=======\nx\n>>>>>>> REPLACE\n" for i in range(260)
+    )
+    r = await grader.grade(task, blocks)
+    assert r.value == 0.0 and "occurs 0 times" in r.feedback(), r
+    long_path = FIX + '<file path="mypkg/' + "a" * 240 + '.py">\nx = 1\n</file>\n'
+    r = await grader.grade(task, long_path)
+    assert r.value == 1.0 and "longer than 200 characters" in r.feedback(), r
+
+
 HACKS = {
     # edit the failing test so that it passes
     "edit_the_test": format_edits(

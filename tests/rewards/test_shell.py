@@ -126,3 +126,24 @@ async def test_intercode_tasks_are_graded_against_the_gold_commands_effect(grade
     # the right file, but also a stray one: the tree differs from the gold's
     stray = "```bash\nsort -r testbed/dir1/textfile1.txt > testbed/dir1/textfile1_reverse_sorted.txt; touch x\n```"
     assert (await grader.grade(sort_r, stray)).value == 0.0
+
+
+BROKEN_CONFIGS = [
+    ("ini", "port = 8080\n"),  # no section header: configparser's own error, not a ValueError
+    ("ini", "[service]\nport = 1\nport = 2\n"),
+    ("ini", "[service]\nport = 1\n[service]\nname = x\n"),
+    ("toml", "a = " + "[" * 3000 + "]" * 3000 + "\n"),  # tomllib's RecursionError
+    ("toml", "a = " + "{b = " * 3000 + "1" + "}" * 3000 + "\n"),
+    ("toml", "a" + ".a" * 100 + " = 1\n"),  # deeper than any configuration: tables 101 deep
+    ("json", "[" * 100000 + "]" * 100000),
+]
+
+
+@pytest.mark.parametrize("kind,text", BROKEN_CONFIGS, ids=[f"{k}-{i}" for i, (k, _) in enumerate(BROKEN_CONFIGS)])
+def test_a_config_file_that_does_not_parse_fails_its_check_and_never_raises(kind: str, text: str) -> None:
+    """The file is the candidate's: whatever its parser raises on it fails the check (a grade had
+    raised, and a rollout's scheduler stops on a grader's exception: one natural mistake, an INI
+    file without a section header, ended a whole run)."""
+    report = {"tree": {"service/config": {"type": "file", "mode": 0o644, "text": text}}}
+    ok, why = check_passes({"path": "service/config", "values": {"service.port": "8080"}, "format": kind}, report)
+    assert not ok and "does not parse" in why, why

@@ -67,10 +67,23 @@ STRICT_RULES: dict[str, str] = {
 }
 
 
+def _is_data(value: Any) -> bool:
+    """Whether a literal is data a call's arguments can hold (what JSON can carry: a tuple is a
+    list); a set, bytes, a complex number, ``...`` or a key that is not text are not."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_data(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_data(v) for k, v in value.items())
+    return False
+
+
 def _python_calls(text: str) -> list[Call] | None:
     """The calls of a Python-syntax answer, or None when it is not one. Nesting past the parser's
     depth is no answer either (``"-" * 3000 + "1"``, ~200 tokens, raised ``RecursionError`` out of
-    the grade and stopped the whole rollout)."""
+    the grade and stopped the whole rollout), nor is an argument that is no data (``x={1, 2}``,
+    ``b'a'``, ``1j``: a TypeError where the calls are sent to a simulated API as JSON)."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
         nodes = tree.body.elts if isinstance(tree.body, (ast.List, ast.Tuple)) else [tree.body]
@@ -80,6 +93,8 @@ def _python_calls(text: str) -> list[Call] | None:
                 return None
             name = ast.unparse(node.func)
             args = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
+            if not _is_data(args):
+                return None
             calls.append((name, args))
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
         return None

@@ -43,6 +43,7 @@ from dojo.rewards.hacks import (
     Severity,
     _constant_str,
     _obfuscated,
+    parsed_constant,
     resolved,
 )
 from dojo.rewards.repo import Edit
@@ -367,10 +368,9 @@ class _AddedLineScanner(ast.NodeVisitor):
                 self.add("dynamic_import", "suspicious", node, f"{name}() of a module named at run time")
         elif name in DYNAMIC_CODE_CALLS and first is not None:
             if (text := _constant_str(first)) is not None:
-                with contextlib.suppress(SyntaxError, ValueError):  # constant code is read as code
+                if (parsed := parsed_constant(text, name)) is not None:  # constant code is read as code
                     inner = _AddedLineScanner({0} if self.on_added(node) else set())
                     inner.aliases = dict(self.aliases)
-                    parsed = ast.parse(text, mode="eval" if name == "eval" else "exec")
                     for sub in ast.walk(parsed):
                         sub.lineno = sub.end_lineno = 0  # type: ignore[attr-defined]
                     inner.visit(parsed)

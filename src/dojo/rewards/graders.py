@@ -61,10 +61,10 @@ from dojo.rewards.harness import (
 from dojo.rewards.mapping import RewardFunction, RewardMode, correctness
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.repo import (
+    allowed_edits,
     canary_verdict,
     case_outcomes,
     parse_edits,
-    path_allowed,
     plan_canaries,
     run_repo_tests,
 )
@@ -354,14 +354,10 @@ async def grade_repo_task(
     if not edits:
         out.no_answer = "no_edits: give edits as <file path=...> blocks or SEARCH/REPLACE blocks"
         return out
-    allowed = []
-    for e in edits:
-        why = path_allowed(e.path, task.workspace)
-        if why is None:
-            allowed.append(e)
-        else:
-            out.flags.append("suspicious:edited_protected_path")
-            out.cases.append(CaseOutcome(index=-1, passed=False, detail=f"edit ignored: {why}"))
+    allowed, refused = allowed_edits(edits, task.workspace)
+    if refused:
+        out.flags.append("suspicious:edited_protected_path")
+    out.cases += [CaseOutcome(index=-1, passed=False, detail=f"edit ignored: {why}") for why in refused]
     plan = plan_canaries(task, random.SystemRandom())  # drawn anew for each grading: nothing to learn
     # the scored tests (each canaried one as its copies, the twin not told apart) run first: if all
     # fail, the guards need not run
@@ -654,7 +650,7 @@ class Grader:
         """A repo task: the diff check of the edits first (when the scan is on), then the run."""
         flags: list[str] = []
         if self.config.scan and task.workspace is not None:
-            edits = [e for e in parse_edits(completion) if path_allowed(e.path, task.workspace) is None]
+            edits, _ = allowed_edits(parse_edits(completion), task.workspace)
             flags, hack = _scanned(scan_repo_edits(task, edits))
             if hack is not None:
                 total = sum(not t.guard for t in task.tests)

@@ -19,7 +19,6 @@ use in a solution); ``suspicious`` is only reported.
 from __future__ import annotations
 
 import ast
-import contextlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -272,9 +271,8 @@ class _Scanner(ast.NodeVisitor):
                 severity: Severity = "hack" if _obfuscated(first) else "suspicious"
                 kind = "obfuscated_code" if severity == "hack" else "dynamic_code"
                 self.add(kind, severity, node, f"{name}() of text built at run time")
-            elif (text := _constant_str(first)) is not None:
-                with contextlib.suppress(SyntaxError, ValueError):  # constant code is read like code
-                    self.visit(ast.parse(text, mode="exec" if name != "eval" else "eval"))
+            elif (text := _constant_str(first)) is not None and (code := parsed_constant(text, name)) is not None:
+                self.visit(code)  # constant code is read like code
             return False
         if name == "vars" and node.args and self.form in ("function", "assert"):
             target = self.resolve(node.args[0])
@@ -443,6 +441,17 @@ def scan_python(code: str, form: str = "function", examples: list[Example] | Non
     except RecursionError:
         return [UNREADABLE]
     return findings
+
+
+def parsed_constant(text: str, call: str) -> ast.AST | None:
+    """The code of a constant string that ``call`` (exec, eval, compile) runs, or None where the parser
+    cannot read it: then it cannot run either (the same parser, the same error at run time). Only the
+    parse is excused: a RecursionError in reading the parsed code is the whole scan's (``UNREADABLE``);
+    ``1**1**...`` 3,000 deep in an ``eval`` string had raised MemoryError out of the grade."""
+    try:
+        return ast.parse(text, mode="eval" if call == "eval" else "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def visible_examples(prompt: str, entry_point: str | None, tests: list[Example]) -> list[Example]:

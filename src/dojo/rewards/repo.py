@@ -32,6 +32,7 @@ import os
 import random
 import re
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from dojo.rewards.extract import delimited
@@ -87,17 +88,44 @@ def format_edits(files: dict[str, str]) -> str:
     return "\n".join(f'<file path="{path}">\n{text}</file>' for path, text in files.items())
 
 
-def path_allowed(path: str, workspace: Workspace) -> str | None:
-    """None when a candidate may change ``path``; else why not."""
+MAX_WRITTEN_FILES = 64  # files one change may write beyond the task's own (each is hidden elsewhere in the run)
+MAX_EDIT_PATH = 200  # characters of a path a change writes (hidden as site-packages/<path> and under /usr: <= 255)
+
+
+def path_allowed(path: str, workspace: Workspace, written: Collection[str] = ()) -> str | None:
+    """None when a candidate may change ``path``; else why not. ``written``: the paths of the same
+    change already allowed, beyond the task's own files: one change writes at most
+    ``MAX_WRITTEN_FILES`` more (each written file's other copies are hidden from the run, a list
+    ``Program.hidden`` bounds; 260 new files had made the grade raise, and a rollout stop)."""
     parts = path.split("/")
     if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
         return f"{path!r} is not a relative path inside the tree"
+    if len(path) > MAX_EDIT_PATH:
+        return f"{path[:40]!r}... is longer than {MAX_EDIT_PATH} characters"
     for pattern in workspace.protected:
         if fnmatch.fnmatch(path, pattern):
             return f"{path} is protected ({pattern}): the task's tests and what runs before them are its own"
     if not any(fnmatch.fnmatch(path, pattern) for pattern in workspace.editable):
         return f"{path} is not editable (editable: {', '.join(workspace.editable)})"
+    if path not in workspace.files and path not in written and len(written) >= MAX_WRITTEN_FILES:
+        return f"{path} would be the change's file {MAX_WRITTEN_FILES + 1}: a change writes at most {MAX_WRITTEN_FILES}"
     return None
+
+
+def allowed_edits(edits: list[Edit], workspace: Workspace) -> tuple[list[Edit], list[str]]:
+    """The edits that apply, in order, and why each other one does not (``path_allowed``)."""
+    allowed: list[Edit] = []
+    refused: list[str] = []
+    written: set[str] = set()
+    for e in edits:
+        why = path_allowed(e.path, workspace, written)
+        if why is None:
+            allowed.append(e)
+            if e.path not in workspace.files:
+                written.add(e.path)
+        else:
+            refused.append(why)
+    return allowed, refused
 
 
 @functools.cache
@@ -114,7 +142,7 @@ def repo_program(
     ``scored`` has failed, the rest are not run (``dojo.rewards.programs.repo_plugin``). A task without an environment
     runs in ``runner_environment()``."""
     assert task.workspace is not None
-    written = [*task.workspace.files, *(e.path for e in edits)]
+    written = list(dict.fromkeys([*task.workspace.files, *(e.path for e in edits)]))  # (an edit per block: once each)
     spec = {
         "site": "/env/site-packages",
         "packages": task.workspace.packages,

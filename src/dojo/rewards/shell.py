@@ -130,34 +130,43 @@ def _lines(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip().splitlines()]
 
 
+CONFIG_DEPTH = 64  # levels of nesting a configuration may have (a deeper one "does not parse")
+
+
 def parse_config(text: str, kind: str) -> dict[str, Any]:
     """A configuration file's settings, flattened to dotted keys (``server.port``): ``json``,
-    ``toml`` or ``ini`` (values as text). ValueError when it does not parse."""
+    ``toml`` or ``ini`` (values as text). ValueError when it does not parse: the file is the
+    candidate's, so whatever its parser raises on it (configparser's own errors for a missing
+    section header or a repeated option, a RecursionError for brackets nested thousands deep) is a
+    file that does not parse, never an error of the grading."""
     import configparser
     import tomllib
 
-    if kind == "json":
-        data = untrusted_json(text)
-    elif kind == "toml":
-        data = tomllib.loads(text)
-    elif kind == "ini":
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read_string(text)
-        data = {section: dict(parser[section]) for section in parser.sections()}
-    else:
-        raise ValueError(f"unknown configuration format {kind!r}")
+    try:
+        if kind == "json":
+            data = untrusted_json(text)
+        elif kind == "toml":
+            data = tomllib.loads(text)
+        elif kind == "ini":
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read_string(text)
+            data = {section: dict(parser[section]) for section in parser.sections()}
+        else:
+            raise ValueError(f"unknown configuration format {kind!r}")
+    except (configparser.Error, RecursionError, MemoryError) as e:
+        raise ValueError(f"{type(e).__name__}: {str(e)[:200]}") from None
     if not isinstance(data, dict):
         raise ValueError("the configuration is not a mapping")
     flat: dict[str, Any] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        else:
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    while stack:
+        prefix, value, depth = stack.pop()
+        if not isinstance(value, dict):
             flat[prefix] = value
-
-    walk("", data)
+        elif depth >= CONFIG_DEPTH:
+            raise ValueError(f"the configuration nests more than {CONFIG_DEPTH} levels deep")
+        else:
+            stack += [(f"{prefix}.{k}" if prefix else str(k), v, depth + 1) for k, v in reversed(value.items())]
     return flat
 
 
