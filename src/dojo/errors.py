@@ -16,6 +16,8 @@ program; ``IsolationUnavailable``, ``SlotDied``, ``UnknownLanguage``, ``Language
 
 from __future__ import annotations
 
+import re
+
 from pydantic import ValidationError
 
 
@@ -37,3 +39,17 @@ def field_problems(error: ValidationError, whole: str = "") -> list[str]:
         message = err["msg"].removeprefix("Value error, ")
         problems.append(f"{where}: {message}" if where else message)
     return problems
+
+
+# How OpenAI-compatible servers word a refusal of a request that does not fit the model's context:
+# vLLM ("maximum context length", its engine's "longer than the maximum model length"), SGLang
+# ("longer than the model's context length"), OpenAI ("context_length_exceeded"), TGI's 422
+# ("inputs tokens + max_new_tokens").
+CONTEXT_FULL = re.compile(r"context[ _]length|context window|maximum model length|max_new_tokens", re.IGNORECASE)
+
+
+def refused_for_length(status: int, text: str) -> bool:
+    """Whether a server's answer (``status``, and its error's code and message in ``text``) refuses a
+    request for its length: the request's content, not the server's failure (a policy's
+    conversation, a judge's judged text)."""
+    return status == 413 or (status in (400, 422) and CONTEXT_FULL.search(text) is not None)

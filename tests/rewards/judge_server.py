@@ -85,6 +85,8 @@ def app_for(script: Script) -> FastAPI:
             return JSONResponse({"error": {"message": str(e)}}, status_code=500)
         if isinstance(out, int):
             return JSONResponse({"error": {"message": f"scripted {out}"}}, status_code=out)
+        if isinstance(out, tuple):  # (status, the error's message): a refusal in the server's own words
+            return JSONResponse({"error": {"message": out[1]}}, status_code=out[0])
         message = {"role": "assistant", "content": out}
         return {
             "id": "x",

@@ -149,6 +149,43 @@ async def test_a_text_past_the_judges_limit_scores_zero_without_asking() -> None
     assert fits.value == 1.0 and len(asked) == 1
 
 
+def context_of(tokens: int, honest: Any) -> Any:
+    """A judge whose context holds ``tokens`` (a token per 4 characters of the messages), refusing
+    past it as vLLM does (a 400 that says so), else answering as ``honest``."""
+
+    def script(messages: list[dict[str, Any]], body: dict[str, Any]) -> Any:
+        asked = sum(len(m["content"]) for m in messages) // 4 + body.get("max_tokens", 0)
+        if asked > tokens:
+            return 400, f"This model's maximum context length is {tokens} tokens. However, you requested {asked}"
+        return honest(messages, body)
+
+    return script
+
+
+async def test_a_text_past_the_judges_context_scores_zero_and_a_set_up_past_it_is_no_reward() -> None:
+    """``max_text_chars`` counts characters, a context tokens: a text under the first and past the
+    second (CJK, a small context) had been refused by the judge, an infrastructure error (None),
+    so writing long still dodged a 0. The judge is asked again with the text left out: where that
+    fits, the text's length is its fault (0); where not, the judge's context cannot hold the task's
+    question and rubric, which is the set-up's failure (None)."""
+    long = GOOD + " and more" * 1000  # ~9,000 characters, under max_text_chars
+    async with serve_judge(context_of(2000, ObeyingJudge())) as url, judge_for(url, retries=0) as judge:
+        refused = await judge.grade(TASK, long)
+        fits = await judge.grade(TASK, GOOD)
+        pairwise = await judge.grade_pairwise(TASK, long, POOR)
+    assert (refused.value, refused.verdict) == (0.0, "fail") and "does not fit" in (refused.error or ""), refused
+    assert fits.value == 1.0
+    assert (pairwise.value, pairwise.verdict) == (0.0, "fail"), pairwise
+    async with serve_judge(context_of(100, ObeyingJudge())) as url, judge_for(url, retries=0) as judge:
+        cramped = await judge.grade(TASK, long)
+        short = await judge.grade(TASK, GOOD)
+    assert (cramped.value, cramped.verdict) == (None, "infrastructure_error"), cramped
+    assert (short.value, short.verdict) == (None, "infrastructure_error"), short
+    async with serve_judge(lambda m, b: (400, "Unknown field: response_format")) as url, judge_for(url) as judge:
+        other = await judge.grade(TASK, long)
+    assert other.value is None  # a refusal for another reason is no fault of the text
+
+
 async def test_pairwise_asks_both_orders_and_a_flip_is_a_counted_tie() -> None:
     async with serve_judge(first_preferring) as url, judge_for(url) as judge:
         pair = await judge.compare(TASK.prompt_text(), GOOD, POOR)

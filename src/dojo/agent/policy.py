@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dojo.errors import DojoError, InputError
+from dojo.errors import DojoError, InputError, refused_for_length
 from dojo.tasks.values import untrusted_json
 
 
@@ -53,12 +53,6 @@ def reply_room(message: str) -> int | None:
         return None
     room = int(limit[1]) - int(prompt[1] or prompt[2])
     return room if room > 0 else None
-
-
-# How servers word a refusal of a request that does not fit the context: vLLM ("maximum context
-# length", its engine's "longer than the maximum model length"), SGLang ("longer than the model's
-# context length"), OpenAI ("context_length_exceeded"), TGI's 422 ("inputs tokens + max_new_tokens").
-CONTEXT_FULL = re.compile(r"context[ _]length|context window|maximum model length|max_new_tokens", re.IGNORECASE)
 
 
 def context_full_message(limit: int, prompt_tokens: int) -> str:
@@ -286,7 +280,7 @@ class OpenAIPolicy:
         except openai.APIStatusError as e:
             # (a 400 for a context overflow, a 413 or 422, raised out of the episode and stopped the rollout)
             status = e.status_code
-            if status == 413 or (status in (400, 422) and CONTEXT_FULL.search(f"{e.code or ''} {e.message}")):
+            if refused_for_length(status, f"{e.code or ''} {e.message}"):
                 raise ContextFull(f"the conversation does not fit the model's context ({status}): {e.message}") from e
             if status in (400, 422):
                 raise RequestRefused(

@@ -17,11 +17,17 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from dojo.errors import DojoError
+from dojo.errors import DojoError, refused_for_length
 
 
 class JudgeUnavailable(DojoError, RuntimeError):
     """The judge's endpoint failed (or never answered in form): no reward, never a 0."""
+
+
+class JudgeContextFull(JudgeUnavailable):
+    """The judge refused a request for its length (its context cannot hold it). Whose fault that is
+    (the judged text's, or the question's and rubric's) the grader finds out (``dojo.rewards.judges``);
+    where it cannot, the judge is unavailable."""
 
 
 class JudgeEndpoint(BaseModel):
@@ -90,6 +96,11 @@ class JudgeClient:
             if response.status_code == 429 or response.status_code >= 500:
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
                 continue
+            if refused_for_length(response.status_code, response.text[:2000]):
+                raise JudgeContextFull(
+                    f"the judge at {self.endpoint.base_url} refused the request for its length: "
+                    f"HTTP {response.status_code}: {response.text[:300]}"
+                )
             if response.status_code >= 400:  # the request itself is wrong: retrying will not help
                 raise JudgeUnavailable(
                     f"the judge at {self.endpoint.base_url} refused the request: "

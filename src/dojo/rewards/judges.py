@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dojo.rewards.judge_client import JudgeClient, JudgeEndpoint, JudgeUnavailable
+from dojo.rewards.judge_client import JudgeClient, JudgeContextFull, JudgeEndpoint, JudgeUnavailable
 from dojo.rewards.judge_injection import scan_judged_text
 from dojo.rewards.judge_prompt import Fence, pairwise_messages, question_of, rubric_messages
 from dojo.rewards.outcome import GradeVerdict, Reward, RewardStats
@@ -166,6 +166,19 @@ class JudgeGrader:
                 why = str(e)
         raise JudgeUnavailable(f"the judge never answered in the schema ({self.config.parse_retries + 1} tries): {why}")
 
+    async def _fits(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str) -> bool:
+        """Whether the judge takes ``messages`` in (its reply unread): asked where a request with a
+        judged text was refused for its length, with that text left empty, to tell whose length it
+        was. A text too long for the judge's context is the text's fault and scores 0 (it had been
+        an infrastructure error, a reward of None: a policy could dodge its 0 by writing long, past
+        ``max_text_chars`` in tokens, which counts characters); a question and rubric too long are
+        the judge's set-up. False on any failure (then the judge is unavailable)."""
+        try:
+            await self.client.ask(messages, schema, name)
+        except JudgeUnavailable:
+            return False
+        return True
+
     def _injection(self, texts: Sequence[str]) -> tuple[list[str], str | None]:
         """Flags of the judged texts, and the confirmed attempt (None when there is none)."""
         if not self.config.detect:
@@ -210,6 +223,11 @@ class JudgeGrader:
                 )
             )
         except JudgeUnavailable as e:
+            if isinstance(e, JudgeContextFull) and await self._fits(
+                rubric_messages(rubric, question, "", self.config.fence), rubric.verdict_schema(), rubric.name
+            ):
+                why = f"the judged text does not fit the judge's context (the question and rubric alone do): {e}"
+                return Reward(value=0.0, verdict="fail", total=total, components={"judge": 0.0}, flags=flags, error=why)
             self.judge_stats.unavailable += 1
             return Reward(value=None, verdict="infrastructure_error", total=total, flags=flags, error=str(e))
         scores = [rubric.score(v) for v in verdicts]
@@ -265,10 +283,17 @@ class JudgeGrader:
                 error=f"the judged text talks to its judge: {hack}",
             )
         else:
+            question = question_of(task.prompt)
             try:
-                pair = await self.compare(question_of(task.prompt), completion, reference)
+                pair = await self.compare(question, completion, reference)
             except JudgeUnavailable as e:
-                reward = Reward(value=None, verdict="infrastructure_error", flags=flags, error=str(e))
+                messages = pairwise_messages(question, "", reference, self.config.fence, self.config.purpose)
+                if isinstance(e, JudgeContextFull) and await self._fits(messages, PAIRWISE_SCHEMA, "pairwise"):
+                    why = f"the answer does not fit the judge's context (the reference alone does): {e}"
+                    reward = Reward(value=0.0, verdict="fail", total=1, components={"judge_pairwise": 0.0},
+                                    flags=flags, error=why)  # fmt: skip
+                else:
+                    reward = Reward(value=None, verdict="infrastructure_error", flags=flags, error=str(e))
             else:
                 verdict: GradeVerdict = "pass" if pair.winner == "first" else ("partial" if pair.value else "fail")
                 reward = Reward(
