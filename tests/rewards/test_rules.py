@@ -211,3 +211,32 @@ def test_a_documents_form_alone_earns_nothing_where_its_rules_ask_for_content() 
         "markdown", filler.replace("given below.\n\n## Totals", "below.\n\nInvoice Number: 7\n\n## Totals")
     )
     assert rules_score(check_rules([parse_rule(r) for r in content], with_field)) == (3, 3)
+
+
+def test_made_up_content_earns_nothing_where_the_rules_state_the_tasks_facts() -> None:
+    """The required headings with every number 0 pass the sums and row products (0 + 0 = 0, 0 x 0 =
+    0), which had released every form rule: half of an invoice's rules for a document that says
+    none of the task's facts (any consistent made-up numbers did the same). Where rules state facts
+    (a field's value, phrases to contain), one of them must hold before anything counts."""
+    rules = [
+        parse_rule(r)
+        for r in [
+            {"kind": "sections", "titles": ["Details", "Items"]},
+            {"kind": "forbidden", "phrases": ["TBD"]},
+            {"kind": "field", "label": "Customer", "equals": "Acme Ltd"},
+            {"kind": "sum", "column": "Amount", "total": "Total"},
+            {"kind": "row_product", "factors": ["Quantity", "Unit Price"], "result": "Amount"},
+        ]
+    ]
+    table = "| Quantity | Unit Price | Amount |\n|---|---|---|\n| {q} | {p} | {a} |\n| {q} | {p} | {a} |\n"
+    made_up = "## Details\n\nSee below.\n\nTotal: {t}\n\n## Items\n\n" + table
+    zeros = parse_document("markdown", made_up.format(q=0, p=0, a=0, t=0))
+    ones = parse_document("markdown", made_up.format(q=1, p=1, a=1, t=2))
+    for doc in (zeros, ones):
+        verdicts = check_rules(rules, doc)
+        assert [v.passed for v in verdicts] == [True, True, False, True, True]
+        assert rules_score(verdicts) == (0, 5)
+    told = parse_document("markdown", made_up.format(q=1, p=1, a=1, t=2).replace("See below.", "Customer: Acme Ltd"))
+    assert rules_score(check_rules(rules, told)) == (5, 5)
+    unstated = [r for r in rules if r.kind != "field"]  # no rule states a fact: consistency is content
+    assert rules_score(check_rules(unstated, zeros)) == (4, 4)

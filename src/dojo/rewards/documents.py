@@ -127,7 +127,8 @@ def judge_document(rules: list[Rule], doc: ParsedDocument) -> tuple[int, int, li
     if failed := [v for v in verdicts if v.essential and not v.passed]:
         cases.append(CaseOutcome(index=-1, passed=False, detail=f"an essential rule failed ({failed[0].label}): 0"))
     elif passed == 0 and any(v.passed for v in verdicts):
-        cases.append(CaseOutcome(index=-1, passed=False, detail="no rule about the document's content holds: 0"))
+        about = "the task's facts" if any(v.fact for v in verdicts) else "the document's content"
+        cases.append(CaseOutcome(index=-1, passed=False, detail=f"no rule about {about} holds: 0"))
     return passed, total, cases, {v.component: float(v.passed) for v in verdicts}
 
 

@@ -62,6 +62,7 @@ class RuleVerdict:
     detail: str
     weight: int
     essential: bool
+    fact: bool = False  # the rule states one of the task's facts (``states_fact``)
 
     @property
     def component(self) -> str:
@@ -391,21 +392,32 @@ def check_rules(rules: list[Rule], doc: ParsedDocument) -> list[RuleVerdict]:
     out = []
     for i, rule in enumerate(rules):
         passed, detail = CHECKS[rule.kind](rule, doc)
-        out.append(RuleVerdict(i, rule.kind, rule_label(rule), passed, detail, rule.weight, rule.essential))
+        verdict = RuleVerdict(i, rule.kind, rule_label(rule), passed, detail, rule.weight, rule.essential,
+                              states_fact(rule))  # fmt: skip
+        out.append(verdict)
     return out
 
 
 FORM_KINDS = frozenset({"sections", "forbidden", "length"})  # rules about a document's shape, not what it says
 
 
+def states_fact(rule: Rule) -> bool:
+    """Whether a rule holds only for a document that says one of the task's facts: a field of a
+    given value, phrases it must contain. A rule of consistency (sums, row products, references,
+    a field's format) holds for made-up content too, a form rule for none."""
+    return isinstance(rule, ContainsRule) or (isinstance(rule, FieldRule) and rule.equals is not None)
+
+
 def rules_score(verdicts: list[RuleVerdict]) -> tuple[int, int]:
-    """(weights passed, weights in all); nothing passed when an essential rule failed, or when the
-    rules ask for content (any kind but ``FORM_KINDS``) and none of those passed: form alone earns
-    nothing (the required headings with a filler sentence each passed half of an invoice's rules)."""
+    """(weights passed, weights in all); nothing passed when an essential rule failed, or when none
+    of the rules that state the task's facts passed (where there are any; else none of those about
+    content: any kind but ``FORM_KINDS``). Form alone earns nothing (the required headings with a
+    filler sentence each passed half of an invoice's rules), nor does made-up content: the headings
+    with every number 0 passed the sums and row products (0 + 0 = 0) and, with them, every form rule."""
     total = sum(v.weight for v in verdicts)
     if any(v.essential and not v.passed for v in verdicts):
         return 0, total
-    content = [v for v in verdicts if v.kind not in FORM_KINDS]
-    if content and not any(v.passed for v in content):
+    gate = [v for v in verdicts if v.fact] or [v for v in verdicts if v.kind not in FORM_KINDS]
+    if gate and not any(v.passed for v in gate):
         return 0, total
     return sum(v.weight for v in verdicts if v.passed), total
