@@ -11,7 +11,9 @@ import pytest
 
 from dojo.agent.episode import EpisodeConfig, EpisodeRunner
 from dojo.agent.policy import Completion, OpenAIPolicy, SamplingParams, ToolCall
+from dojo.agent.turn_rewards import ProcessScorer
 from dojo.rewards import Grader
+from dojo.rewards.mapping import SHOWN_ONLY
 from dojo.sandbox import AsyncSandbox, ExecutionResult
 from dojo.tasks.model import Task
 from tests.agent.scripted import (
@@ -37,7 +39,9 @@ async def test_single_turn_is_one_call_graded_on_hidden_tests(grader: Grader) ->
     assert (ep.status, len(ep.turns), ep.value) == ("answered", 1, 1.0)
     assert ep.reward is not None and ep.reward.total == 6
     special = await EpisodeRunner(fixed(SPECIAL), grader).run(double_task())
-    assert special.value is not None and special.value < 1.0  # fitting the visible tests is not enough
+    # fitting the visible tests alone earns nothing (a table of them had earned 0.5)
+    assert special.reward is not None and (special.value, special.reward.verdict) == (0.0, "fail")
+    assert SHOWN_ONLY in special.reward.flags
     assert [m["role"] for m in ep.messages] == ["user", "assistant"]
     assert ep.wall_seconds >= ep.policy_seconds >= 0 and ep.grade_seconds > 0
 
@@ -54,13 +58,17 @@ async def test_feedback_loop_fixes_the_code(grader: Grader) -> None:
 
 
 async def test_feedback_stops_once_the_visible_tests_pass(grader: Grader) -> None:
-    ep = await EpisodeRunner(fixed(SPECIAL, RIGHT), grader, FEEDBACK3).run(double_task())
-    assert len(ep.turns) == 1 and ep.status == "answered" and ep.value is not None and ep.value < 1.0
+    ep = await EpisodeRunner(fixed(SPECIAL, RIGHT), grader, FEEDBACK3, process=ProcessScorer()).run(double_task())
+    assert len(ep.turns) == 1 and ep.status == "answered" and ep.value == 0.0
+    assert ep.turn_rewards == [{"total": 0.0}]  # no progress paid for the shown examples (it had been 1.0)
 
 
 async def test_feedback_runs_out_of_turns_and_grades_the_last_reply(grader: Grader) -> None:
     ep = await EpisodeRunner(fixed(WRONG), grader, FEEDBACK3).run(double_task())
     assert (ep.status, len(ep.turns)) == ("turn_limit", 3)
+    assert ep.reward is not None and ep.reward.verdict == "fail" and ep.value == 0.0  # right on a shown f(1) only
+    half = "```python\ndef f(x):\n    return 2 * x if x < 5 else 0\n```"  # right on f(1), f(2), f(3), f(-4)
+    ep = await EpisodeRunner(fixed(half), grader, FEEDBACK3).run(double_task())
     assert ep.reward is not None and ep.reward.verdict == "partial" and ep.value == 0.5
 
 
@@ -163,7 +171,8 @@ async def test_answer_task_submits_an_answer(grader: Grader) -> None:
 
 
 async def test_token_budget_ends_the_episode(grader: Grader) -> None:
-    big = Completion(text=WRONG, completion_tokens=300)
+    partly = "```python\ndef f(x):\n    return 0 if x == 1 else 2 * x\n```"  # wrong on a shown f(1) only
+    big = Completion(text=partly, completion_tokens=300)
     cfg = EpisodeConfig(mode="feedback", max_turns=5, max_total_tokens=500)
     ep = await EpisodeRunner(fixed(big), grader, cfg).run(double_task())
     assert ep.status == "token_limit" and len(ep.turns) == 2 and ep.completion_tokens == 600

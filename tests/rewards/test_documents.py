@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import subprocess
+import sys
 import time
 import zipfile
+from pathlib import Path
 
 import docx
 import pytest
@@ -15,6 +18,7 @@ from dojo.rewards.document_parse import ParsedDocument, parse_document
 from dojo.rewards.documents import grade_document
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import generate_tasks
+from tests.sandbox.conftest import requires_isolation
 
 
 def _runs(count: int) -> bytes:
@@ -63,3 +67,30 @@ async def test_a_slow_document_leaves_the_event_loop_free(
     assert graded.passed == 0 and graded.compile_error is not None  # (the document is empty: 0, not None)
     ((start, end),) = spans
     assert any(start < t < end for t in ticks)  # the loop went on during the parse (it had not ticked once)
+
+
+FIRST_GRADES = """
+import asyncio
+from dojo.rewards import Grader
+from dojo.sandbox import AsyncSandbox
+from dojo.tasks import generate_tasks
+async def main():
+    tasks = [t for t in generate_tasks("office", n=16, seed=3) if t.document.format == "docx"][:6]
+    async with AsyncSandbox(pool_size=2) as sandbox:
+        rewards = await asyncio.gather(*(Grader(sandbox).grade(t, t.reference) for t in tasks))
+    print([r.value for r in rewards], [r.error for r in rewards if r.value != 1.0])
+asyncio.run(main())
+"""
+
+
+@requires_isolation
+def test_the_first_docx_grades_of_a_fresh_process_read_their_documents() -> None:
+    """A process's first documents are parsed on worker threads at once: one importing ``docx`` and
+    one a module of it deadlocked on the two module locks, which CPython breaks by handing one a
+    half-initialised module; the references' documents did not open (AttributeError), and in a
+    fresh process 3 to 6 of 6 right answers scored 0 (the suite imports docx first, which hid it)."""
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", FIRST_GRADES], cwd=root, capture_output=True, text=True,
+                          timeout=240, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "[1.0, 1.0, 1.0, 1.0, 1.0, 1.0] []", proc.stdout

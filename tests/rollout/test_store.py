@@ -89,4 +89,4 @@ async def test_summary_pass_at_k(grader: Grader, tmp_path: Path) -> None:
     store.write_groups([(double_task("a"), eps)])
     s = summarise(store.rows(), ks=(1, 2, 4))
     assert s["pass@1"] == pytest.approx(0.25) and s["pass@2"] == pytest.approx(0.5) and s["pass@4"] == 1.0
-    assert s["verdicts"] == {"pass": 1, "partial": 3} and s["episodes"] == 4
+    assert s["verdicts"] == {"pass": 1, "fail": 3} and s["episodes"] == 4  # (WRONG passes a shown test only)

@@ -12,11 +12,13 @@ an object).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 
 from dojo.agent.episode import Episode, TurnRecord
 from dojo.rewards.judge_prompt import question_of
+from dojo.rewards.mapping import SHOWN_ONLY
 from dojo.rewards.process import ProcessRewardConfig, ProcessRewardModel, StepSignal, turn_rewards
 from dojo.sandbox import Verdict
 from dojo.tasks.model import Task
@@ -53,18 +55,23 @@ class ProcessScorer:
 
     async def score(self, task: Task, episode: Episode) -> list[dict[str, float]]:
         verdict = episode.reward.verdict if episode.reward is not None else None
-        return await self.score_turns(task, episode.turns, verdict)
+        flags = episode.reward.flags if episode.reward is not None else []
+        return await self.score_turns(task, episode.turns, verdict, flags)
 
     async def score_turns(
-        self, task: Task, turns: Sequence[TurnRecord], verdict: str | None = None
+        self, task: Task, turns: Sequence[TurnRecord], verdict: str | None = None, flags: Sequence[str] = ()
     ) -> list[dict[str, float]]:
         """Each turn's reward parts and ``total``, from the turns' records (the episode runner's, or
-        the verl agent loop's, which records its turns the same way). ``verdict``: the episode's
-        grade; one the grader called a hack earns no turn anything (its visible checks, which run
-        without the static scan, paid progress to the hack on the way)."""
+        the verl agent loop's, which records its turns the same way). ``verdict`` and ``flags``: the
+        episode's grade; one the grader called a hack earns no turn anything (its visible checks,
+        which run without the static scan, paid progress to the hack on the way), and one whose
+        only passes were the examples the prompt shows (``SHOWN_ONLY``) earns no progress: that
+        progress is what a table of the examples earns (1.0 over the episode, where its grade is 0)."""
         if verdict == "hack":
             return [{"total": 0.0} for _ in turns]
         steps = [step_signal(t) for t in turns]
+        if SHOWN_ONLY in flags:
+            steps = [dataclasses.replace(s, passed=None, total=None) for s in steps]
         prm_scores = None
         if self.prm is not None and self.config.prm_weight and steps:
             prm_scores = await self.prm.score_steps(question_of(task.prompt), [s.text for s in steps])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
@@ -187,14 +187,16 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
             self.process_config = ProcessRewardConfig.model_validate(dict(process))
         self.prm_endpoint = JudgeEndpoint.model_validate(dict(prm)) if prm else None
 
-    async def turn_scores(self, task: Task, turns: list[TurnRecord], verdict: str | None = None) -> list[float]:
+    async def turn_scores(
+        self, task: Task, turns: list[TurnRecord], verdict: str | None = None, flags: Sequence[str] = ()
+    ) -> list[float]:
         """Each turn's process reward (its ``total``); [] without a process config, or when the
         process reward model failed (no made-up scores)."""
         if self.process_config is None:
             return []
         prm = ServedPRM(self.prm_endpoint) if self.prm_endpoint is not None else None
         try:
-            rewards = await ProcessScorer(self.process_config, prm).score_turns(task, turns, verdict)
+            rewards = await ProcessScorer(self.process_config, prm).score_turns(task, turns, verdict, flags)
         except JudgeUnavailable as e:
             log.warning("no per-turn rewards for %s: the process reward model failed: %s", task.id, e)
             return []
@@ -264,7 +266,7 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
             metrics.compute_score += time.perf_counter() - t0
             score = reward.value  # None after a sandbox failure: verl's reward function grades it instead
             if score is not None:  # per-turn rewards of scored episodes only, as EpisodeRunner gives them
-                turn_scores = await self.turn_scores(task, records, reward.verdict)
+                turn_scores = await self.turn_scores(task, records, reward.verdict, reward.flags)
         return AgentLoopOutput(
             prompt_ids=prompt_ids,
             response_ids=ids[:response_length],

@@ -509,12 +509,32 @@ def parse_xlsx(data: bytes) -> ParsedDocument:
     return ParsedDocument("xlsx", _all_text(sections), sections)
 
 
+_FIRST_IMPORT = threading.Lock()
+
+
+def _imported(package: str) -> None:
+    """``package`` imported whole before any of its modules is, one thread at a time. Documents are
+    parsed on worker threads: two first parses at once, one importing ``docx`` (whose ``__init__``
+    imports ``docx.opc.part``, then sets ``PartFactory.part_class_selector``) and one importing
+    ``docx.opc.part`` (which imports ``docx``), deadlock on the two module locks, which CPython
+    breaks by handing one thread a half-initialised module: a reference's document did not open
+    (AttributeError), and the first audit of ``family:office`` in a process found tasks
+    unverifiable (1 in 5 runs of 8 threads, /root/scratch/s1210/docx_race.py)."""
+    import importlib
+    import sys
+
+    if package not in sys.modules or getattr(sys.modules[package].__spec__, "_initializing", False):
+        with _FIRST_IMPORT:
+            importlib.import_module(package)
+
+
 def parse_document(format: str, content: str | bytes) -> ParsedDocument:
     """``content`` (text for text/markdown/json, bytes for docx/xlsx) in the one shape;
     ``DocumentError`` when it does not parse or is empty."""
     if format in ("docx", "xlsx"):
         if not isinstance(content, bytes):
             raise TypeError(f"a {format} document is bytes")
+        _imported("docx" if format == "docx" else "openpyxl")
         doc = parse_docx(content) if format == "docx" else parse_xlsx(content)
     else:
         text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content

@@ -58,7 +58,7 @@ from dojo.rewards.harness import (
     rewrite_asserts,
     run_harness,
 )
-from dojo.rewards.mapping import RewardFunction, RewardMode, correctness
+from dojo.rewards.mapping import SHOWN_ONLY, RewardFunction, RewardMode, correctness, shown_examples_only
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.repo import (
     allowed_edits,
@@ -675,10 +675,14 @@ class Grader:
         else:
             verdict = "pass" if r.total and r.passed == r.total else ("partial" if r.passed else "fail")
             error = None
+        counted, flags, cases = r.passed, r.flags, r.cases
+        if verdict == "partial" and shown_examples_only(task, r.cases):
+            counted, verdict, flags = 0, "fail", sorted({*flags, SHOWN_ONLY})
+            cases = [*cases, CaseOutcome(index=-1, passed=False, detail="only the examples the prompt shows pass: 0")]
         mode: RewardMode | RewardFunction = self.config.mode
         if not task.partial_credit and mode == "default":  # (the source's own reward: all or nothing)
             mode = "binary"
-        score = correctness(r.passed, r.total, mode) if verdict in ("pass", "partial", "fail") else 0.0
+        score = correctness(counted, r.total, mode) if verdict in ("pass", "partial", "fail") else 0.0
         components = {"correctness": score}
         for hook in self.config.shaping:
             components[hook.name] = float(hook(completion, score))
@@ -690,7 +694,7 @@ class Grader:
             passed=r.passed,
             total=r.total,
             components=components,
-            flags=r.flags,
-            cases=r.cases,
+            flags=flags,
+            cases=cases,
             error=error,
         )

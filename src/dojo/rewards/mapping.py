@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, Protocol
 
+from dojo.rewards.outcome import CaseOutcome
+from dojo.tasks.model import Task
+
 RewardMode = Literal["default", "fraction", "binary"]
 RewardFunction = Callable[[int, int], float]
 
@@ -28,6 +31,23 @@ def correctness(passed: int, total: int, mode: RewardMode | RewardFunction = "de
     if mode == "default":
         return 1.0 if passed == total else 0.5
     raise ValueError(f"unknown reward mode {mode!r}; use default, fraction, binary or a function")
+
+
+SHOWN_ONLY = "suspicious:shown_examples_only"  # the flag of a grade whose only passes are the prompt's examples
+
+
+def shown_examples_only(task: Task, cases: list[CaseOutcome]) -> bool:
+    """Whether the tests that passed are all ones the prompt shows, where the task has hidden ones
+    too (function, assert and stdio tasks, whose cases are its tests). Such passes earn nothing: the
+    answers are in the prompt, and a table of them (``{"[0]": 6, "[1]": 5}.get(...)``, which no
+    scan names) had earned 0.5 on every arith, identify and expressions task."""
+    if task.form not in ("function", "assert", "stdio"):
+        return False
+    hidden = {i for i, t in enumerate(task.tests) if not t.visible}
+    if not hidden or len(hidden) == len(task.tests):
+        return False
+    passed = {c.index for c in cases if c.passed and c.index >= 0}
+    return bool(passed) and not passed & hidden
 
 
 class Shaping(Protocol):
