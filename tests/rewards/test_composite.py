@@ -96,6 +96,19 @@ async def test_a_part_without_a_value_makes_the_reward_none() -> None:
     assert reward.value is None and reward.verdict == "infrastructure_error" and "judge down" in (reward.error or "")
 
 
+async def test_no_answer_earns_nothing_from_the_other_parts() -> None:
+    """The module doc's own mix (tests 0.6, a length signal 0.1) paid an empty reply 0.14: doing
+    nothing earns 0, while a negative part still counts."""
+    parts = [Part("tests", base(), weight=0.6), Part("short", Signal(lambda t: float(len(t) < 2000)), weight=0.1)]
+    empty = await CompositeGrader(base(), parts).grade(TASK, "")
+    assert (empty.value, empty.verdict) == (0.0, "no_answer") and empty.components["short"] == 1.0
+    costly = Fixed(Reward(value=-1.0, verdict="fail"))
+    penalised = await CompositeGrader(base(), [Part("tests", base()), Part("cost", costly)]).grade(TASK, "")
+    assert penalised.value == pytest.approx(-0.5)
+    wrong = await CompositeGrader(base(), parts).grade(TASK, WRONG)
+    assert wrong.value == pytest.approx(0.1 / 0.7)  # a reply with an answer keeps its signals
+
+
 def test_bad_compositions_are_refused() -> None:
     with pytest.raises(ValueError, match="distinct"):
         CompositeGrader(base(), [Part("a", base()), Part("a", base())])

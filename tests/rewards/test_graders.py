@@ -172,6 +172,12 @@ async def test_user_reward_function_and_shaping(fast_sandbox: AsyncSandbox) -> N
     r = await grader.grade(square_task(), "```python\ndef square(x):\n    return x * x\n```")
     assert r.components["correctness"] == 10.0 and r.components["format"] == 0.1 and r.components["length"] == -1.0
     assert r.value == pytest.approx(9.1)
+    # no answer (an empty block) or code that does not compile: shaping may cost, never pay (0.1 had been paid)
+    for nothing in ("```python\n```", "```python\ndef square(x) return\n```"):
+        r = await grader.grade(square_task(), nothing)
+        assert r.verdict in ("no_answer", "compile_error") and r.components["format"] == 0.0 and r.value <= 0.0, r
+    r = await grader.grade(square_task(), "```python\n```" + " " * 30)
+    assert r.verdict == "no_answer" and r.components["length"] == -1.0
 
 
 def test_bad_grader_settings_are_refused(fast_sandbox: AsyncSandbox) -> None:

@@ -15,7 +15,9 @@ and so in the trajectory store's ``components`` column. Gates:
 - a hack anywhere (a part's verdict ``hack`` or a ``hack:`` flag) makes the whole reward 0 with
   verdict ``hack`` (``hack_zeroes_all``; the parts are still reported);
 - any part without a value (an infrastructure failure: the sandbox, the judge's endpoint) makes the
-  whole reward ``None``: a sum that silently dropped a part would be a different reward.
+  whole reward ``None``: a sum that silently dropped a part would be a different reward;
+- a reply the first part finds no answer in (verdict ``no_answer``) earns nothing from the other
+  parts: doing nothing earns 0 (a negative part still counts).
 
 ``CompositeGrader`` is a ``Grader`` (its ``sandbox``, ``limits`` and ``stats`` are the base
 grader's), so episodes, the scheduler and the trainers take it where they take a ``Grader``.
@@ -140,6 +142,8 @@ class CompositeGrader(Grader):
             )
         weight = sum(p.weight for p in self.parts)
         value = sum(p.weight * (rewards[p.name].value or 0.0) for p in self.parts) / weight
+        if main.verdict == "no_answer":  # (its length signal had paid an empty reply 0.14 of the module doc's mix)
+            value = min(value, 0.0)
         verdicts = [rewards[p.name].verdict for p in self.parts]
         verdict: GradeVerdict = main.verdict
         if main.verdict == "pass" and any(v != "pass" for v in verdicts):

@@ -58,7 +58,7 @@ from dojo.rewards.harness import (
     rewrite_asserts,
     run_harness,
 )
-from dojo.rewards.mapping import SHOWN_ONLY, RewardFunction, RewardMode, correctness, shown_examples_only
+from dojo.rewards.mapping import NOTHING, SHOWN_ONLY, RewardFunction, RewardMode, correctness, shown_examples_only
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.repo import (
     allowed_edits,
@@ -684,8 +684,8 @@ class Grader:
             mode = "binary"
         score = correctness(counted, r.total, mode) if verdict in ("pass", "partial", "fail") else 0.0
         components = {"correctness": score}
-        for hook in self.config.shaping:
-            components[hook.name] = float(hook(completion, score))
+        for hook in self.config.shaping:  # (no answer: shaping may cost, never pay; a format bonus paid ```\n```)
+            components[hook.name] = min(float(hook(completion, score)), 0.0 if verdict in NOTHING else float("inf"))
         value = sum(components.values())  # correctness and shaping; the verdicts below are reported, not summed
         components.update(r.components)
         return Reward(

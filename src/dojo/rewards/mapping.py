@@ -33,6 +33,7 @@ def correctness(passed: int, total: int, mode: RewardMode | RewardFunction = "de
     raise ValueError(f"unknown reward mode {mode!r}; use default, fraction, binary or a function")
 
 
+NOTHING = ("no_answer", "compile_error")  # verdicts of replies that earn nothing, shaping included: it may cost
 SHOWN_ONLY = "suspicious:shown_examples_only"  # the flag of a grade whose only passes are the prompt's examples
 
 
