@@ -120,3 +120,15 @@ def test_agent_loop_turn_scores_are_the_episode_runners_process_rewards(tiny_mod
     assert report["scripted_turn_scores"] == pytest.approx([0.0, 0.5, -0.8, 1.5])
     assert report["runner_turn_scores"] == pytest.approx(report["scripted_turn_scores"])
     assert report["off_turns"] == 4 and report["off_turn_scores"] == []  # process: false
+
+
+@pytest.mark.skipif(not VERL_DEPS.is_dir(), reason="verl's classes are not installed (make test installs .verl-deps)")
+def test_the_agent_loop_grades_only_a_reply_it_trains_on(tiny_model_dir: Path) -> None:
+    """A first reply and its feedback that fill the response: the loop asked for a second reply,
+    graded it (right: 1.0) and cut its tokens off, so the wrong first reply trained with reward 1.0."""
+    report = _verl_script(tiny_model_dir)
+    filled, cut = report["budget_64"], report["budget_4"]
+    assert filled["turns"] == 1 and filled["graded"] == "x * 3" == filled["trained"] and filled["score"] == 0.0
+    assert filled["length"] == 64
+    assert cut["turns"] == 1 and cut["length"] == 4 and cut["graded"] == cut["trained"] != "x * 3"
+    assert cut["score"] == 0.0

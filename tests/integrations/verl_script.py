@@ -177,6 +177,20 @@ async def main(model_dir: str) -> None:
     out = await make_loop(off, long, ScriptedServer(tokenizer)).run({"temperature": 1.0}, **scripted)
     report["off_turn_scores"] = out.extra_fields["turn_scores"]
     report["off_turns"] = out.extra_fields["dojo_turns"]
+
+    # a response budget that the first reply and its feedback fill: no turn is graded whose tokens
+    # are cut off (the right second reply had been graded, 1.0, while only the wrong first one trained)
+    for length in (64, 4):
+        short = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 512, "response_length": length}}})
+        out = await make_loop(off, short, ScriptedServer(tokenizer)).run({"temperature": 1.0}, **scripted)
+        trained = [t for t, m in zip(out.response_ids, out.response_mask, strict=True) if m]
+        report[f"budget_{length}"] = {
+            "turns": out.extra_fields["dojo_turns"],
+            "graded": out.extra_fields["dojo_final"],
+            "trained": tokenizer.decode(trained, skip_special_tokens=True),
+            "score": out.reward_score,
+            "length": len(out.response_ids),
+        }
     print(json.dumps(report))
 
 

@@ -224,20 +224,24 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
         records: list[TurnRecord] = []  # as EpisodeRunner records a feedback episode's turns
         request_id = uuid4().hex
         for turn in range(max_turns):
+            room = response_length - len(ids)  # what is graded is what is trained: a turn past the
+            if room <= 0:  # response is not asked for, and a reply is cut where the response ends (a
+                break  # turn after feedback that filled it was graded while its tokens were cut off)
             t0 = time.perf_counter()
             out = await self.server_manager.generate(
                 request_id=request_id, prompt_ids=prompt_ids + ids, sampling_params=sampling_params
             )
             metrics.generate_sequences += time.perf_counter() - t0
-            ids += list(out.token_ids)
-            mask += [1] * len(out.token_ids)
-            logprobs += list(out.log_probs or [0.0] * len(out.token_ids))
-            final = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+            reply = list(out.token_ids)[:room]
+            ids += reply
+            mask += [1] * len(reply)
+            logprobs += list(out.log_probs or [0.0] * len(out.token_ids))[: len(reply)]
+            final = self.tokenizer.decode(reply, skip_special_tokens=True)
             turns += 1
             last = turn + 1 == max_turns or len(ids) >= response_length  # out of turns or of tokens
             step = await feedback_step(toolbox, final, last_turn=last)
             check = step.tool_result(final)
-            completion = Completion(text=final, token_ids=list(out.token_ids))
+            completion = Completion(text=final, token_ids=reply)
             records.append(TurnRecord(index=turn, completion=completion, tool_results=[check] if check else []))
             metrics.tool_calls += step.seconds
             failed = step.outcome == "infra_error"
@@ -250,7 +254,7 @@ class DojoAgentLoop(AgentLoopBase):  # type: ignore[misc]
                 self.tokenizer,
                 messages,
                 len(messages) - 2,
-                ended_with_eos=bool(out.token_ids) and out.token_ids[-1] == eos,
+                ended_with_eos=bool(reply) and reply[-1] == eos,
             )
             env_ids = self.tokenizer(suffix, add_special_tokens=False)["input_ids"]
             ids += env_ids
