@@ -42,6 +42,16 @@ def test_compute_score_grades_in_the_sandbox(graders: None) -> None:
     assert wrong["score"] == 0.0 and wrong["pass_rate"] < 1.0
     partial = compute_score(row["data_source"], "x + 1 if x < 3 else 0", truth, {**extra, "reward_mode": "fraction"})
     assert 0.0 < partial["score"] < 1.0  # right on the shown inputs and the negative hidden ones only
+    # verl's tool agent loop: the response holds the tools' outputs too; the model's own submission is
+    # graded, never a code block a tool printed (it had scored 1.0; a submitted right answer, 0)
+    submitted = ('<tool_call>\n{"name": "submit", "arguments": {"code": "x + 1"}}\n</tool_call>\nuser\n'
+                 "<tool_response>\nsubmitted\n</tool_response>\nassistant\nI submitted it.")  # fmt: skip
+    assert compute_score(row["data_source"], submitted, truth, extra)["score"] == 1.0
+    printed = ('<tool_call>\n{"name": "run_code", "arguments": {"code": "print(1)"}}\n</tool_call>\nuser\n'
+               "<tool_response>\nstdout:\n```python\nx + 1\n```\n</tool_response>\nassistant\nDone.")  # fmt: skip
+    assert compute_score(row["data_source"], printed, truth, extra)["score"] == 0.0
+    cut = "```python\nx * 3\n```<tool_response>\n```python\nx + 1\n```"  # a response cut inside a tool's output
+    assert compute_score(row["data_source"], cut, truth, extra)["score"] == 0.0
     with pytest.raises(ValueError, match="not a dojo task"):
         compute_score("dojo", "x", "42")
     with pytest.raises(ValueError, match="reward_mode"):

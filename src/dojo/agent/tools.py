@@ -165,6 +165,17 @@ class VisibleCheck:
                           tests_passed=self.passed, tests_total=self.total)  # fmt: skip
 
 
+def submission_text(task: Task, call: ToolCall) -> str | None:
+    """What a ``submit`` call of a task that is not a repo hands to the grader: its code as a code
+    block, its answer in ``<answer>`` tags; None without either."""
+    code, answer = call.arguments.get("code"), call.arguments.get("answer")
+    if code is None and answer is None:
+        return None
+    if task.form == "answer":
+        return f"<answer>{answer if answer is not None else code}</answer>"
+    return f"```{task.language}\n{code if code is not None else answer}\n```"
+
+
 class Toolbox:
     """Executes one episode's tool calls for one task. Holds the episode's files."""
 
@@ -239,13 +250,9 @@ class Toolbox:
     def _submit(self, call: ToolCall) -> ToolResult:
         if self.task.form == "repo":  # the edits made are the answer
             return ToolResult(call=call, observation="submitted", submitted=self.repo_edits())
-        code, answer = call.arguments.get("code"), call.arguments.get("answer")
-        if code is None and answer is None:
+        text = submission_text(self.task, call)
+        if text is None:
             return ToolResult(call=call, observation="error: submit needs 'code' or 'answer'")
-        if self.task.form == "answer":
-            text = f"<answer>{answer if answer is not None else code}</answer>"
-        else:
-            text = f"```{self.task.language}\n{code if code is not None else answer}\n```"
         return ToolResult(call=call, observation="submitted", submitted=text)
 
     def _write(self, call: ToolCall) -> ToolResult:

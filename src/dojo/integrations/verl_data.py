@@ -14,11 +14,14 @@ An infrastructure failure is never a 0: ``compute_score`` retries the sandbox, t
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from dojo.agent.tool_calls import parse_tool_calls
+from dojo.agent.tools import submission_text
 from dojo.errors import DojoError
 from dojo.integrations.trl_rewards import DojoReward
 from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
@@ -72,6 +75,23 @@ def load_task(ground_truth: Any) -> Task:
     raise TypeError(f"ground_truth must be a dojo task as JSON, got {type(ground_truth).__name__}")
 
 
+TOOL_RESPONSE = re.compile(r"<tool_response>.*?(?:</tool_response>|$)", re.DOTALL)
+
+
+def response_answer(task: Task, response: str) -> str:
+    """The answer a response gives, from the model's own text: what tools wrote (each
+    ``<tool_response>``) left out, and where the model called ``submit`` (verl's tool agent loop
+    with dojo's sandbox tools), its first submission as the tool took it. The whole decoded
+    response had been graded: a submitted right answer without a fence was a compile error (0), and
+    a code block that only a tool's output held scored 1.0."""
+    own = TOOL_RESPONSE.sub("", response)
+    if task.form != "repo":
+        for call in parse_tool_calls(own):
+            if call.name == "submit" and (submitted := submission_text(task, call)) is not None:
+                return submitted
+    return own
+
+
 def compute_score(
     data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None, **kwargs: Any
 ) -> dict[str, Any]:
@@ -80,9 +100,10 @@ def compute_score(
     one of ``GradingConfig``, 1 / 0.5 / 0)."""
     task = load_task(ground_truth)
     grader = _grader(str((extra_info or {}).get("reward_mode", DEFAULT_GRADING.mode)))
+    answer = response_answer(task, solution_str)
     error = ""
     for _ in range(RETRIES):
-        (reward,) = grader.grade([task], [solution_str])
+        (reward,) = grader.grade([task], [answer])
         if reward.value is not None:
             total = max(1, reward.total)
             return {"score": reward.value, "pass_rate": reward.passed / total, "verdict": reward.verdict}
