@@ -9,7 +9,15 @@ import openai
 import pytest
 
 from dojo.agent.hf_policy import HFPolicy
-from dojo.agent.policy import Completion, ContextFull, OpenAIPolicy, PolicyError, RequestRefused, SamplingParams
+from dojo.agent.policy import (
+    Completion,
+    ContextFull,
+    OpenAIPolicy,
+    PolicyError,
+    RequestRefused,
+    SamplingParams,
+    ToolCall,
+)
 from dojo.agent.policy_server import create_policy_app
 from dojo.agent.tiny_model import build_tokenizer, char_vocabulary
 
@@ -266,3 +274,21 @@ async def test_server_returns_openai_tool_calls(tiny_model_dir: Path) -> None:
     assert choice.message.tool_calls is not None
     call = choice.message.tool_calls[0]
     assert call.function.name == "run_code" and call.function.arguments == '{"code": "print(1)"}'  # type: ignore[union-attr]
+    # the call travels once, as tool_calls: a content that kept its text made a chat template render it twice
+    assert choice.message.content == "Let me run it."
+
+
+def test_a_native_tool_call_is_rendered_once_in_the_next_prompt(tiny_model_dir: Path) -> None:
+    """The episode's record of a reply whose calls came back as ``tool_calls`` keeps them out of its
+    content: the chat template renders them from ``tool_calls``, and the model had been shown each
+    call twice (with one tool response)."""
+    from dojo.agent.episode import _assistant_message
+
+    policy = HFPolicy.from_dir(tiny_model_dir)
+    text = 'Let me run it.\n<tool_call>\n{"name": "run_code", "arguments": {"code": "print(1)"}}\n</tool_call>'
+    reply = Completion(text=text, tool_calls=[ToolCall(id="c0", name="run_code", arguments={"code": "print(1)"})])
+    messages = [*HI, _assistant_message(reply), {"role": "tool", "tool_call_id": "c0", "content": "1"}]
+    tools: list[dict[str, Any]] = [{"type": "function", "function": {"name": "run_code", "parameters": {}}}]
+    rendered = policy.render(messages, tools)
+    assert rendered.count('"run_code"') - policy.render(HI, tools).count('"run_code"') == 1, rendered
+    assert "Let me run it." in rendered

@@ -41,7 +41,7 @@ from dojo.agent.api_conversation import ApiConversation
 from dojo.agent.feedback import feedback_step
 from dojo.agent.policy import Completion, ContextFull, Policy, PolicyError, RequestRefused, SamplingParams, ToolCall
 from dojo.agent.sandbox_clock import SlotClock
-from dojo.agent.tool_calls import format_tool_call, parse_tool_calls
+from dojo.agent.tool_calls import format_tool_call, parse_tool_calls, without_tool_calls
 from dojo.agent.tools import Toolbox, ToolResult, tools_for
 from dojo.rewards.graders import Grader
 from dojo.rewards.outcome import Reward
@@ -236,7 +236,7 @@ def _tool_message(result: ToolResult) -> dict[str, Any]:
 
 
 def _assistant_message(c: Completion) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": c.text}
+    msg: dict[str, Any] = {"role": "assistant", "content": without_tool_calls(c.text) if c.tool_calls else c.text}
     if c.tool_calls:
         msg["tool_calls"] = [
             {"id": t.id, "type": "function", "function": {"name": t.name, "arguments": json.dumps(t.arguments)}}

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dojo.agent.hf_policy import HFPolicy
 from dojo.agent.policy import Completion, PolicyError, SamplingParams
+from dojo.agent.tool_calls import without_tool_calls
 
 
 class _Common(BaseModel):
@@ -153,6 +154,7 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
             if req.tools:
                 calls = [t for t in c.tool_calls if t.name != "invalid"]
                 if calls:
+                    message["content"] = without_tool_calls(c.text)
                     message["tool_calls"] = [
                         {
                             "id": f"call_{uuid.uuid4().hex[:12]}",

@@ -55,6 +55,13 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
     return calls
 
 
+def without_tool_calls(text: str) -> str:
+    """A reply's text without its ``<tool_call>`` blocks: its content where the calls travel as
+    ``tool_calls`` (as vLLM's parser returns it). A chat template renders ``tool_calls`` after the
+    content, so a content that kept them had shown the model each of its calls twice."""
+    return _TOOL_CALL.sub("", text).strip()
+
+
 def format_tool_call(call: ToolCall) -> str:
     """The text form of a call (for rendering a conversation back into a prompt)."""
     return "<tool_call>\n" + json.dumps({"name": call.name, "arguments": call.arguments}) + "\n</tool_call>"
