@@ -123,3 +123,9 @@ async def test_a_local_classifier_as_process_reward_model(tiny_model_dir: Path) 
     model = HFClassifierPRM(tiny_model_dir)  # a locally built tiny model with a fresh 2-label head
     scores = await model.score_steps("Fix f.", ["try 1", "try 2"])
     assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
+    # past max_length the step being rated is what the model reads (a long first step had hidden it)
+    short = HFClassifierPRM(tiny_model_dir, max_length=32)
+    long_first = "Let me think about this carefully. " * 40
+    good = await short.score_steps("Fix f.", [long_first, "def f(x): return 2 * x"])
+    bad = await short.score_steps("Fix f.", [long_first, "import os; os.system('rm -rf /')"])
+    assert good[0] == bad[0] and good[1] != bad[1]

@@ -135,6 +135,10 @@ class HFClassifierPRM:
         if self.model.config.pad_token_id is None:
             self.model.config.pad_token_id = self.tokenizer.pad_token_id or self.tokenizer.eos_token_id
         self.max_length = max_length
+        # a text past max_length loses its start, never the step being rated at its end: cut from the
+        # right, a long first step had left every later step out of what the model read (each scored
+        # as the first did, whatever it said)
+        self.tokenizer.truncation_side = "left"
 
     def _score(self, question: str, steps: Sequence[str]) -> list[float]:
         import torch
