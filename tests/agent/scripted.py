@@ -98,6 +98,9 @@ def answer_task(task_id: str = "sum") -> Task:
 
 RIGHT = "```python\ndef f(x):\n    return 2 * x\n```"
 WRONG = "```python\ndef f(x):\n    return x + 1\n```"  # right on f(1) only
+# wrong on a shown f(1) only, right on every hidden test: partial credit (0.5 under the default
+# mapping); WRONG, right on a shown test only, earns nothing (``shown_examples_only``)
+PARTLY = "```python\ndef f(x):\n    return 0 if x == 1 else 2 * x\n```"
 SPECIAL = "```python\ndef f(x):\n    return {1: 2, 2: 4}.get(x, 0)\n```"  # fits the visible tests only
 
 

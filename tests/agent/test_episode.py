@@ -17,6 +17,7 @@ from dojo.rewards.mapping import SHOWN_ONLY
 from dojo.sandbox import AsyncSandbox, ExecutionResult
 from dojo.tasks.model import Task
 from tests.agent.scripted import (
+    PARTLY,
     RIGHT,
     SPECIAL,
     WRONG,
@@ -171,8 +172,7 @@ async def test_answer_task_submits_an_answer(grader: Grader) -> None:
 
 
 async def test_token_budget_ends_the_episode(grader: Grader) -> None:
-    partly = "```python\ndef f(x):\n    return 0 if x == 1 else 2 * x\n```"  # wrong on a shown f(1) only
-    big = Completion(text=partly, completion_tokens=300)
+    big = Completion(text=PARTLY, completion_tokens=300)
     cfg = EpisodeConfig(mode="feedback", max_turns=5, max_total_tokens=500)
     ep = await EpisodeRunner(fixed(big), grader, cfg).run(double_task())
     assert ep.status == "token_limit" and len(ep.turns) == 2 and ep.completion_tokens == 600

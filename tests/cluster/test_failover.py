@@ -17,7 +17,7 @@ from dojo.rollout.run import rollout_to_store
 from dojo.rollout.scheduler import Group, RolloutConfig, RolloutScheduler
 from dojo.rollout.store import TrajectoryStore
 from dojo.sandbox import Program, Verdict
-from tests.agent.scripted import RIGHT, WRONG, ScriptedPolicy, double_task
+from tests.agent.scripted import PARTLY, RIGHT, ScriptedPolicy, double_task
 from tests.cluster.conftest import LocalCluster
 
 pytestmark = pytest.mark.timeout(600)
@@ -44,7 +44,7 @@ SLOW = "```python\nimport time\ntime.sleep(0.4)\n"  # every grading holds a slot
 def _reply(messages: list[dict[str, Any]], _call: int) -> str:
     # Tasks t0, t2, ... are answered right, t1, t3, ... wrong (their visible tests fail too).
     task_number = int(messages[-1]["content"].split("TASK-")[1].split()[0])
-    return (RIGHT if task_number % 2 == 0 else WRONG).replace("```python\n", SLOW)
+    return (RIGHT if task_number % 2 == 0 else PARTLY).replace("```python\n", SLOW)
 
 
 async def test_a_node_killed_mid_rollout_loses_nothing_and_scores_no_failure(

@@ -98,12 +98,12 @@ def test_dojo_trains_rollouts_run_on_the_fleet(ray_cluster: LocalCluster) -> Non
     from dojo.agent.policy import SamplingParams
     from dojo.integrations.event_loops import SANDBOXES
     from dojo.integrations.trl_rollout import DojoRollout
-    from tests.agent.scripted import RIGHT, WRONG, ScriptedPolicy, double_task
+    from tests.agent.scripted import PARTLY, RIGHT, ScriptedPolicy, double_task
 
     tasks = [double_task(f"d{i}") for i in range(4)]
     rollout = DojoRollout(tasks, mode="single", pool_size=2, ray=ray_cluster.address)
     try:
-        policy = ScriptedPolicy(lambda m, i: RIGHT if i % 2 == 0 else WRONG)
+        policy = ScriptedPolicy(lambda m, i: RIGHT if i % 2 == 0 else PARTLY)
         groups = rollout.run_groups(policy, tasks, group_size=2, sampling=SamplingParams(max_tokens=8))
 
         async def fleet_runs() -> int:
