@@ -521,11 +521,9 @@ def _imported(package: str) -> None:
     (AttributeError), and the first audit of ``family:office`` in a process found tasks
     unverifiable (1 in 5 runs of 8 threads, /root/scratch/s1210/docx_race.py)."""
     import importlib
-    import sys
 
-    if package not in sys.modules or getattr(sys.modules[package].__spec__, "_initializing", False):
-        with _FIRST_IMPORT:
-            importlib.import_module(package)
+    with _FIRST_IMPORT:  # (once imported, a lookup in sys.modules)
+        importlib.import_module(package)
 
 
 def parse_document(format: str, content: str | bytes) -> ParsedDocument:

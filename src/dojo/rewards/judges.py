@@ -287,8 +287,11 @@ class JudgeGrader:
             try:
                 pair = await self.compare(question, completion, reference)
             except JudgeUnavailable as e:
-                messages = pairwise_messages(question, "", reference, self.config.fence, self.config.purpose)
-                if isinstance(e, JudgeContextFull) and await self._fits(messages, PAIRWISE_SCHEMA, "pairwise"):
+                if isinstance(e, JudgeContextFull) and await self._fits(
+                    pairwise_messages(question, "", reference, self.config.fence, self.config.purpose),
+                    PAIRWISE_SCHEMA,
+                    "pairwise",
+                ):
                     why = f"the answer does not fit the judge's context (the reference alone does): {e}"
                     reward = Reward(value=0.0, verdict="fail", total=1, components={"judge_pairwise": 0.0},
                                     flags=flags, error=why)  # fmt: skip

@@ -65,8 +65,13 @@ SOURCE_HELP = (
 )
 
 
+def _query(query: str) -> dict[str, str]:
+    """A source's options (``n=5&seed=1``), the last of each name."""
+    return {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+
+
 def _options(query: str, allowed: set[str]) -> dict[str, str]:
-    opts = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+    opts = _query(query)
     unknown = set(opts) - allowed
     if unknown:
         raise ValueError(f"unknown option(s) {sorted(unknown)}; this source takes {sorted(allowed)}")
@@ -87,7 +92,7 @@ def canonical_source(spec: str) -> str:
     head, mark, query = spec.partition("?")
     if not mark:
         return head
-    opts = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+    opts = _query(query)
     return head + "?" + "&".join(f"{k}={opts[k]}" for k in sorted(opts))
 
 
