@@ -180,9 +180,12 @@ async def test_token_budget_ends_the_episode(grader: Grader) -> None:
 
 
 async def test_deadline_and_policy_failure_leave_no_reward(grader: Grader) -> None:
+    # a server slower than the slowest working pace (a reply of up to 2 tokens in 5 s) is the set-up's
     slow = ScriptedPolicy(lambda _m, _i: RIGHT, delay=5.0)
-    ep = await EpisodeRunner(slow, grader, EpisodeConfig(time_limit=0.2)).run(double_task())
+    cfg = EpisodeConfig(time_limit=0.2, sampling=SamplingParams(max_tokens=2))
+    ep = await EpisodeRunner(slow, grader, cfg).run(double_task())
     assert ep.status == "deadline" and ep.reward is None and not ep.scored
+    assert ep.policy_seconds >= 0.2  # (the request the deadline ended is counted)
     failed = await EpisodeRunner(fixed(broken()), grader).run(double_task())
     assert failed.status == "policy_error" and failed.reward is None and "connection refused" in (failed.error or "")
 

@@ -16,7 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from dojo.agent.episode import EpisodeConfig, EpisodeRunner
-from dojo.agent.policy import Completion, ContextFull, RequestRefused, ToolCall
+from dojo.agent.policy import Completion, ContextFull, RequestRefused, SamplingParams, ToolCall
 from dojo.agent.sandbox_clock import SlotClock
 from dojo.agent.tools import Toolbox
 from dojo.rewards import Grader
@@ -129,6 +129,23 @@ async def test_one_reply_of_slow_runs_ends_at_the_budget_not_the_deadline(grader
     submitted = Completion(text="", tool_calls=[*calls[:3], ToolCall(id="f", name="submit", arguments={"code": "x"})])
     ep = await EpisodeRunner(fixed(submitted), grader, cfg).run(double_task())
     assert ep.status == "submitted" and ep.final == "```python\nx\n```"  # a submit past the budget still counts
+
+
+async def test_a_long_reply_on_a_working_server_is_graded_not_past_the_deadline(grader: Grader) -> None:
+    """A reply's decoding counts against the deadline only past its ``max_tokens`` at the slowest
+    working pace: a wrong reply long on purpose (here 0.6 s of decoding against a 0.3 s deadline;
+    8,192 tokens at 20 a second against 600 s) had ended ``deadline``, no reward, where a terse one
+    scored 0. It scores 0; a server slower than that pace still reaches the deadline."""
+    verbose = ScriptedPolicy(lambda _m, _i: Completion(text=WRONG, completion_tokens=64), delay=0.6)
+    cfg = EpisodeConfig(time_limit=0.3, sampling=SamplingParams(max_tokens=64))  # (6.4 s of decoding allowed)
+    ep = await EpisodeRunner(verbose, grader, cfg).run(double_task())
+    assert (ep.status, ep.value) == ("answered", 0.0), (ep.status, ep.error)
+    assert ep.policy_seconds >= 0.6
+    # what is past the allowance counts: two turns of 0.6 s each against 0.1 s allowed and 0.8 s of deadline
+    slow = ScriptedPolicy(lambda _m, _i: WRONG, delay=0.6)
+    cfg = EpisodeConfig(mode="feedback", max_turns=3, time_limit=0.8, sampling=SamplingParams(max_tokens=1))
+    ep = await EpisodeRunner(slow, grader, cfg).run(double_task())
+    assert ep.status == "deadline" and ep.reward is None and len(ep.turns) == 1, (ep.status, len(ep.turns))
 
 
 async def test_waits_for_a_busy_fleet_do_not_count_against_the_deadline(grader: Grader) -> None:

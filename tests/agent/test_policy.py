@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -251,31 +252,112 @@ async def test_stop_sequences_cut_the_text(tiny_model_dir: Path) -> None:
     assert all(stop not in c.text for c in cut)
 
 
-class _ToolCallingPolicy(HFPolicy):
-    """The server's tool-call parsing, with a model that always writes one call."""
+CALL = '<tool_call>\n{"name": "run_code", "arguments": {"code": "print(1)"}}\n</tool_call>'
+MALFORMED = '<tool_call>\n{"name": "run_code", "arguments": {"code": \n</tool_call>'
+
+
+class _FixedReplyPolicy(HFPolicy):
+    """The server's tool-call parsing, with a model that always writes ``text``."""
+
+    text = ""
 
     async def complete_ids(self, prompt_ids: list[int], params: SamplingParams, *, n: int = 1) -> list[Completion]:
-        text = 'Let me run it.\n<tool_call>\n{"name": "run_code", "arguments": {"code": "print(1)"}}\n</tool_call>'
-        return [Completion(text=text, finish_reason="stop", token_ids=[1, 2], logprobs=[-0.1, -0.2])] * n
+        return [Completion(text=self.text, finish_reason="stop", token_ids=[1, 2], logprobs=[-0.1, -0.2])] * n
 
 
-async def test_server_returns_openai_tool_calls(tiny_model_dir: Path) -> None:
-    import httpx
-
+async def _served_reply(tiny_model_dir: Path, text: str, **body: Any) -> tuple[Any, httpx.Response]:
+    """What the real openai client reads of a reply ``text`` with a tool offered, and the server's
+    answer to a raw request of ``body`` (with ``HI``)."""
     base = HFPolicy.from_dir(tiny_model_dir)
-    app = create_policy_app(_ToolCallingPolicy(base.model, base.tokenizer), "tiny")
+    policy = _FixedReplyPolicy(base.model, base.tokenizer)
+    policy.text = text
     tools: list[dict[str, Any]] = [{"type": "function", "function": {"name": "run_code", "parameters": {}}}]
-    transport = httpx.ASGITransport(app=app)
+    transport = httpx.ASGITransport(app=create_policy_app(policy, "tiny"))
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
         client = openai.AsyncOpenAI(base_url="http://test/v1", api_key="x", http_client=http)
         resp = await client.chat.completions.create(model="tiny", messages=HI, tools=tools)  # type: ignore[arg-type]
-    choice = resp.choices[0]
+        raw = await http.post("/v1/chat/completions", json={"messages": HI, **body})
+    return resp.choices[0], raw
+
+
+async def test_server_returns_openai_tool_calls(tiny_model_dir: Path) -> None:
+    choice, _ = await _served_reply(tiny_model_dir, f"Let me run it.\n{CALL}")
     assert choice.finish_reason == "tool_calls"
     assert choice.message.tool_calls is not None
     call = choice.message.tool_calls[0]
-    assert call.function.name == "run_code" and call.function.arguments == '{"code": "print(1)"}'  # type: ignore[union-attr]
+    assert call.function.name == "run_code" and call.function.arguments == '{"code": "print(1)"}'
     # the call travels once, as tool_calls: a content that kept its text made a chat template render it twice
     assert choice.message.content == "Let me run it."
+
+
+async def test_a_reply_with_a_malformed_call_is_served_as_text_and_the_client_reads_every_call(
+    tiny_model_dir: Path,
+) -> None:
+    """As vLLM's parsers return it: the whole reply as content, no ``tool_calls``; the client reads the
+    calls from the text, the malformed one included (the agent reports its error and counts it). The
+    server had returned the call that parsed and left the malformed block out of the content too: the
+    model was told nothing of it and paid nothing for it."""
+    from dojo.agent.tool_calls import parse_tool_calls
+
+    text = f"{CALL}\n{MALFORMED}"
+    # (and an OpenAI client that sends null for "no logprobs" is answered, not refused)
+    choice, plain = await _served_reply(tiny_model_dir, text, logprobs=None, max_tokens=4)
+    assert choice.message.tool_calls is None and choice.finish_reason == "stop"
+    assert choice.message.content == text
+    assert [c.name for c in parse_tool_calls(choice.message.content)] == ["run_code", "invalid"]
+    assert plain.status_code == 200, plain.text
+
+
+async def test_a_long_reply_gets_the_time_its_tokens_take_before_the_client_gives_up() -> None:
+    """The client's timeout is at least ``timeout`` and a reply's ``max_tokens`` at the slowest working
+    pace: a fixed 300 s had made a reply long on purpose, on a batched server, a policy failure (no
+    reward) where a terse wrong one scored 0. A server slower than that pace is still a failure."""
+    from tests.agent.scripted import ScriptedPolicy, served
+
+    with served(ScriptedPolicy(lambda _m, _i: "a long reply", delay=0.6)) as url:
+        policy = OpenAIPolicy(url, timeout=0.2)
+        try:
+            (reply,) = await policy.generate(HI, SamplingParams(max_tokens=64))  # (6.4 s allowed)
+            assert reply.text == "a long reply"
+            with pytest.raises(PolicyError, match="timed out"):
+                await policy.generate(HI, SamplingParams(max_tokens=1))  # (0.2 s: the client's own)
+        finally:
+            await policy.close()
+
+
+# A template that takes one tool call per message (Llama-3.1's words)
+_ONE_CALL_TEMPLATE = (
+    "{%- for m in messages %}{%- if m.role == 'assistant' and m.tool_calls %}"
+    "{%- if m.tool_calls|length != 1 %}{{ raise_exception('This model only supports single tool-calls at once!') }}"
+    "{%- endif %}<call>{{ m.tool_calls[0].function.name }}</call>"
+    "{%- else %}<{{ m.role }}>{{ m.content }}{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}<assistant>{%- endif %}"
+)
+
+
+async def test_a_conversation_the_chat_template_refuses_is_a_refused_request(tiny_model_dir: Path) -> None:
+    """A reply of two calls that the template cannot render is refused as vLLM refuses it (a 400, read
+    as ``RequestRefused``: the episode grades its last candidate), in process and served. jinja2's
+    error had escaped ``HFPolicy.generate`` (stopping the rollout) and the server answered it 500 (a
+    policy failure: no reward for the policy's own reply)."""
+    policy = HFPolicy.from_dir(tiny_model_dir)
+    policy.tokenizer.chat_template = _ONE_CALL_TEMPLATE
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "run_code", "arguments": "{}"}} for i in range(2)]
+    messages = [
+        *HI,
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": f"c{i}", "content": "1"} for i in range(2)),
+    ]
+    params = SamplingParams(max_tokens=4, temperature=0.0)
+    assert (await policy.generate(HI, params))[0].finish_reason is not None  # (the template renders the rest)
+    with pytest.raises(RequestRefused, match="single tool-calls"):
+        await policy.generate(messages, params)
+    transport = httpx.ASGITransport(app=create_policy_app(policy, "tiny"))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        served = OpenAIPolicy("http://test/v1", "tiny")
+        served._client = openai.AsyncOpenAI(base_url="http://test/v1", api_key="x", http_client=http)
+        with pytest.raises(RequestRefused, match="single tool-calls"):
+            await served.generate(messages, params)
 
 
 def test_a_native_tool_call_is_rendered_once_in_the_next_prompt(tiny_model_dir: Path) -> None:

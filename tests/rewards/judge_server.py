@@ -87,12 +87,15 @@ def app_for(script: Script) -> FastAPI:
             return JSONResponse({"error": {"message": f"scripted {out}"}}, status_code=out)
         if isinstance(out, tuple):  # (status, the error's message): a refusal in the server's own words
             return JSONResponse({"error": {"message": out[1]}}, status_code=out[0])
+        finish = "stop"
+        if isinstance(out, dict):  # {"content": ..., "finish_reason": ...}: a reply cut at max_tokens, say
+            out, finish = out["content"], out["finish_reason"]
         message = {"role": "assistant", "content": out}
         return {
             "id": "x",
             "object": "chat.completion",
             "model": "scripted-judge",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         }
 
     return app

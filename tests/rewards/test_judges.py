@@ -186,6 +186,53 @@ async def test_a_text_past_the_judges_context_scores_zero_and_a_set_up_past_it_i
     assert other.value is None  # a refusal for another reason is no fault of the text
 
 
+def listing_each_claim(*, obeys_briefer: bool) -> Any:
+    """A judge that names every sentence of the text in its reasons (right ones as right), its reply
+    cut at ``max_tokens`` (4 characters a token) as a server cuts it; ``obeys_briefer``: asked for
+    short reasons, it gives them."""
+
+    def script(messages: list[dict[str, Any]], body: dict[str, Any]) -> Any:
+        _, inside = outside_and_inside(messages)
+        text = "\n".join(inside.values())  # (TEXT, or the answers A and B of a comparison)
+        right = "chlorophyll" in inside.get("TEXT", "")
+        if obeys_briefer and "did not fit" in messages[0]["content"]:
+            reason = "Right throughout." if right else "Wrong: plants do not eat soil."
+        else:
+            reason = " ".join(
+                f"({i + 1}) {c!r} is {'right' if right else 'false'}." for i, c in enumerate(text.split("."))
+            )
+        level, met = (3, True) if right else (0, False)
+        verdict = {"correct": {"reason": reason, "level": level}, "cites": {"reason": reason, "met": met}}
+        if "TEXT" not in inside:  # (the answer with chlorophyll wins)
+            verdict = {"reason": reason, "winner": "A" if "chlorophyll" in inside["A"] else "B"}
+        reply = json.dumps(verdict)
+        limit = body["max_tokens"] * 4
+        return {"content": reply[:limit], "finish_reason": "length" if len(reply) > limit else "stop"}
+
+    return script
+
+
+async def test_a_verdict_cut_at_max_tokens_is_asked_short_then_scores_zero_never_none() -> None:
+    """A text of many small errors, each named in the judge's reason, drew a verdict longer than
+    ``max_tokens``: cut, it did not parse, every retry at temperature 0 was cut the same way, and
+    the text got no reward (None) where a short wrong one scored 0. A cut verdict is asked again
+    for short reasons (a right text keeps its score); cut again, the text scores 0."""
+    wrong = " ".join(f"Plants eat soil of type {i}." for i in range(60))  # ~1,700 characters
+    right = " ".join(f"Light is absorbed by chlorophyll in leaf {i}." for i in range(60))
+    async with serve_judge(listing_each_claim(obeys_briefer=True)) as url, judge_for(url) as judge:
+        short = await judge.grade(TASK, POOR)
+        asked_short = await judge.grade(TASK, wrong)
+        kept = await judge.grade(TASK, right)
+    assert (short.value, asked_short.value, kept.value) == (0.0, 0.0, 1.0), (short, asked_short, kept)
+    assert judge.judge_stats.cut_verdicts == 0
+    async with serve_judge(listing_each_claim(obeys_briefer=False)) as url, judge_for(url) as judge:
+        cut = await judge.grade(TASK, wrong)
+        pairwise = await judge.grade_pairwise(TASK, wrong * 2, GOOD)  # (one reason for both: twice as long)
+    assert (cut.value, cut.verdict) == (0.0, "fail") and "did not fit" in (cut.error or ""), cut
+    assert (pairwise.value, pairwise.verdict) == (0.0, "fail") and "did not fit" in (pairwise.error or ""), pairwise
+    assert judge.judge_stats.cut_verdicts >= 2 and judge.judge_stats.unavailable == 0
+
+
 async def test_pairwise_asks_both_orders_and_a_flip_is_a_counted_tie() -> None:
     async with serve_judge(first_preferring) as url, judge_for(url) as judge:
         pair = await judge.compare(TASK.prompt_text(), GOOD, POOR)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from dojo.agent.episode import EpisodeConfig
+from dojo.agent.policy import SamplingParams
 from dojo.rewards import Grader
 from dojo.rollout import CostModel, RolloutConfig, RolloutScheduler
 from dojo.tasks.model import Task
@@ -125,7 +126,8 @@ async def test_backpressure_and_concurrency_limits(grader: Grader) -> None:
 
 async def test_deadline_is_retried_then_dropped(grader: Grader) -> None:
     slow = ScriptedPolicy(lambda _m, _i: RIGHT, delay=2.0)
-    cfg = RolloutConfig(group_size=1, max_attempts=2, retry_backoff=0.0, episode=EpisodeConfig(time_limit=0.1))
+    episode = EpisodeConfig(time_limit=0.1, sampling=SamplingParams(max_tokens=1))  # (0.1 s of decoding allowed)
+    cfg = RolloutConfig(group_size=1, max_attempts=2, retry_backoff=0.0, episode=episode)
     sched = RolloutScheduler(slow, grader, cfg)
     (group,) = [g async for g in sched.run([_tagged(0)])]
     assert not group.complete and group.episodes[0].status == "deadline"

@@ -23,7 +23,10 @@ episode without a reward (``status`` says which): the scheduler retries it and n
 The deadline does not count time on the sandbox (its runs and waits for a slot: the sandbox bounds
 each run, and the tool time budget the runs together) or waits for a policy request slot: a policy
 that slowed its own runs, or whose runs made the fleet busy, had passed the deadline and turned its
-0 into no reward. Grading has a deadline of its own.
+0 into no reward. Nor does it count a policy request's decoding up to ``decode_allowance`` (its
+``max_tokens`` at ``MIN_DECODE_RATE``, the slowest pace taken for a working server): the reply's
+length is bounded by the token budget, and a long one had passed the deadline the same way. Grading
+has a deadline of its own.
 """
 
 from __future__ import annotations
@@ -39,7 +42,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dojo.agent.api_conversation import ApiConversation
 from dojo.agent.feedback import feedback_step
-from dojo.agent.policy import Completion, ContextFull, Policy, PolicyError, RequestRefused, SamplingParams, ToolCall
+from dojo.agent.policy import (
+    Completion,
+    ContextFull,
+    Policy,
+    PolicyError,
+    RequestRefused,
+    SamplingParams,
+    ToolCall,
+    decode_allowance,
+)
 from dojo.agent.sandbox_clock import SlotClock
 from dojo.agent.tool_calls import format_tool_call, parse_tool_calls, without_tool_calls
 from dojo.agent.tools import Toolbox, ToolResult, tools_for
@@ -98,8 +110,9 @@ class EpisodeConfig(BaseModel):
         600.0,
         gt=0,
         description="Wall-clock deadline of one episode's turns, in seconds, stopped while it is on the sandbox or "
-        "waits for a slot (grading has one of its own: as long, plus one run per test and one more to their wall "
-        "limits).",
+        "waits for a slot, and for each policy request's first max_tokens / 10 seconds (its decoding at the slowest "
+        "pace taken for a working server); grading has one of its own: as long, plus one run per test and one more "
+        "to their wall limits.",
     )
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     tools: list[str] | None = Field(None, description="tools mode: tools offered (default: the task form's own).")
@@ -218,6 +231,29 @@ class Deadline:
             if slots is not None:
                 slots.release()
 
+    @contextlib.asynccontextmanager
+    async def decoding(self, slots: asyncio.Semaphore | None, max_tokens: int) -> AsyncIterator[None]:
+        """A policy's request: one of ``slots`` held (the wait not counted), and the deadline stopped
+        for the request's first ``decode_allowance(max_tokens)`` seconds (its reply's decoding at the
+        slowest pace taken for a working server); only what it takes past that counts. A reply's
+        length is the policy's choice: a wrong reply of 8,192 tokens passed the deadline (no reward)
+        where a terse one scored 0 (found 2026-12-06); a server slower than that pace, or hung, still
+        reaches the deadline (the set-up's failure: no reward)."""
+        async with self.held(slots):
+            when = self.timeout.when()
+            if when is None or self.timeout.expired():
+                yield
+                return
+            loop = asyncio.get_running_loop()
+            start, allowance = loop.time(), decode_allowance(max_tokens)
+            self.timeout.reschedule(when + allowance)
+            try:
+                yield
+            finally:
+                if not self.timeout.expired():
+                    charged = max(0.0, loop.time() - start - allowance)
+                    self.timeout.reschedule(loop.time() + max(0.0, when - start - charged))
+
 
 def refusal_status(error: ContextFull | RequestRefused, *, replied: bool) -> EpisodeStatus:
     """How a server's refusal ends an episode. Once the request holds the policy's replies, its
@@ -319,17 +355,17 @@ class EpisodeRunner:
             params = params.model_copy(update={"max_tokens": remaining})
         t0 = time.perf_counter()
         try:
-            async with deadline.held(self.policy_slots):
+            async with deadline.decoding(self.policy_slots, params.max_tokens):
                 completions = await self.policy.generate(ep.messages, params, n=1, tools=tools)
         except (ContextFull, RequestRefused) as e:
             ep.status, ep.error = refusal_status(e, replied=bool(ep.turns)), str(e)
-            ep.policy_seconds += time.perf_counter() - t0
             return None
+        finally:  # (a request the deadline ended is counted too)
+            dt = time.perf_counter() - t0
+            ep.policy_seconds += dt
         if not completions:
             raise PolicyError("the policy returned no completion")
         c = completions[0]
-        dt = time.perf_counter() - t0
-        ep.policy_seconds += dt
         ep.completion_tokens += c.num_tokens
         ep.prompt_tokens += c.prompt_tokens or 0
         ep.messages.append(_assistant_message(c))
@@ -417,7 +453,7 @@ class EpisodeRunner:
                 flipped.append({"role": role, "content": m["content"]})
         t0 = time.perf_counter()
         try:
-            async with deadline.held(self.policy_slots):
+            async with deadline.decoding(self.policy_slots, self.config.sampling.max_tokens):
                 completions = await self.user.generate(flipped, self.config.sampling, n=1)
         except (ContextFull, RequestRefused):
             # the user model cannot go on with what the agent said (past its context, or refused): the

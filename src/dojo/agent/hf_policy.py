@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dojo.agent.chat_turns import text_after_reply
-from dojo.agent.policy import Completion, ContextFull, PolicyError, SamplingParams, context_full_message
+from dojo.agent.policy import (
+    Completion,
+    ContextFull,
+    PolicyError,
+    RequestRefused,
+    SamplingParams,
+    context_full_message,
+)
 from dojo.agent.tool_calls import parse_tool_calls
 
 PromptFormat = Literal["chat", "text"]
@@ -183,7 +190,15 @@ class HFPolicy:
     ) -> list[Completion]:
         if not messages:
             raise ValueError("messages must not be empty")
-        ids = self.prompt_ids(messages, tools)
+        from jinja2 import TemplateError  # (transformers' chat templates are jinja2's)
+
+        try:
+            ids = self.prompt_ids(messages, tools)
+        except TemplateError as e:
+            # A template that refuses what the conversation holds (Llama-3.1's "only supports single
+            # tool-calls at once" for a reply of two) is refused as a server refuses it (vLLM: a 400):
+            # it had escaped the episode as jinja2's error and stopped the rollout (found 2026-12-06).
+            raise RequestRefused(f"the chat template refused the conversation: {e}") from e
         completions = await self.complete_ids(ids, params, n=n)
         if not params.stop:  # a stop string cuts the text short of the ids: no exact continuation
             for c in completions:

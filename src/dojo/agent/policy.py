@@ -41,6 +41,19 @@ class RequestRefused(PolicyError):
     message refuses a reply of two). ``dojo.agent.episode`` grades the episode there."""
 
 
+# The slowest decoding (tokens a second, per sequence) taken for a working server's: a request for
+# ``max_tokens`` is given ``max_tokens / MIN_DECODE_RATE`` seconds before it counts as the server's
+# failure (the client's timeout) or as the episode's own time (its deadline). A fixed 300 s had
+# turned a reply long on purpose (8,192 tokens at 20 a second, a batched server's pace) into a
+# policy failure, no reward, where a terse wrong one scored 0 (found 2026-12-06).
+MIN_DECODE_RATE = 10.0
+
+
+def decode_allowance(max_tokens: int) -> float:
+    """Seconds a request for ``max_tokens`` may take at the slowest decoding taken for working."""
+    return max_tokens / MIN_DECODE_RATE
+
+
 _CONTEXT_SIZE = re.compile(r"maximum context length is (\d+) tokens")
 _PROMPT_SIZE = re.compile(r"has (\d+) input tokens|\((\d+) in the messages")
 
@@ -178,7 +191,8 @@ class OpenAIPolicy:
     ``api="chat"`` uses ``/v1/chat/completions`` (the server applies the chat template);
     ``api="completions"`` renders the conversation with ``chat_template`` (a callable
     ``messages -> str``) and uses ``/v1/completions``. Token ids are requested vLLM-style
-    (``return_token_ids``) and read when the server returns them; logprobs likewise.
+    (``return_token_ids``) and read when the server returns them; logprobs likewise. ``timeout``:
+    seconds a request may take at least (a longer reply gets its decoding at ``MIN_DECODE_RATE``).
     """
 
     def __init__(
@@ -204,6 +218,7 @@ class OpenAIPolicy:
         self.api = api
         self.extra_body = {"return_token_ids": True, **(extra_body or {})}
         self.chat_template = chat_template
+        self.timeout = timeout
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     async def model_name(self) -> str:
@@ -253,6 +268,8 @@ class OpenAIPolicy:
             "top_p": params.top_p,
             "max_tokens": params.max_tokens,
             "extra_body": self.extra_body,
+            # (at least ``timeout``; more for a long reply: its decoding at MIN_DECODE_RATE)
+            "timeout": max(self.timeout, decode_allowance(params.max_tokens)),
         }
         if params.stop:
             common["stop"] = params.stop
@@ -262,9 +279,10 @@ class OpenAIPolicy:
             if self.api == "chat":
                 if tools:
                     common["tools"] = tools
+                if params.logprobs:  # (left out, not null, for "no": a server may take only a boolean)
+                    common["logprobs"] = True
                 chat = await self._client.chat.completions.create(
                     messages=messages,  # type: ignore[arg-type]
-                    logprobs=params.logprobs or None,
                     **common,
                 )
                 return self._from_chat(chat)

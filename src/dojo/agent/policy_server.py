@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dojo.agent.hf_policy import HFPolicy
-from dojo.agent.policy import Completion, PolicyError, SamplingParams
+from dojo.agent.policy import Completion, PolicyError, RequestRefused, SamplingParams
 from dojo.agent.tool_calls import without_tool_calls
 
 
@@ -61,7 +61,7 @@ class _Common(BaseModel):
 class ChatRequest(_Common):
     messages: list[dict[str, Any]] = Field(min_length=1)
     max_completion_tokens: int | None = Field(None, ge=1)
-    logprobs: bool = False
+    logprobs: bool | None = None  # (OpenAI's clients may send null for "no")
     top_logprobs: int | None = Field(None, ge=0, le=0, description="Only 0 (no alternatives) is supported.")
     tools: list[dict[str, Any]] | None = None
 
@@ -141,18 +141,24 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
         try:
             completions = await policy.generate(
                 req.messages,
-                req.sampling(req.max_completion_tokens or req.max_tokens, req.logprobs),
+                req.sampling(req.max_completion_tokens or req.max_tokens, bool(req.logprobs)),
                 n=req.n,
                 tools=req.tools,
             )
+        except RequestRefused as e:  # (what the conversation holds: a 400, as vLLM answers it; not a failure)
+            return _error(400, str(e))
         except (PolicyError, ValueError, KeyError, TypeError) as e:
             return _error(400 if not isinstance(e, PolicyError) else 500, str(e))
         choices = []
         for i, c in enumerate(completions):
             message: dict[str, Any] = {"role": "assistant", "content": c.text}
             finish = c.finish_reason
-            if req.tools:
-                calls = [t for t in c.tool_calls if t.name != "invalid"]
+            # A reply with a call that does not parse is all content, as vLLM's parsers return it: the
+            # client reads the calls from the text, the malformed one included (its error message and
+            # penalty). Only the parsed calls had been returned, and the malformed block left out of the
+            # content too: the model was told nothing of it (found 2026-12-06).
+            if req.tools and all(t.name != "invalid" for t in c.tool_calls):
+                calls = c.tool_calls
                 if calls:
                     message["content"] = without_tool_calls(c.text)
                     message["tool_calls"] = [

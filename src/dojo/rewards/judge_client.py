@@ -30,6 +30,11 @@ class JudgeContextFull(JudgeUnavailable):
     where it cannot, the judge is unavailable."""
 
 
+class JudgeReplyCut(JudgeUnavailable):
+    """The judge's verdict did not fit its ``max_tokens`` (the reply was cut and does not parse), even
+    asked for shorter reasons: the judged text made it so (``dojo.rewards.judges`` scores it 0)."""
+
+
 class JudgeEndpoint(BaseModel):
     """Where the judge is served and how it is asked."""
 
@@ -129,6 +134,12 @@ class JudgeClient:
 
     async def ask(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str = "verdict") -> str:
         """The text of one reply constrained to ``schema`` (its parsing is the caller's)."""
+        return (await self.ask_reply(messages, schema, name))[0]
+
+    async def ask_reply(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], name: str = "verdict"
+    ) -> tuple[str, bool]:
+        """``ask``'s text, and whether the reply was cut at ``max_tokens`` (finish_reason "length")."""
         body = {
             "model": await self.model(),
             "messages": messages,
@@ -138,9 +149,10 @@ class JudgeClient:
         }
         data = await self._request("POST", "chat/completions", body)
         try:
-            content = data["choices"][0]["message"]["content"]
+            choice = data["choices"][0]
+            content = choice["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise JudgeUnavailable(
                 f"the judge at {self.endpoint.base_url} sent no message: {str(data)[:300]}"
             ) from None
-        return content if isinstance(content, str) else ""
+        return (content if isinstance(content, str) else ""), choice.get("finish_reason") == "length"

@@ -107,3 +107,18 @@ def question_of(prompt: Any) -> str:
     if isinstance(prompt, str):
         return prompt
     return "\n\n".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict))
+
+
+BRIEFER = (
+    "\n\nYour previous verdict on this text did not fit in {max_tokens} tokens and was cut off: keep each "
+    "reason to one short sentence (at most 30 words), whatever the text holds."
+)
+
+
+def briefer(messages: list[dict[str, str]], max_tokens: int) -> list[dict[str, str]]:
+    """``messages`` with the judge's instructions asking for short reasons (after a verdict cut at
+    ``max_tokens``): said in the system message, so that no template meets two user turns in a row."""
+    first, *rest = messages
+    if first.get("role") != "system":
+        return [{"role": "system", "content": BRIEFER.format(max_tokens=max_tokens).strip()}, *messages]
+    return [{**first, "content": first["content"] + BRIEFER.format(max_tokens=max_tokens)}, *rest]

@@ -32,9 +32,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dojo.rewards.judge_client import JudgeClient, JudgeContextFull, JudgeEndpoint, JudgeUnavailable
+from dojo.rewards.judge_client import JudgeClient, JudgeContextFull, JudgeEndpoint, JudgeReplyCut, JudgeUnavailable
 from dojo.rewards.judge_injection import scan_judged_text
-from dojo.rewards.judge_prompt import Fence, pairwise_messages, question_of, rubric_messages
+from dojo.rewards.judge_prompt import Fence, briefer, pairwise_messages, question_of, rubric_messages
 from dojo.rewards.outcome import GradeVerdict, Reward, RewardStats
 from dojo.rewards.rubric import PAIRWISE_SCHEMA, Rubric, Winner, parse_pairwise
 from dojo.tasks.model import Task
@@ -69,6 +69,7 @@ class JudgeStats:
     judged: int = 0
     unavailable: int = 0
     unparsed_replies: int = 0
+    cut_verdicts: int = 0  # verdicts past max_tokens even asked for short reasons: the text scored 0
     injections: int = 0
     pairs: int = 0
     position_flips: int = 0
@@ -84,6 +85,7 @@ class JudgeStats:
             "judge/judged": self.judged,
             "judge/unavailable": self.unavailable,
             "judge/unparsed_replies": self.unparsed_replies,
+            "judge/cut_verdicts": self.cut_verdicts,
             "judge/injections": self.injections,
             "judge/pairs": self.pairs,
             "judge/position_flip_rate": self.flip_rate,
@@ -155,15 +157,27 @@ class JudgeGrader:
 
     async def _ask(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str, parse: Any) -> Any:
         """One parsed verdict: asked again after a reply that does not parse; ``JudgeUnavailable``
-        after ``parse_retries`` more."""
+        after ``parse_retries`` more. A reply cut at ``max_tokens`` is asked again for shorter reasons
+        (``briefer``); cut again, ``JudgeReplyCut``: the judged text drew a verdict longer than the
+        judge may write (a text of many small errors, each named in the reason; at temperature 0 every
+        retry was cut the same way and the text got no reward, found 2026-12-06)."""
         why = ""
+        asked = messages
         for _ in range(self.config.parse_retries + 1):
-            text = await self.client.ask(messages, schema, name)
+            text, cut = await self.client.ask_reply(asked, schema, name)
             try:
                 return parse(text)
             except ValueError as e:
                 self.judge_stats.unparsed_replies += 1
                 why = str(e)
+            if cut:
+                if asked is not messages:
+                    self.judge_stats.cut_verdicts += 1
+                    raise JudgeReplyCut(
+                        f"the judge's verdict did not fit its {self.client.endpoint.max_tokens} tokens, "
+                        f"asked for short reasons too: {why}"
+                    )
+                asked = briefer(messages, self.client.endpoint.max_tokens)
         raise JudgeUnavailable(f"the judge never answered in the schema ({self.config.parse_retries + 1} tries): {why}")
 
     async def _fits(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str) -> bool:
@@ -223,10 +237,12 @@ class JudgeGrader:
                 )
             )
         except JudgeUnavailable as e:
+            why = str(e) if isinstance(e, JudgeReplyCut) else ""
             if isinstance(e, JudgeContextFull) and await self._fits(
                 rubric_messages(rubric, question, "", self.config.fence), rubric.verdict_schema(), rubric.name
             ):
                 why = f"the judged text does not fit the judge's context (the question and rubric alone do): {e}"
+            if why:
                 return Reward(value=0.0, verdict="fail", total=total, components={"judge": 0.0}, flags=flags, error=why)
             self.judge_stats.unavailable += 1
             return Reward(value=None, verdict="infrastructure_error", total=total, flags=flags, error=str(e))
@@ -260,8 +276,9 @@ class JudgeGrader:
         ]
         try:
             one, two = await asyncio.gather(*ask)
-        except JudgeUnavailable:
-            self.judge_stats.unavailable += 1
+        except JudgeUnavailable as e:
+            if not isinstance(e, JudgeReplyCut):
+                self.judge_stats.unavailable += 1
             raise
         self.judge_stats.pairs += 1
         as_first = {"A": "first", "B": "second", "tie": "tie"}[one]
@@ -287,7 +304,10 @@ class JudgeGrader:
             try:
                 pair = await self.compare(question, completion, reference)
             except JudgeUnavailable as e:
-                if isinstance(e, JudgeContextFull) and await self._fits(
+                if isinstance(e, JudgeReplyCut):  # (the answer's doing, as in judge())
+                    reward = Reward(value=0.0, verdict="fail", total=1, components={"judge_pairwise": 0.0},
+                                    flags=flags, error=str(e))  # fmt: skip
+                elif isinstance(e, JudgeContextFull) and await self._fits(
                     pairwise_messages(question, "", reference, self.config.fence, self.config.purpose),
                     PAIRWISE_SCHEMA,
                     "pairwise",
