@@ -65,6 +65,7 @@ PROGRAM_LINES_MAX = 20
 # (``dojo.sandbox.bundle``) and what the environment it runs in provides.
 PROGRAM_IMPORTS = {
     "rewards/programs/harness.py": {"dojo.tasks.values", "dojo.sandbox.guest.wire", "dojo.sandbox.guest.ending"},
+    "sandbox/programs/python_main.py": {"dojo.sandbox.guest.ending"},
     "rewards/programs/repo_driver.py": {"pytest"},
     "rewards/programs/repo_plugin.py": {"pytest", "_pytest"},
     "tasks/programs/tau2_adapter.py": {"tau2", "loguru"},

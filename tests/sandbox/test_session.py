@@ -69,6 +69,10 @@ async def test_exit_ends_the_interpreter(fast_sandbox: AsyncSandbox) -> None:
     async with await fast_sandbox.open_session("python") as s:
         r = await s.exec("import sys\nsys.exit(4)")
         assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code == 4 and r.session_ended
+        # Python's own exit() and quit() (site's: the sandbox's interpreter runs without it)
+        for call in ("exit(0)", "quit()"):
+            r = await s.exec(f"x = 1\n{call}")
+            assert r.verdict is Verdict.ACCEPTED and r.session_ended, (call, r.stderr)
 
 
 async def test_bash_session_keeps_cwd_and_files(fast_sandbox: AsyncSandbox) -> None:

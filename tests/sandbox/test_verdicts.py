@@ -63,6 +63,18 @@ async def test_sys_exit_code_is_reported(sandbox: AsyncSandbox) -> None:
     assert r.verdict is Verdict.RUNTIME_ERROR and r.exit_code == 3
 
 
+@pytest.mark.parametrize(
+    ("ending", "code", "stderr"), [("exit(3)", 3, ""), ("quit()", 0, ""), ("exit('bye')", 1, "bye\n")]
+)
+async def test_exit_and_quit_end_a_program_as_python_does(
+    sandbox: AsyncSandbox, ending: str, code: int, stderr: str
+) -> None:
+    """``exit`` and ``quit`` are ``site``'s, which the sandbox's ``python3 -S`` skips: a program ending
+    in ``exit(0)`` (as SandboxFusion's users write them) had failed with a ``NameError``."""
+    r = await sandbox.run(Program(language="python", source=f"print('out')\n{ending}\nprint('after')\n"))
+    assert (r.exit_code, r.stdout, r.stderr) == (code, "out\n", stderr), r
+
+
 async def test_killed_by_signal(sandbox: AsyncSandbox) -> None:
     r = await sandbox.run(
         Program(language="python", source="import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")

@@ -16,6 +16,10 @@ def test_sandbox_fusion_client_success(live: LiveServer) -> None:
     assert resp.status == RunStatus.Success
     assert resp.run_result is not None and resp.run_result.stdout == "45\n"
     assert resp.run_result.return_code == 0
+    # a program that ends with Python's exit() (site's, which the sandbox's python3 -S skips) succeeds
+    ended = run_code(RunCodeRequest(code="print(1)\nexit(0)\nprint(2)", language="python"), endpoint=live.url)
+    assert ended.status == RunStatus.Success and ended.run_result is not None, ended
+    assert ended.run_result.stdout == "1\n" and ended.run_result.return_code == 0
 
 
 def test_sandbox_fusion_client_compile_error_and_files(live: LiveServer) -> None:

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dojo.sandbox.bundle import program_source
 from dojo.sandbox.errors import LanguageUnavailable, UnknownLanguage
+from dojo.sandbox.guest import ending
 from dojo.sandbox.home import dojo_home
 
 JVM_RESERVE = 2 << 30  # V8, Mono, Go, Racket reserve far more address space than they use
@@ -135,6 +137,9 @@ GO_ENV = {"GO111MODULE": "off", "GOPATH": "/usr/share/gocode", "CGO_ENABLED": "0
 # npm packages `make toolchains` installs (SandboxFusion's runtime set): `require` finds them.
 NODE_ENV = (("NODE_PATH", "/opt/dojo/node/node_modules"),)
 
+# A strict run's Python program, which runs main.py with Python's exit() and quit() (programs/python_main.py)
+PYTHON_MAIN = program_source(Path(__file__).parent / "programs" / "python_main.py", (ending,))
+
 LANGUAGES: dict[str, Language] = {
     lang.name: lang
     for lang in (
@@ -143,7 +148,7 @@ LANGUAGES: dict[str, Language] = {
             "main.py",
             "python3",
             "apt-get install python3",
-            ("{exe}", "-S", "-E", "-s", "-B", "main.py"),
+            ("{exe}", "-S", "-E", "-s", "-B", "-c", PYTHON_MAIN, "main.py"),
             aliases=("python3", "py"),
             inline_python=True,
             fusion=("python", "python3"),

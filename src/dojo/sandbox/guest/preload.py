@@ -45,6 +45,17 @@ print(sum(int(x) for x in "1 2 3".split()), Box().grow(a=1), "done")
 """
 
 
+def install_quitters() -> None:
+    """Python's ``exit`` and ``quit``, which ``site`` defines and the sandbox's ``python3 -S`` does
+    not: a program ending in ``exit(0)`` (SandboxFusion's runs have them) had failed with a
+    ``NameError`` (found 2026-12-06). A strict run's fresh interpreter gets them from
+    ``dojo.sandbox.programs.python_main``."""
+    import _sitebuiltins
+
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
+
+
 def preload(libc: Any) -> int:
     """Import common modules and rehearse one run, so children start on warm memory; returns the
     address space then (``vm_size``).
@@ -57,6 +68,7 @@ def preload(libc: Any) -> int:
     import importlib
     import io
 
+    install_quitters()
     for name in PYTHON_PRELOAD:
         try:
             importlib.import_module(name)
