@@ -41,4 +41,5 @@ def test_sample_draws_at_the_rate_and_refuses_bad_input(tmp_path: Path) -> None:
     assert empty.exit_code == 2 and "no trajectories" in empty.output
     assert not (tmp_path / "none").exists()  # (a reader's store had made the directory it was asked to read)
     unlabelled = runner.invoke(app, ["judge", "agreement", str(tmp_path / "r")])
-    assert unlabelled.exit_code == 2 and "labels.jsonl' does not exist" in unlabelled.output.replace("\n", "")
+    said = unlabelled.output.replace("\n", "")
+    assert unlabelled.exit_code == 2 and "has no labels yet" in said and "dojo judge label" in said, said

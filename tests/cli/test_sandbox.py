@@ -28,6 +28,17 @@ def test_run_prints_output_and_exits_by_verdict(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "RuntimeError" in result.output
 
 
+def test_every_languages_own_suffix_names_it() -> None:
+    """Six suffixes had been guessed of 25 languages: `dojo run Main.java` could not guess Java."""
+    from dojo.cli.sandbox import SUFFIXES
+    from dojo.sandbox.languages import LANGUAGES
+
+    shared = {"pytest": "python", "go_test": "go", "junit": "java", "jest": "typescript"}  # (one suffix, two)
+    for name, lang in LANGUAGES.items():
+        assert SUFFIXES[Path(lang.source_file).suffix] == shared.get(name, name), name
+    assert (SUFFIXES[".cc"], SUFFIXES[".r"]) == ("cpp", "r")
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

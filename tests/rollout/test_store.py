@@ -33,6 +33,12 @@ async def test_round_trip_through_pandas_and_datasets(grader: Grader, tmp_path: 
 
     df = pd.read_parquet(tmp_path / "run")
     assert list(df.columns) == SCHEMA.names and len(df) == 2
+    # every column is documented where users read the schema (docs/rollout.md's table)
+    table = (Path(__file__).resolve().parents[2] / "docs" / "rollout.md").read_text().split("Schema (one row")[1]
+    documented = {
+        name for row in table.splitlines() if row.startswith("| `") for name in row.split("|")[1].split("`")[1::2]
+    }
+    assert set(SCHEMA.names) <= documented, set(SCHEMA.names) - documented
     row = df.iloc[0]
     assert row["run_id"] == "r1" and row["reward"] == 1.0 and row["verdict"] == "pass" and row["num_turns"] == 2
     messages = json.loads(row["messages"])

@@ -46,6 +46,10 @@ def test_bad_files_say_where_and_what(tmp_path: Path) -> None:
     )
     with pytest.raises(TaskFileError, match=r"bad.jsonl line 2: form"):
         load_tasks(str(bad))
+    # every problem of a line is said, not the first and a count
+    bad.write_text('{"id": "x", "form": "function", "prompt": "p", "entry_point": 3, "tests": [{"args": 1}]}\n')
+    with pytest.raises(TaskFileError, match=r"line 1: entry_point: .*string; tests\.0\.args: .*list$"):
+        load_tasks(str(bad))
     bad.write_text("{not json\n")
     with pytest.raises(TaskFileError, match="line 1: not JSON"):
         load_tasks(str(bad))

@@ -16,7 +16,7 @@ def dashboard(
     runs: Annotated[
         list[str],
         typer.Argument(
-            help="Run directories (dojo train --out) or trajectory store URLs (dojo rollout --store); NAME=PATH names "
+            help="Run directories (dojo train --out) or trajectory store URLs (dojo rollout --out); NAME=PATH names "
             "one. Several are compared on one chart. A directory that does not exist yet is waited for."
         ),
     ],

@@ -92,6 +92,9 @@ def agreement(
 
     try:
         items = read_items(review)
+        if not labels and not (review / LABELS).exists():
+            fail(f"{review} has no labels yet ({review / LABELS}): label its items first with `dojo judge label "
+                 f"{review}`, or give label files with --labels")  # fmt: skip
         found = [lab for path in (labels or [review / LABELS]) for lab in read_labels(path)]
         result = measure(items, found)
     except InputError as e:

@@ -17,14 +17,14 @@ from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
 from dojo.sandbox.languages import LANGUAGES, get_language
 from dojo.user_files import read_user_text
 
+# A file's language by its suffix: each language's own source file's (the first language of a suffix:
+# python before pytest, go before go_test, java before junit, typescript before jest), and the common
+# others. Six had been guessed, of 25 languages (`dojo run Main.java` said it could not guess).
 SUFFIXES = {
-    ".py": "python",
-    ".sh": "bash",
-    ".c": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".js": "javascript",
-}
+    **{suffix: name for name, lang in reversed(LANGUAGES.items()) if (suffix := Path(lang.source_file).suffix)},
+    ".cc": "cpp", ".cxx": "cpp", ".c++": "cpp", ".mjs": "javascript", ".cjs": "javascript", ".bash": "bash",
+    ".r": "r", ".v": "verilog", ".rkt": "racket",
+}  # fmt: skip
 
 
 def run(
@@ -46,9 +46,10 @@ def run(
         stdin_text = read_user_text(stdin, "--stdin") if stdin else ""
     except InputError as e:
         fail(str(e))
-    lang = language or SUFFIXES.get(file.suffix)
+    lang = language or SUFFIXES.get(file.suffix) or SUFFIXES.get(file.suffix.lower())
     if lang is None:
-        fail(f"cannot guess the language of {file}; pass --language ({', '.join(LANGUAGES)})")
+        known = " ".join(sorted(SUFFIXES))
+        fail(f"cannot guess the language of {file} from its suffix ({known}); pass --language ({', '.join(LANGUAGES)})")
         return
     try:
         get_language(lang)

@@ -78,8 +78,9 @@ def _validate(row: dict[str, Any], where: str) -> Task:
     try:
         return Task.model_validate(row)
     except ValidationError as e:
-        first = field_problems(e, "task")[0]
-        raise TaskFileError(f"{where}: {first} ({e.error_count()} problem(s) in this task)") from e
+        problems = field_problems(e, "task")
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise TaskFileError(f"{where}: {shown}") from e
 
 
 def load_tasks(path: str) -> list[Task]:
