@@ -37,6 +37,29 @@ def test_plain_checks_convert_to_function_form() -> None:
     assert 100 < len(functions) < 164  # loops and helper-based checks stay in assert form only
 
 
+async def test_humaneval_shows_its_prompts_examples_as_visible_tests(grader: Grader) -> None:
+    """A check's asserts that the prompt shows as doctest examples are visible tests (the rest stay
+    hidden), so `dojo rollout humaneval --mode feedback --max-turns 3` gives a reply that fails a shown
+    example its failure back; every HumanEval task had been single-turn (no visible test)."""
+    from dojo.agent.episode import EpisodeConfig, EpisodeRunner
+    from tests.agent.scripted import fixed
+
+    tasks = {t.id: t for t in load_humaneval()}
+    assert sum(bool(t.visible_tests) for t in tasks.values()) == 40
+    task = tasks["HumanEval/20"]  # find_closest_elements: 2 of its check's 5 asserts are its docstring's examples
+    (shown,) = task.visible_tests
+    assert shown.code is not None and shown.code.count("assert") == 2 and task.hidden_tests
+    assert sum(t.code.count("assert candidate") for t in task.tests if t.code) == 5  # (the check's, once each)
+    functions = {t.id: t for t in load_humaneval("function")}
+    assert len(functions["HumanEval/20/function"].visible_tests) == 2
+    wrong = "```python\ndef find_closest_elements(numbers):\n    return (numbers[0], numbers[1])\n```"
+    right = "```python\n" + (task.reference or "") + "\n```"
+    config = EpisodeConfig(mode="feedback", max_turns=3)
+    episode = await EpisodeRunner(fixed(wrong, right), grader, config).run(task)
+    assert (episode.status, len(episode.turns), episode.value) == ("answered", 2, 1.0), episode.error
+    assert "visible tests" in episode.messages[2]["content"]
+
+
 def test_reasoning_gym_levels_turn_the_generators_knobs() -> None:
     easy = load_reasoning_gym(["chain_sum"], n=30, level=1, seed=0)
     hard = load_reasoning_gym(["chain_sum"], n=30, level=5, seed=0)

@@ -48,7 +48,7 @@ from dojo.rewards.config import DEFAULT_GRADING, GradingConfig
 from dojo.rewards.documents import grade_document
 from dojo.rewards.edit_scan import scan_repo_edits
 from dojo.rewards.extract import extract_answer, extract_code, normalise_answer, parse_number, utf8_text
-from dojo.rewards.hacks import Example, Finding, scan_python, visible_examples
+from dojo.rewards.hacks import Finding, scan_python, shown_examples
 from dojo.rewards.harness import (
     HarnessRun,
     InvalidTask,
@@ -546,16 +546,6 @@ def grade_answer_task(task: Task, completion: str) -> TestResults:
     return out
 
 
-def _shown_examples(task: Task) -> list[Example]:
-    tests: list[Example] = []
-    for t in task.visible_tests:
-        try:
-            tests.append((list(decode_value(t.args)), decode_value(t.expected)))
-        except (ValueError, TypeError):
-            continue
-    return visible_examples(task.prompt_text(), task.entry_point, tests)
-
-
 def _scanned(findings: list[Finding]) -> tuple[list[str], str | None]:
     """A scan's flags, and what its hack findings say (None when it has none)."""
     hacks = [f for f in findings if f.severity == "hack"]
@@ -634,7 +624,7 @@ class Grader:
             return self._reward(task, completion, TestResults(total=max(1, len(task.tests)), no_answer="no_code"))
         flags: list[str] = []
         if self.config.scan and task.language == "python":
-            flags, hack = _scanned(scan_python(code, task.form, _shown_examples(task)))
+            flags, hack = _scanned(scan_python(code, task.form, shown_examples(task)))
             if hack is not None:
                 return self._reward(task, completion, TestResults(total=len(task.tests), hack=hack, flags=flags))
         if task.form == "function":

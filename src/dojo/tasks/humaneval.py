@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from dojo.sandbox import mask_modules
+from dojo.tasks.examples import prompt_examples
 from dojo.tasks.model import Task, TaskMetadata, TestCase
 from dojo.tasks.values import encode_value
 
@@ -44,14 +45,19 @@ def load_humaneval(form: str = "assert") -> list[Task]:
         meta = TaskMetadata(source=SOURCE, tags=["python", "function"])
         reference = row["prompt"] + row["canonical_solution"]
         partial_credit = not NONE_CHECK.search(row["test"])
+        shown = shown_asserts(row["prompt"], row["entry_point"], row["test"])
         if form == "assert":
+            tests = [TestCase(code=row["test"])]
+            if shown is not None:  # the prompt's examples are visible tests (feedback episodes check them)
+                hidden, visible = split_check(row["test"], shown)
+                tests = [TestCase(code=hidden), TestCase(code=visible, visible=True)]
             tasks.append(
                 Task(
                     id=row["task_id"],
                     form="assert",
                     prompt=row["prompt"],
                     entry_point=row["entry_point"],
-                    tests=[TestCase(code=row["test"])],
+                    tests=tests,
                     reference=reference,
                     partial_credit=partial_credit,
                     metadata=meta,
@@ -62,6 +68,8 @@ def load_humaneval(form: str = "assert") -> list[Task]:
         if converted is None:
             continue
         cases, tolerance = converted
+        if shown is not None:
+            cases = [c.model_copy(update={"visible": True}) if s else c for c, s in zip(cases, shown, strict=True)]
         tasks.append(
             Task(
                 id=f"{row['task_id']}/function",
@@ -131,15 +139,14 @@ def _case(test: ast.expr) -> tuple[list[Any], Any, float | None] | None:
     return None
 
 
-def convert_check(test_code: str) -> tuple[list[TestCase], float] | None:
-    """Function-form cases from a HumanEval check, or None when any statement is more than a plain
-    input/output assert (loops, helpers, property checks)."""
+def _check_asserts(test_code: str) -> list[tuple[list[Any], Any, float | None, str]] | None:
+    """(args, expected, tolerance, the assert's text) of each assert of a HumanEval check, or None
+    when any statement is more than a plain input/output assert (loops, helpers, property checks)."""
     tree = ast.parse(test_code)
     check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
     if check is None:
         return None
-    cases: list[TestCase] = []
-    tolerance = 1e-6
+    found = []
     for stmt in check.body:
         if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
             continue
@@ -150,11 +157,47 @@ def convert_check(test_code: str) -> tuple[list[TestCase], float] | None:
         case = _case(stmt.test)
         if case is None:
             return None
-        args, expected, tol = case
+        found.append((*case, ast.unparse(stmt)))
+    return found or None
+
+
+def convert_check(test_code: str) -> tuple[list[TestCase], float] | None:
+    """Function-form cases from a HumanEval check, or None when any statement is more than a plain
+    input/output assert (loops, helpers, property checks)."""
+    asserts = _check_asserts(test_code)
+    if asserts is None:
+        return None
+    cases: list[TestCase] = []
+    tolerance = 1e-6
+    for args, expected, tol, _ in asserts:
         if tol is not None:
             tolerance = max(tolerance, tol)
         try:
             cases.append(TestCase(args=[encode_value(a) for a in args], expected=encode_value(expected)))
         except (TypeError, ValueError):
             return None
-    return (cases, tolerance) if cases else None
+    return cases, tolerance
+
+
+def shown_asserts(prompt: str, entry_point: str, test_code: str) -> list[bool] | None:
+    """Which asserts of a plain check (``_check_asserts``) the prompt shows as a doctest example
+    (``>>> entry(args)`` then the same result): right by construction, and seen by the model. None
+    where none is, or all are (a task with no hidden test left)."""
+    asserts = _check_asserts(test_code)
+    if asserts is None:
+        return None
+    examples = {repr(example) for example in prompt_examples(prompt, entry_point)}
+    shown = [repr((args, expected)) in examples for args, expected, _, _ in asserts]
+    return shown if any(shown) and not all(shown) else None
+
+
+def split_check(test_code: str, shown: list[bool]) -> tuple[str, str]:
+    """A plain check as two: the asserts not shown (hidden) and those shown (``shown_asserts``)."""
+    asserts = _check_asserts(test_code)
+    assert asserts is not None
+
+    def check(keep: bool) -> str:
+        body = "".join(f"    {text}\n" for (_, _, _, text), s in zip(asserts, shown, strict=True) if s == keep)
+        return f"def check(candidate):\n{body}"
+
+    return check(False), check(True)
