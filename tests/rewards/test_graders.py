@@ -39,8 +39,10 @@ async def test_a_completion_that_only_raises_scores_zero_everywhere(grader: Grad
 async def test_humaneval_completion_convention_and_partial_credit(grader: Grader, humaneval: dict[str, Task]) -> None:
     task = humaneval["HumanEval/2"]  # truncate_number: return number % 1.0
     assert (await grader.grade(task, "    return number % 1.0\n")).value == 1.0
-    wrong = await grader.grade(task, "    return 0.5\n")  # right for 3.5 only
+    wrong = await grader.grade(task, "    return 0.33\n")  # right for 1.33 only (a hidden case)
     assert wrong.verdict == "partial" and wrong.value == 0.5 and 0 < wrong.passed < wrong.total
+    shown = await grader.grade(task, "    return 0.5\n")  # right for 3.5 only: the prompt's own example
+    assert shown.verdict == "fail" and shown.value == 0.0
     none = await grader.grade(task, "    return -1.0\n")
     assert none.verdict == "fail" and none.value == 0.0
 
