@@ -93,8 +93,11 @@ def test_train_refuses_bad_input_and_never_overwrites(tmp_path: Path) -> None:
     assert bad_model.exit_code == 2 and "neither `tiny` nor a local Hugging Face model directory" in bad_model.output
     bad_source = runner.invoke(app, ["train", "--out", str(tmp_path / "s"), "--set", "tasks.source=family:nope"])
     assert bad_source.exit_code == 2 and "family" in bad_source.output
-    # neither left a directory behind (it had held a config.yaml that refused every later start in it)
-    assert not (tmp_path / "m").exists() and not (tmp_path / "s").exists()
+    # a Ray cluster that does not answer is said at start (it had failed after the warm start, a traceback)
+    no_ray = runner.invoke(app, ["train", "--out", str(tmp_path / "r"), "--set", "sandbox.ray=127.0.0.1:1"])
+    assert no_ray.exit_code == 2 and "no Ray cluster answers at 127.0.0.1:1" in " ".join(no_ray.output.split())
+    # none left a directory behind (it had held a config.yaml that refused every later start in it)
+    assert not (tmp_path / "m").exists() and not (tmp_path / "s").exists() and not (tmp_path / "r").exists()
     (tmp_path / "afile").write_text("x")
     a_file = runner.invoke(app, ["train", "--out", str(tmp_path / "afile")])
     assert a_file.exit_code == 2 and "is a file" in a_file.output
@@ -109,6 +112,12 @@ def test_train_refuses_bad_input_and_never_overwrites(tmp_path: Path) -> None:
     assert (out / "keep.txt").read_text() == "mine"
     printed = runner.invoke(app, ["train", "--print-config"])
     assert printed.exit_code == 0 and "grpo:" in printed.stdout
+    # a resume with another config names what differs and how to resume with the run's own
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "config.yaml").write_text(printed.stdout)
+    other = runner.invoke(app, ["train", "--out", str(tmp_path / "other"), "--resume", "--set", "grpo.steps=7"])
+    said = " ".join(other.output.split())
+    assert other.exit_code == 2 and "grpo.steps" in said and "(now 7)" in said and "--resume" in said, said
 
 
 def _wait_for(path_glob: tuple[Path, str], proc: subprocess.Popen[bytes], timeout: float = 240) -> None:

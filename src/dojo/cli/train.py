@@ -61,13 +61,14 @@ def train(
     except ConfigError as e:
         fail(str(e))
 
+    from dojo.cluster.connect import ClusterUnavailable
     from dojo.train.report import report_table
     from dojo.train.run import RunDirError
     from dojo.train.run import train as run_training
 
     try:
         result = run_training(cfg, resume=resume, console=console)
-    except (RunDirError, ValueError) as e:
+    except (RunDirError, ClusterUnavailable, ValueError) as e:
         fail(str(e))
     except KeyboardInterrupt:
         console.print("[yellow]interrupted; `--resume` continues from the last finished phase or checkpoint[/]")

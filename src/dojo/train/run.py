@@ -38,6 +38,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 
+from dojo.cluster.connect import check_address
 from dojo.errors import InputError, field_problems
 from dojo.integrations.trl_rollout import DojoRollout, GroupHook
 from dojo.rollout.mirror import mirror_dir
@@ -88,6 +89,17 @@ def prepare_output(config: TrainConfig, resume: bool) -> Path:
     return out
 
 
+def _fields(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A config's values by dotted name (``grpo.steps``), as ``--set`` spells them."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            out.update(_fields(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 def check_output(config: TrainConfig, resume: bool) -> Path:
     """The run's directory, if the run can use it as asked (a RunDirError says why not); nothing is
     written (a typo in policy.model had left a directory whose config.yaml refused every later start)."""
@@ -106,10 +118,14 @@ def check_output(config: TrainConfig, resume: bool) -> Path:
             raise RunDirError(
                 f"{saved} is damaged ({detail}): fix it, or start a new run in another output.dir"
             ) from None
-        if previous.model_dump(exclude={"output"}) != config.model_dump(exclude={"output"}):
+        before, now = _fields(previous.model_dump(exclude={"output"})), _fields(config.model_dump(exclude={"output"}))
+        if differ := [f"{k} {before.get(k)!r} (now {now.get(k)!r})" for k in sorted(before.keys() | now.keys())
+                      if before.get(k) != now.get(k)]:  # fmt: skip
+            more = f" and {len(differ) - 5} more" if len(differ) > 5 else ""
             raise RunDirError(
-                f"{out}/config.yaml differs from the config given: resume with the same config "
-                "(or start a new run in another output.dir)"
+                f"{saved} differs from the config given: {', '.join(differ[:5])}{more}; resume with the run's own "
+                f"config (dojo train {saved} --resume) or the same --set options, or start a new run in another "
+                "output.dir"
             )
         return out
     if out.exists() and not out.is_dir():
@@ -331,6 +347,8 @@ def train(
             console.print(message)
 
     started = time.monotonic()
+    if config.sandbox.ray:  # (a cluster that does not answer had failed after the warm start, with a traceback)
+        check_address(config.sandbox.ray)
     out = check_output(config, resume)
     train_tasks, held = split_tasks(config.tasks, config.seed)  # (a bad source fails before the directory is made)
     write_output(config, out, resume)
