@@ -171,6 +171,17 @@ def test_watching_a_run_that_has_not_started_creates_nothing(tmp_path: Path) -> 
     view = RunView(RunLocation.parse(str(tmp_path / "demo")))
     assert view.refresh() == 0 and view.error is None
     assert not (tmp_path / "demo").exists()
+    assert view.summary()["waiting"] == f"waiting for {tmp_path / 'demo'}: nothing there yet"  # (a typo shows)
+
+
+def test_a_directory_waited_for_that_a_rollout_writes_is_read_as_its_store(tmp_path: Path) -> None:
+    """A path that did not exist was taken as a `dojo train --out` directory, its episodes looked for
+    under trajectories/: a `dojo rollout --out` started after the page showed 0 episodes forever."""
+    view = RunView(RunLocation.parse(str(tmp_path / "later")))
+    assert view.refresh() == 0
+    write_groups(TrajectoryStore(str(tmp_path / "later")), 2, size=2)  # a rollout's store: shards at the top
+    assert view.refresh() == 4 and view.summary()["waiting"] is None
+    assert view.summary()["store"] == str(tmp_path / "later")
 
 
 def test_the_idle_share_is_the_time_no_episode_was_in_flight() -> None:

@@ -1,7 +1,7 @@
 """A run as the dashboard sees it: its trajectory store read incrementally, and its training metrics.
 
 A run is a directory that ``dojo train`` writes (``metrics.csv``, ``eval-steps.csv`` and the store
-under ``trajectories/``) or any trajectory store URL (``dojo rollout --store``: a directory of
+under ``trajectories/``) or any trajectory store URL (``dojo rollout --out``: a directory of
 Parquet shards, ``s3://...``). Shards are immutable once they are visible (``TrajectoryStore``), so
 ``RunView.refresh`` reads only the shards it has not seen, and only the small columns: never the
 messages, turns or token ids, which the trajectory viewer reads for one episode at a time
@@ -207,6 +207,7 @@ class RunView:
         self.eval_rows: list[dict[str, float | None]] = []
         self.refreshed_at = 0.0
         self.error: str | None = None  # why the last refresh could not read the run
+        self.waiting: str | None = None  # a run directory that does not exist yet (a typo says so too)
         self._store: TrajectoryStore | None = None
         self._unreadable: set[str] = set()  # shards that could not be read when last tried
         self._lock = threading.Lock()
@@ -220,10 +221,16 @@ class RunView:
             added, problems = 0, []
             try:
                 if self._store is None:
+                    waited = self.location.train_dir
+                    if waited is not None and not (waited / "trajectories").exists() and _is_store_dir(waited):
+                        # the directory waited for is a store, a `dojo rollout --out`, not a train run's: its
+                        # episodes had never been shown (the page looked for its trajectories/ alone)
+                        self.location = RunLocation(self.location.name, str(waited))
                     fs, root = fsspec.core.url_to_fs(self.location.store_url)
                     if not fs.exists(root):  # not written yet; and never made here (dojo train --out
                         raise FileNotFoundError(root)  # refuses a directory that is not empty)
                     self._store = TrajectoryStore(self.location.store_url, read_only=True)
+                    self.waiting = None
                 listed = self._store.shards()
                 last = self.shards[-1] if self.shards else ""
                 known = set(self.shards)
@@ -250,6 +257,8 @@ class RunView:
                     added += table.num_rows
             except FileNotFoundError:
                 self._store = None  # not written yet (a run about to start): try again next time
+                waited = self.location.train_dir
+                self.waiting = f"waiting for {waited}: nothing there yet" if waited and not waited.exists() else None
             except (OSError, pa.ArrowException, InputError) as e:
                 self._store = None
                 problems.append(f"cannot read {self.location.store_url}: {e}")
@@ -292,6 +301,7 @@ class RunView:
             "infra_failure_rate": float(eps.infra_failed.mean()) if len(eps) else None,
             "training_steps": len(self.train_rows),
             "error": self.error,
+            "waiting": self.waiting,
             "refreshed_at": self.refreshed_at,
         }
 

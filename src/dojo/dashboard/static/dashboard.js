@@ -78,7 +78,7 @@ function renderHeader(o) {
     box.checked = state.selected.has(i);
     box.addEventListener("change", () => { box.checked ? state.selected.add(i) : state.selected.delete(i); refreshTab(); });
     const figures = `${r.episodes} episodes, reward ${fmt(r.mean_reward)}, pass ${fmt(r.pass_rate)}, hack ${fmt(r.hack_rate)}` +
-      (r.error ? ` · ${r.error}` : "");
+      (r.error ? ` · ${r.error}` : "") + (r.waiting ? ` · ${r.waiting}` : "");
     return el("label", { style: `color:${COLORS[i % COLORS.length]}` }, box, ` ${r.name}: ${figures}`);
   }));
   const firing = document.getElementById("firing");
