@@ -23,7 +23,7 @@ def test_export_then_audit_a_good_set(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "wrote 6 tasks" in result.output
     assert len(load_tasks(str(out))) == 6
     report = tmp_path / "report.json"
-    result = runner.invoke(app, ["tasks", "audit", str(out), "--json", str(report), "--all"])
+    result = runner.invoke(app, ["tasks", "audit", str(out), "--json", str(report), "--all", "--pool-size", "2"])
     assert result.exit_code == 0, result.output
     data = json.loads(report.read_text())
     assert data["summary"]["verifiable"] == 6 and len(data["tasks"]) == 6

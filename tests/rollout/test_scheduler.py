@@ -124,14 +124,17 @@ async def test_backpressure_and_concurrency_limits(grader: Grader) -> None:
     assert policy.max_active <= 3
 
 
-async def test_deadline_is_retried_then_dropped(grader: Grader) -> None:
+async def test_deadline_is_retried_then_dropped(grader: Grader, caplog: pytest.LogCaptureFixture) -> None:
     slow = ScriptedPolicy(lambda _m, _i: RIGHT, delay=2.0)
     episode = EpisodeConfig(time_limit=0.1, sampling=SamplingParams(max_tokens=1))  # (0.1 s of decoding allowed)
-    cfg = RolloutConfig(group_size=1, max_attempts=2, retry_backoff=0.0, episode=episode)
+    cfg = RolloutConfig(group_size=2, max_attempts=2, retry_backoff=0.0, episode=episode)
     sched = RolloutScheduler(slow, grader, cfg)
     (group,) = [g async for g in sched.run([_tagged(0)])]
     assert not group.complete and group.episodes[0].status == "deadline"
-    assert sched.stats.retries["deadline"] == 1
+    assert sched.stats.retries["deadline"] == 2
+    # said once, not only counted (a library user's run had ended with no batch and no word of why)
+    said = [r.getMessage() for r in caplog.records if r.name == "dojo.rollout.scheduler"]
+    assert len(said) == 1 and "ended deadline after 2 attempt(s), unscored" in said[0], said
 
 
 async def test_a_prompt_past_the_context_is_not_retried(grader: Grader) -> None:

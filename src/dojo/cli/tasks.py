@@ -70,6 +70,9 @@ def audit(
     mutants: Annotated[
         int, typer.Option(min=0, max=200, help="Grade N one-line mutants of each reference: the mutation score.")
     ] = 0,
+    pool_size: Annotated[
+        int | None, typer.Option(min=1, max=1024, help="Sandbox slots (default: 2 per core, at least 4).")
+    ] = None,
 ) -> None:
     """Check that every task is verifiable: its reference passes (every time), trivial and empty
     candidates fail, and no prompt is a near-duplicate. Exit code 1 when any task is not verifiable."""
@@ -80,7 +83,7 @@ def audit(
         with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as bar:  # fmt: skip
             job = bar.add_task("audit", total=len(tasks))
-            async with AsyncSandbox() as sandbox:
+            async with AsyncSandbox(pool_size=pool_size) as sandbox:
                 return await audit_tasks(
                     tasks, sandbox, repeats=repeats, progress=lambda n: bar.update(job, completed=n), mutants=mutants
                 )

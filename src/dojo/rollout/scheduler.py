@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import time
 from collections.abc import AsyncIterator, Container, Iterable
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from dojo.agent.turn_rewards import ProcessScorer
 from dojo.rewards.graders import Grader
 from dojo.rollout.costs import CostModel
 from dojo.tasks.model import Task
+
+logger = logging.getLogger(__name__)
 
 
 class RolloutConfig(BaseModel):
@@ -144,6 +147,7 @@ class RolloutScheduler:
         self.grader = grader
         self.costs = costs or CostModel()
         self.stats = RolloutStats()
+        self._said: set[str] = set()  # the unscored statuses already logged (once each)
         slots = self.config.sandbox_concurrency
         if slots is None:
             slots = 2 * grader.sandbox.pool_size
@@ -165,6 +169,12 @@ class RolloutScheduler:
             self.stats.retries[ep.status] += 1
             await asyncio.sleep(self.config.retry_backoff * 2 ** (attempt - 1))
             ep = await self.runner.run(task, sample_index=index, group_id=group_id, attempt=attempt)
+        if ep.status not in FINAL_STATUSES and ep.status not in self._said:  # (once per status: the rest are counted)
+            self._said.add(ep.status)
+            logger.warning(
+                "an episode of %s ended %s after %d attempt(s), unscored: %s (further ones are counted in "
+                "stats.failures)", group_id, ep.status, ep.attempt + 1, ep.error or "no error given"
+            )  # fmt: skip
         return ep
 
     async def _group(self, task: Task, group_id: str) -> Group:
