@@ -352,6 +352,11 @@ async def test_a_conversation_the_chat_template_refuses_is_a_refused_request(tin
     assert (await policy.generate(HI, params))[0].finish_reason is not None  # (the template renders the rest)
     with pytest.raises(RequestRefused, match="single tool-calls"):
         await policy.generate(messages, params)
+    broken = HFPolicy.from_dir(tiny_model_dir)  # a template that does not render at all is the set-up's failure
+    broken.tokenizer.chat_template = "{{ messages | no_such_filter }}"
+    with pytest.raises(PolicyError, match="chat template failed") as failed:
+        await broken.generate(messages, params)
+    assert not isinstance(failed.value, RequestRefused)
     transport = httpx.ASGITransport(app=create_policy_app(policy, "tiny"))
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
         served = OpenAIPolicy("http://test/v1", "tiny")

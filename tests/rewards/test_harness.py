@@ -317,7 +317,7 @@ async def test_a_file_given_with_the_program_is_never_imported_by_the_trusted_pr
 
     if SKIP_REASON:
         pytest.skip(SKIP_REASON)
-    names = ("json.py", "typing.py", "ctypes.py", "random.py")
+    names = ("json.py", "typing.py", "ctypes.py", "random.py", "__future__.py")  # (each module imports __future__)
     files = [InputFile(path=name, content=SHADOW_FILE.encode()) for name in names]
     program = Program(language="python", source=CALLED, files=files)
     if isolation == "fast":

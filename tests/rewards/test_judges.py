@@ -225,6 +225,9 @@ async def test_a_verdict_cut_at_max_tokens_is_asked_short_then_scores_zero_never
         kept = await judge.grade(TASK, right)
     assert (short.value, asked_short.value, kept.value) == (0.0, 0.0, 1.0), (short, asked_short, kept)
     assert judge.judge_stats.cut_verdicts == 0
+    async with serve_judge(listing_each_claim(obeys_briefer=True)) as url, judge_for(url, parse_retries=0) as judge:
+        no_retries = await judge.grade(TASK, wrong)  # (asked briefer once, whatever the retries)
+    assert (no_retries.value, no_retries.verdict) == (0.0, "fail"), no_retries
     async with serve_judge(listing_each_claim(obeys_briefer=False)) as url, judge_for(url) as judge:
         cut = await judge.grade(TASK, wrong)
         pairwise = await judge.grade_pairwise(TASK, wrong * 2, GOOD)  # (one reason for both: twice as long)

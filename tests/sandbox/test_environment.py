@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from dojo.cli import app
 from dojo.errors import InputError
-from dojo.sandbox import AsyncSandbox, Program, Verdict
+from dojo.sandbox import AsyncSandbox, InputFile, Program, Verdict
 from dojo.sandbox.environment import (
     EnvironmentNotFound,
     EnvironmentSpecError,
@@ -108,6 +108,14 @@ async def test_strict_runs_and_processes_a_run_starts_find_the_environment(env_s
     child += " text=True).stdout.strip())\n"
     result = await env_sandbox.run(Program(language="python", source=child, environment="toy"))
     assert result.stdout.strip() == "42", result.stderr
+    # a strict run's program finds its own PYTHONPATH entries, where it writes too (/box/lib), as python3 does
+    mine = [InputFile(path="lib/mine.py", content=b"V = 7\n")]
+    path = {"PYTHONPATH": "/box/lib:/env/site-packages"}
+    own = Program(
+        language="python", source="import mine, toyapp\nprint(mine.V)\n", environment="toy", files=mine, env=path
+    )
+    result = await env_sandbox.run(own, isolation="strict")
+    assert result.stdout == "7\n", result.stderr
 
 
 @requires_isolation

@@ -75,6 +75,16 @@ async def test_exit_and_quit_end_a_program_as_python_does(
     assert (r.exit_code, r.stdout, r.stderr) == (code, "out\n", stderr), r
 
 
+@pytest.mark.parametrize("ending", ["", "raise ValueError('x')\n", "raise KeyboardInterrupt\n", "exit(3)\n"])
+async def test_a_file_left_open_is_written_out_as_python_writes_it_at_exit(sandbox: AsyncSandbox, ending: str) -> None:
+    """``f = open(...); f.write(...)`` without ``close()``: Python's exit flushes it. A run forked from a
+    zygote ends with ``os._exit``, and had left the file empty (an answer file read as none)."""
+    source = "import json\nf = open('answer.json', 'w')\nt = open('notes.txt', 'w')\njson.dump({'x': 1}, f)\n"
+    source += "t.write('seen')\n" + ending
+    r = await sandbox.run(Program(language="python", source=source, fetch=["answer.json", "notes.txt"]))
+    assert (r.files["answer.json"].content, r.files["notes.txt"].content) == (b'{"x": 1}', b"seen"), r.stderr
+
+
 async def test_killed_by_signal(sandbox: AsyncSandbox) -> None:
     r = await sandbox.run(
         Program(language="python", source="import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")

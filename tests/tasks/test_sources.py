@@ -58,6 +58,14 @@ async def test_humaneval_shows_its_prompts_examples_as_visible_tests(grader: Gra
     episode = await EpisodeRunner(fixed(wrong, right), grader, config).run(task)
     assert (episode.status, len(episode.turns), episode.value) == ("answered", 2, 1.0), episode.error
     assert "visible tests" in episode.messages[2]["content"]
+    # a right reply that prints one of the prompt's examples is graded (the examples had been counted
+    # twice, as visible tests and as the prompt's: one literal of a shown input read as a hack)
+    shows = (
+        task.reference or ""
+    ) + "\nif __name__ == '__main__':\n    print(find_closest_elements([1.0, 2.0, 3.0, 4.0, 5.0, 2.2]))\n"
+    for graded in (task, functions["HumanEval/20/function"]):
+        reward = await grader.grade(graded, "```python\n" + shows + "\n```")
+        assert (reward.value, reward.verdict) == (1.0, "pass"), (graded.id, reward.error, reward.flags)
 
 
 def test_reasoning_gym_levels_turn_the_generators_knobs() -> None:

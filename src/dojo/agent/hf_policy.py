@@ -195,10 +195,14 @@ class HFPolicy:
         try:
             ids = self.prompt_ids(messages, tools)
         except TemplateError as e:
-            # A template that refuses what the conversation holds (Llama-3.1's "only supports single
-            # tool-calls at once" for a reply of two) is refused as a server refuses it (vLLM: a 400):
-            # it had escaped the episode as jinja2's error and stopped the rollout (found 2026-12-06).
-            raise RequestRefused(f"the chat template refused the conversation: {e}") from e
+            # A template that refuses what the conversation holds (its ``raise_exception``: Llama-3.1's
+            # "only supports single tool-calls at once" for a reply of two) is refused as a server
+            # refuses it (vLLM: a 400); it had escaped the episode as jinja2's error and stopped the
+            # rollout (found 2026-12-06). A template that is broken (a syntax error, an undefined name:
+            # a subclass) is the set-up's failure, not the policy's.
+            if type(e) is TemplateError:
+                raise RequestRefused(f"the chat template refused the conversation: {e}") from e
+            raise PolicyError(f"the chat template failed: {type(e).__name__}: {e}") from e
         completions = await self.complete_ids(ids, params, n=n)
         if not params.stop:  # a stop string cuts the text short of the ids: no exact continuation
             for c in completions:

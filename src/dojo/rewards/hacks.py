@@ -456,8 +456,13 @@ def parsed_constant(text: str, call: str) -> ast.AST | None:
 
 
 def visible_examples(prompt: str, entry_point: str | None, tests: list[Example]) -> list[Example]:
-    """The examples a model saw: visible tests, plus doctest lines ``>>> entry(...)`` of the prompt."""
-    return [*tests, *prompt_examples(prompt, entry_point)]
+    """The examples a model saw, each once: visible tests, plus doctest lines ``>>> entry(...)`` of the
+    prompt. (HumanEval's visible tests are its prompt's examples: counted twice, one literal of a shown
+    input was two matches, and a right reply that printed ``f(example)`` was called a hack.)"""
+    seen: dict[str, Example] = {}
+    for example in [*tests, *prompt_examples(prompt, entry_point)]:
+        seen.setdefault(repr(example), example)
+    return list(seen.values())
 
 
 def shown_examples(task: Task) -> list[Example]:

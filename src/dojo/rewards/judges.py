@@ -163,7 +163,9 @@ class JudgeGrader:
         retry was cut the same way and the text got no reward, found 2026-12-06)."""
         why = ""
         asked = messages
-        for _ in range(self.config.parse_retries + 1):
+        tries = self.config.parse_retries + 1
+        while tries > 0:
+            tries -= 1
             text, cut = await self.client.ask_reply(asked, schema, name)
             try:
                 return parse(text)
@@ -178,6 +180,7 @@ class JudgeGrader:
                         f"asked for short reasons too: {why}"
                     )
                 asked = briefer(messages, self.client.endpoint.max_tokens)
+                tries = max(tries, 1)  # (asked briefer once whatever the retries left)
         raise JudgeUnavailable(f"the judge never answered in the schema ({self.config.parse_retries + 1} tries): {why}")
 
     async def _fits(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str) -> bool:

@@ -33,6 +33,8 @@ from dojo.sandbox.guest.ending import (
     end_by_interrupt,
     ends_by_interrupt,
     exit_status,
+    files_left_open,
+    flush_open_files,
     flush_streams,
     print_program_error,
 )
@@ -437,6 +439,8 @@ class RunChild:
             pass
         if not flush_streams():
             status = status or 120
+        if split is None and files_left_open():  # (a harness's trusted process opens no file of its own)
+            flush_open_files()
         if hook_exit is None and ends_by_interrupt(uncaught):
             status = end_by_interrupt()
         os._exit(status)

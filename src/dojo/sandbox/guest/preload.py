@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any
 
+from dojo.sandbox.guest.ending import install_quitters
+
 # Imported once by the zygote so that runs do not pay for them; kept small (idle memory per slot).
 PYTHON_PRELOAD = (
     "typing", "collections", "itertools", "functools", "math", "re", "heapq", "bisect", "string",
@@ -43,17 +45,6 @@ class Box:
 assert has_close([1.0, 2.0, 3.9, 4.0], 0.3), f"{has_close!r}"
 print(sum(int(x) for x in "1 2 3".split()), Box().grow(a=1), "done")
 """
-
-
-def install_quitters() -> None:
-    """Python's ``exit`` and ``quit``, which ``site`` defines and the sandbox's ``python3 -S`` does
-    not: a program ending in ``exit(0)`` (SandboxFusion's runs have them) had failed with a
-    ``NameError`` (found 2026-12-06). A strict run's fresh interpreter gets them from
-    ``dojo.sandbox.programs.python_main``."""
-    import _sitebuiltins
-
-    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
-    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
 
 
 def preload(libc: Any) -> int:

@@ -18,7 +18,13 @@ import types
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from dojo.sandbox.guest.capture import Capture, classify_limit, out_of_memory
-from dojo.sandbox.guest.ending import exit_status, flush_streams, print_program_error
+from dojo.sandbox.guest.ending import (
+    exit_status,
+    files_left_open,
+    flush_open_files,
+    flush_streams,
+    print_program_error,
+)
 from dojo.sandbox.guest.jail import BOX
 from dojo.sandbox.guest.wire import (
     FRAME_PREFIX,
@@ -356,6 +362,8 @@ class Sessions:
                 if hook_exit is not None:  # the program's sys.excepthook ended the interpreter
                     status, ended = exit_status(hook_exit), True
             flush_streams()
+            if ended and files_left_open():  # (flushed as the interpreter's exit flushes them)
+                flush_open_files()
             write_all(status_fd, encode_frame({"status": status, "ended": ended}, []))
             if ended:
                 os._exit(status)

@@ -2,25 +2,21 @@
 ``python3 -S main.py`` would, with Python's ``exit`` and ``quit``, which ``site`` defines and the
 sandbox's interpreter (``-S``: no site-packages of the system) does not: a program ending in
 ``exit(0)``, as SandboxFusion's users write them, had failed with a ``NameError`` (found
-2026-12-06; a slot's zygote defines them for the runs it forks: ``preload.install_quitters``).
+2026-12-06; a slot's zygote defines them for the runs it forks: ``ending.install_quitters``).
 
 Shipped as the ``-c`` text with ``dojo.sandbox.guest.ending`` (``dojo.sandbox.bundle``), so it runs
 in ``__main__`` and leaves nothing of its own there: the program finds ``sys.argv``, ``sys.path``,
 ``sys.modules`` and its module's attributes as a script's. An exception it does not catch is
 printed by ``ending`` from the program's own frame on, as a fresh run's in a slot is
 (``guest.child``); the rest of the way out is Python's own (its threads waited for, its exit
-handlers, its streams flushed), and an uncaught ``KeyboardInterrupt`` ends it by SIGINT after them.
+handlers, its files flushed, an uncaught ``KeyboardInterrupt`` ending it by SIGINT after all that).
+
+No ``from __future__`` import here: it would run before the bundle's preamble takes the run's own
+directory off ``sys.path``, and import a ``/box/__future__.py`` given with the program (in a grading
+harness's trusted process too). The preamble's shared module imports the standard library's first.
 """
 
-from __future__ import annotations
-
-from dojo.sandbox.guest.ending import (
-    end_by_interrupt,
-    ends_by_interrupt,
-    exit_status,
-    flush_streams,
-    print_program_error,
-)
+from dojo.sandbox.guest.ending import exit_status, install_quitters, print_program_error
 
 # What ``__main__`` holds when Python runs a script, before its first line.
 SCRIPT_GLOBALS = frozenset(
@@ -30,30 +26,21 @@ SCRIPT_GLOBALS = frozenset(
 
 
 def _run_main() -> None:
-    import _sitebuiltins
-    import atexit
-    import builtins
     import os
-    import sys
+    import sys  # (a local name: the module's names leave __main__ before the program runs)
 
     # (bound before the program runs: its names leave ``__main__``, and it may rebind builtins)
-    printed, status_of, flushed, by_interrupt, end = (
-        print_program_error, exit_status, flush_streams, ends_by_interrupt, end_by_interrupt
+    printed, status_of, any_exception, system_exit, interrupt, kind_of = (
+        print_program_error, exit_status, BaseException, SystemExit, KeyboardInterrupt, type
     )  # fmt: skip
-    any_exception, system_exit, leave = BaseException, SystemExit, os._exit
-    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
-    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
-    interrupted: list[bool] = []
-
-    def last_exit_handler() -> None:  # (registered first: it runs after the program's own)
-        if interrupted:
-            flushed()
-            leave(end())  # (130 where the program blocked SIGINT, as Python's status is)
-
-    atexit.register(last_exit_handler)
+    install_quitters()
     del sys.argv[0]  # ("-c", "main.py", *args): as a script's
     path = os.path.abspath(sys.argv[0])
-    sys.path.insert(0, os.path.dirname(path))  # (the bundle's preamble left only what the run cannot write)
+    # A script's path: its directory, then PYTHONPATH's entries (where the run reads its environment),
+    # then what the bundle's preamble kept (it had dropped the entries the run can write, /box/lib too).
+    given = os.environ.get("PYTHONPATH", "") if not sys.flags.ignore_environment else ""
+    entries = [os.path.abspath(p) for p in given.split(os.pathsep) if p]
+    sys.path[:] = [os.path.dirname(path), *entries, *(p for p in sys.path if p not in entries)]
     main = sys.modules["__main__"]
     for name in [name for name in main.__dict__ if name not in SCRIPT_GLOBALS]:
         del main.__dict__[name]
@@ -76,9 +63,12 @@ def _run_main() -> None:
     if uncaught is None:
         return
     hook_exit = printed(uncaught)  # (outside the handler, as Python prints it; from the frame after this one)
-    if hook_exit is None and by_interrupt(uncaught):
-        interrupted.append(True)
-    raise system_exit(1 if hook_exit is None else status_of(hook_exit))
+    if hook_exit is not None:
+        raise system_exit(status_of(hook_exit))
+    if kind_of(uncaught) is interrupt:  # Python's way out, printed already: SIGINT once all is finalised
+        sys.excepthook = lambda *_: None
+        raise uncaught
+    raise system_exit(1)
 
 
 _run_main()
