@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dojo.integrations.verl import export_verl_parquet
+from dojo.integrations.verl_data import export_verl_parquet  # (verl itself is not needed to export)
 from dojo.tasks.families import generate_tasks
 from dojo.train.data import held_out
 

@@ -49,6 +49,7 @@ def test_every_languages_own_suffix_names_it() -> None:
         (["serve", "--network-allow", "bogus:xx"], "the port must be a number"),
         (["run", "{tmp}/x.txt"], "cannot guess the language"),
         (["run", "{tmp}/x.py", "--language", "cobol"], "unknown language"),
+        (["run", "{tmp}/x.py", "--environment", "no-such-env"], "no environment named 'no-such-env'"),
         (["run", "{tmp}/x.py", "--memory-mb", "1"], "--memory-mb"),
         (["run", "{tmp}/x.py", "--wall-time", "-3"], "--wall-time"),
         (["serve", "--host", "10.0.0.1"], "without a token"),

@@ -94,6 +94,18 @@ async def test_test_runners_pass_and_fail(fast_sandbox: AsyncSandbox, language: 
         return  # they print; only test runners judge
     r = await fast_sandbox.run(Program(language=language, source=broken), SLOW, compile_limits=SLOW)
     assert r.verdict is Verdict.RUNTIME_ERROR, (r.stdout + r.stderr)[-2000:]
+    if language in NO_TESTS:  # a run of no test passes nothing (JUnit's had been Accepted: "0 tests found")
+        r = await fast_sandbox.run(Program(language=language, source=NO_TESTS[language]), SLOW, compile_limits=SLOW)
+        assert r.verdict is Verdict.RUNTIME_ERROR, (r.stdout + r.stderr)[-2000:]
+
+
+# test runners given no test they run (JUnit's default name filter takes SumTest, not Sum; go test
+# passes a file without tests: not covered)
+NO_TESTS = {
+    "pytest": "def helper():\n    return 40 + 2\n",
+    "junit": SELF_CHECKING["junit"][0].replace("SumTest", "Sum"),
+    "jest": "const sum = 40 + 2;\n",
+}
 
 
 COMPILE_ERRORS = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 
 import httpx
 from sandbox_fusion import RunCodeRequest, RunStatus, run_code
@@ -75,6 +76,12 @@ def test_verl_request_shapes(live: LiveServer) -> None:
     compile_err = verl_call(live.url, "int main() { x }", "", language="cpp")
     assert compile_err["status"] == "Failed" and compile_err["compile_result"]["return_code"] != 0
     assert compile_err["run_result"] is None
+    # a compile past its time limit: no run either (its result had been copied into a run_result)
+    slow = {"compile_timeout": 0.001}
+    fresh = f"int main() {{ return 0; }} // {uuid.uuid4()}"  # (never a cached build)
+    compile_slow = verl_call(live.url, fresh, "", language="cpp", **slow)
+    assert compile_slow["status"] == "Failed" and compile_slow["compile_result"]["status"] == "TimeLimitExceeded"
+    assert compile_slow["run_result"] is None, compile_slow
 
     node = verl_call(live.url, "console.log(require('fs').readFileSync(0, 'utf8').trim())", "js", language="nodejs")
     assert node["run_result"]["stdout"] == "js\n"

@@ -26,6 +26,13 @@ def test_round_trip_every_form(tmp_path: Path, suffix: str) -> None:
         *load_source("humaneval:function")[:3],
         *load_source("reasoning_gym:gcd?n=2&level=3"),
         *load_source("family:expressions?n=3"),
+        # (each form's own fields: a workspace, a document, tools, an api, an environment; Parquet had
+        # dropped them, and such tasks did not load back)
+        *load_source("family:documents?n=2"),
+        *load_source("family:terminal?n=2"),
+        *load_source("family:data_analysis?n=2"),
+        *load_source("family:scene3d?n=2"),
+        *load_source("bfcl:multi_turn_base?n=2"),
         Task(
             id="chat",
             form="stdio",

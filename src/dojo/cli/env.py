@@ -42,8 +42,9 @@ def check_environment(environment: Environment, store: EnvironmentStore) -> str:
     async def go() -> str:
         async with AsyncSandbox(pool_size=1, environments=store, environment_pool_size=1) as sandbox:
             result = await sandbox.run(Program(language="python", source=source, environment=environment.ref))
-        if result.verdict is not Verdict.ACCEPTED:
-            raise SandboxError(f"the environment's check run ended {result.verdict.value}: {result.stderr[-2000:]}")
+        if result.verdict is not Verdict.ACCEPTED:  # (a slot that did not start says why in sandbox_error)
+            why = result.sandbox_error or result.stderr[-2000:]
+            raise SandboxError(f"the environment's check run ended {result.verdict.value}: {why}")
         return result.stdout
 
     return run_async(go())

@@ -14,6 +14,7 @@ from dojo.cli.output import console, err_console, fail, problem
 from dojo.cli.running import run_async
 from dojo.errors import InputError
 from dojo.sandbox import AsyncSandbox, Limits, Program, SandboxError, Verdict
+from dojo.sandbox.backend import Isolation
 from dojo.sandbox.languages import LANGUAGES, get_language
 from dojo.user_files import read_user_text
 
@@ -38,6 +39,9 @@ def run(
         str, typer.Option(help="none, host, or destinations to allow, comma-separated (HOST:PORT, CIDR:PORT, names).")
     ] = "none",
     strict: Annotated[bool, typer.Option(help="Fresh namespaces and interpreter for this run.")] = False,
+    environment: Annotated[
+        str | None, typer.Option(help="A Python environment to run in (dojo env build NAME): NAME or NAME@VERSION.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
 ) -> None:
     """Run one program in the sandbox and print its output and verdict."""
@@ -55,12 +59,13 @@ def run(
         get_language(lang)
         policy: str | list[str] = network if network in ("none", "host") else [e for e in network.split(",") if e]
         limits = Limits(wall_time=wall_time, cpu_time=cpu_time, memory=memory_mb << 20, network=policy)
-        program = Program(language=lang, source=source, stdin=stdin_text)
+        program = Program(language=lang, source=source, stdin=stdin_text, environment=environment)
     except ValueError as e:
         fail(problem(e))
 
     async def go() -> None:
-        async with AsyncSandbox(pool_size=1, isolation="strict" if strict else "fast") as sandbox:
+        isolation: Isolation = "strict" if strict else "fast"
+        async with AsyncSandbox(pool_size=1, environment_pool_size=1, isolation=isolation) as sandbox:
             result = await sandbox.run(program, limits)
         if as_json:
             print(result.model_dump_json(indent=2, exclude={"files"}))

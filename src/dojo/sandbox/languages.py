@@ -273,6 +273,7 @@ LANGUAGES: dict[str, Language] = {
                 "--class-path",
                 ".",
                 "--scan-class-path",
+                "--fail-if-no-tests",  # (a class JUnit's name filter skips ran nothing and was Accepted)
                 "--disable-banner",
                 "--details=tree",
                 "--disable-ansi-colors",

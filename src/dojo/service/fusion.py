@@ -232,6 +232,7 @@ def to_response(result: ExecutionResult) -> RunCodeResponse:
             status=RunStatus.SANDBOX_ERROR, message=result.sandbox_error or "sandbox error", verdict=result.verdict
         )
     compile_result = None
+    compile_verdict = Verdict.ACCEPTED
     if result.compile is not None:
         if result.compile.limit in (LimitKind.WALL_TIME, LimitKind.CPU_TIME):
             compile_verdict = Verdict.TIME_LIMIT_EXCEEDED
@@ -241,7 +242,8 @@ def to_response(result: ExecutionResult) -> RunCodeResponse:
             compile_verdict = Verdict.ACCEPTED
         compile_result = command_result(result.compile, compile_verdict)
     run_result = None
-    if result.verdict is not Verdict.COMPILE_ERROR:
+    # (no run when the compile step failed: a compile past its time limit had a run_result copied from it)
+    if compile_verdict is Verdict.ACCEPTED:
         run_result = command_result(run_step(result), result.verdict)
     ok = result.verdict is Verdict.ACCEPTED
     files = {p: base64.b64encode(f.content).decode() for p, f in result.files.items() if f.content is not None}

@@ -14,26 +14,20 @@ from pydantic import ValidationError
 from dojo.errors import InputError, field_problems
 from dojo.tasks.model import Task
 
-# Nested fields travel as JSON text in Parquet, so one flat schema fits every form.
-JSON_COLUMNS = ("prompt", "tests", "limits", "metadata")
+# Every field of ``Task`` is a column: the plain ones as themselves, the nested ones as JSON text, so
+# one flat schema fits every form. (A fixed list of columns had dropped workspace, document, tools,
+# api, environment and partial_credit: a document, shell, repo or tools task exported as Parquet did
+# not load back, and a data-analysis one lost its environment; found 2026-12-06.) ``source`` and
+# ``difficulty`` repeat the metadata's, for readers that filter on them.
+PLAIN_COLUMNS = {
+    "id": pa.string(), "domain": pa.string(), "form": pa.string(), "language": pa.string(),
+    "entry_point": pa.string(), "reference": pa.string(), "float_tolerance": pa.float64(),
+    "answer_match": pa.string(), "checker": pa.string(), "environment": pa.string(), "partial_credit": pa.bool_(),
+}  # fmt: skip
+JSON_COLUMNS = tuple(name for name in Task.model_fields if name not in PLAIN_COLUMNS)
 PARQUET_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("domain", pa.string()),
-        ("form", pa.string()),
-        ("language", pa.string()),
-        ("entry_point", pa.string()),
-        ("prompt", pa.string()),
-        ("tests", pa.string()),
-        ("reference", pa.string()),
-        ("limits", pa.string()),
-        ("float_tolerance", pa.float64()),
-        ("answer_match", pa.string()),
-        ("checker", pa.string()),
-        ("metadata", pa.string()),
-        ("source", pa.string()),
-        ("difficulty", pa.float64()),
-    ]
+    [(name, PLAIN_COLUMNS.get(name, pa.string())) for name in Task.model_fields]
+    + [("source", pa.string()), ("difficulty", pa.float64())]
 )
 
 
