@@ -85,6 +85,14 @@ async def test_a_file_left_open_is_written_out_as_python_writes_it_at_exit(sandb
     assert (r.files["answer.json"].content, r.files["notes.txt"].content) == (b'{"x": 1}', b"seen"), r.stderr
 
 
+async def test_a_program_that_rebinds_import_ends_as_python_ends(sandbox: AsyncSandbox) -> None:
+    # (a strict run's runner had imported again after the program, with its builtins: exit 1)
+    r = await sandbox.run(
+        Program(language="python", source="import builtins\nbuiltins.__import__ = None\nprint('ok')\n")
+    )
+    assert (r.verdict, r.exit_code, r.stdout, r.stderr) == (Verdict.ACCEPTED, 0, "ok\n", ""), r
+
+
 async def test_killed_by_signal(sandbox: AsyncSandbox) -> None:
     r = await sandbox.run(
         Program(language="python", source="import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")

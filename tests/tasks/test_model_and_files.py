@@ -53,6 +53,14 @@ def test_bad_files_say_where_and_what(tmp_path: Path) -> None:
     )
     with pytest.raises(TaskFileError, match=r"bad.jsonl line 2: form"):
         load_tasks(str(bad))
+    # a Parquet file from another writer whose JSON column holds plain text says where
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"id": ["a"], "form": ["answer"], "prompt": ["what is 2+2?"]}), plain)
+    with pytest.raises(TaskFileError, match=r"plain.parquet row 1: column prompt is not JSON text"):
+        load_tasks(str(plain))
     # every problem of a line is said, not the first and a count
     bad.write_text('{"id": "x", "form": "function", "prompt": "p", "entry_point": 3, "tests": [{"args": 1}]}\n')
     with pytest.raises(TaskFileError, match=r"line 1: entry_point: .*string; tests\.0\.args: .*list$"):

@@ -181,7 +181,7 @@ class JudgeGrader:
                     )
                 asked = briefer(messages, self.client.endpoint.max_tokens)
                 tries = max(tries, 1)  # (asked briefer once whatever the retries left)
-        raise JudgeUnavailable(f"the judge never answered in the schema ({self.config.parse_retries + 1} tries): {why}")
+        raise JudgeUnavailable(f"the judge never answered in the schema ({self.config.parse_retries + 1}+ asks): {why}")
 
     async def _fits(self, messages: list[dict[str, str]], schema: dict[str, Any], name: str) -> bool:
         """Whether the judge takes ``messages`` in (its reply unread): asked where a request with a

@@ -113,7 +113,10 @@ def load_tasks(path: str) -> list[Task]:
                 row.pop("difficulty", None)
                 for k in JSON_COLUMNS:
                     if isinstance(row.get(k), str):
-                        row[k] = json.loads(row[k])
+                        try:
+                            row[k] = json.loads(row[k])
+                        except (ValueError, RecursionError) as e:
+                            raise TaskFileError(f"{path} row {n}: column {k} is not JSON text ({e})") from e
                 tasks.append(_validate({k: v for k, v in row.items() if v is not None}, f"{path} row {n}"))
     except FileNotFoundError as e:
         raise TaskFileError(f"{path}: no such file") from e

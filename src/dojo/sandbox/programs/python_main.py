@@ -9,7 +9,8 @@ in ``__main__`` and leaves nothing of its own there: the program finds ``sys.arg
 ``sys.modules`` and its module's attributes as a script's. An exception it does not catch is
 printed by ``ending`` from the program's own frame on, as a fresh run's in a slot is
 (``guest.child``); the rest of the way out is Python's own (its threads waited for, its exit
-handlers, its files flushed, an uncaught ``KeyboardInterrupt`` ending it by SIGINT after all that).
+handlers, its files flushed, an uncaught ``KeyboardInterrupt`` ending it by SIGINT after all that;
+the objects the program's frame held stay alive, so their ``__del__`` may not run).
 
 No ``from __future__`` import here: it would run before the bundle's preamble takes the run's own
 directory off ``sys.path``, and import a ``/box/__future__.py`` given with the program (in a grading
@@ -60,8 +61,8 @@ def _run_main() -> None:
         raise  # (Python's own way out)
     except any_exception as e:
         uncaught = e
-    if uncaught is None:
-        return
+    if uncaught is None:  # (leaving here, not by the bundle's lines after this module: they would
+        raise system_exit(None)  # import with the builtins the program left, __import__ rebound too)
     hook_exit = printed(uncaught)  # (outside the handler, as Python prints it; from the frame after this one)
     if hook_exit is not None:
         raise system_exit(status_of(hook_exit))
