@@ -157,19 +157,17 @@ def create_policy_app(policy: HFPolicy, model_name: str | None = None) -> FastAP
             # client reads the calls from the text, the malformed one included (its error message and
             # penalty). Only the parsed calls had been returned, and the malformed block left out of the
             # content too: the model was told nothing of it (found 2026-12-06).
-            if req.tools and all(t.name != "invalid" for t in c.tool_calls):
-                calls = c.tool_calls
-                if calls:
-                    message["content"] = without_tool_calls(c.text)
-                    message["tool_calls"] = [
-                        {
-                            "id": f"call_{uuid.uuid4().hex[:12]}",
-                            "type": "function",
-                            "function": {"name": t.name, "arguments": json.dumps(t.arguments)},
-                        }
-                        for t in calls
-                    ]
-                    finish = "tool_calls"
+            if req.tools and (calls := c.tool_calls) and all(t.name != "invalid" for t in calls):
+                message["content"] = without_tool_calls(c.text)
+                message["tool_calls"] = [
+                    {
+                        "id": f"call_{uuid.uuid4().hex[:12]}",
+                        "type": "function",
+                        "function": {"name": t.name, "arguments": json.dumps(t.arguments)},
+                    }
+                    for t in calls
+                ]
+                finish = "tool_calls"
             choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish, "logprobs": None}
             if req.logprobs and c.logprobs is not None and c.token_ids is not None:
                 toks = policy.tokenizer.convert_ids_to_tokens(c.token_ids)

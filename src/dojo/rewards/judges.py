@@ -307,15 +307,14 @@ class JudgeGrader:
             try:
                 pair = await self.compare(question, completion, reference)
             except JudgeUnavailable as e:
-                if isinstance(e, JudgeReplyCut):  # (the answer's doing, as in judge())
-                    reward = Reward(value=0.0, verdict="fail", total=1, components={"judge_pairwise": 0.0},
-                                    flags=flags, error=str(e))  # fmt: skip
-                elif isinstance(e, JudgeContextFull) and await self._fits(
+                why = str(e) if isinstance(e, JudgeReplyCut) else ""  # (the answer's doing, as in judge())
+                if isinstance(e, JudgeContextFull) and await self._fits(
                     pairwise_messages(question, "", reference, self.config.fence, self.config.purpose),
                     PAIRWISE_SCHEMA,
                     "pairwise",
                 ):
                     why = f"the answer does not fit the judge's context (the reference alone does): {e}"
+                if why:
                     reward = Reward(value=0.0, verdict="fail", total=1, components={"judge_pairwise": 0.0},
                                     flags=flags, error=why)  # fmt: skip
                 else:

@@ -45,11 +45,12 @@ def load_humaneval(form: str = "assert") -> list[Task]:
         meta = TaskMetadata(source=SOURCE, tags=["python", "function"])
         reference = row["prompt"] + row["canonical_solution"]
         partial_credit = not NONE_CHECK.search(row["test"])
-        shown = shown_asserts(row["prompt"], row["entry_point"], row["test"])
+        asserts = _check_asserts(row["test"])  # (None: a check that is more than plain asserts)
+        shown = shown_asserts(row["prompt"], row["entry_point"], asserts) if asserts else None
         if form == "assert":
             tests = [TestCase(code=row["test"])]
-            if shown is not None:  # the prompt's examples are visible tests (feedback episodes check them)
-                hidden, visible = split_check(row["test"], shown)
+            if asserts and shown:  # the prompt's examples are visible tests (feedback episodes check them)
+                hidden, visible = split_check(asserts, shown)
                 tests = [TestCase(code=hidden), TestCase(code=visible, visible=True)]
             tasks.append(
                 Task(
@@ -64,7 +65,7 @@ def load_humaneval(form: str = "assert") -> list[Task]:
                 )
             )
             continue
-        converted = convert_check(row["test"])
+        converted = _converted(asserts) if asserts else None
         if converted is None:
             continue
         cases, tolerance = converted
@@ -139,7 +140,7 @@ def _case(test: ast.expr) -> tuple[list[Any], Any, float | None] | None:
     return None
 
 
-def _check_asserts(test_code: str) -> list[tuple[list[Any], Any, float | None, str]] | None:
+def _check_asserts(test_code: str) -> list[Assert] | None:
     """(args, expected, tolerance, the assert's text) of each assert of a HumanEval check, or None
     when any statement is more than a plain input/output assert (loops, helpers, property checks)."""
     tree = ast.parse(test_code)
@@ -165,8 +166,13 @@ def convert_check(test_code: str) -> tuple[list[TestCase], float] | None:
     """Function-form cases from a HumanEval check, or None when any statement is more than a plain
     input/output assert (loops, helpers, property checks)."""
     asserts = _check_asserts(test_code)
-    if asserts is None:
-        return None
+    return _converted(asserts) if asserts else None
+
+
+Assert = tuple[list[Any], Any, float | None, str]  # (args, expected, tolerance, the assert's text)
+
+
+def _converted(asserts: list[Assert]) -> tuple[list[TestCase], float] | None:
     cases: list[TestCase] = []
     tolerance = 1e-6
     for args, expected, tol, _ in asserts:
@@ -179,22 +185,17 @@ def convert_check(test_code: str) -> tuple[list[TestCase], float] | None:
     return cases, tolerance
 
 
-def shown_asserts(prompt: str, entry_point: str, test_code: str) -> list[bool] | None:
+def shown_asserts(prompt: str, entry_point: str, asserts: list[Assert]) -> list[bool] | None:
     """Which asserts of a plain check (``_check_asserts``) the prompt shows as a doctest example
     (``>>> entry(args)`` then the same result): right by construction, and seen by the model. None
     where none is, or all are (a task with no hidden test left)."""
-    asserts = _check_asserts(test_code)
-    if asserts is None:
-        return None
     examples = {repr(example) for example in prompt_examples(prompt, entry_point)}
     shown = [repr((args, expected)) in examples for args, expected, _, _ in asserts]
     return shown if any(shown) and not all(shown) else None
 
 
-def split_check(test_code: str, shown: list[bool]) -> tuple[str, str]:
+def split_check(asserts: list[Assert], shown: list[bool]) -> tuple[str, str]:
     """A plain check as two: the asserts not shown (hidden) and those shown (``shown_asserts``)."""
-    asserts = _check_asserts(test_code)
-    assert asserts is not None
 
     def check(keep: bool) -> str:
         body = "".join(f"    {text}\n" for (_, _, _, text), s in zip(asserts, shown, strict=True) if s == keep)
