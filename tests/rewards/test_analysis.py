@@ -97,6 +97,19 @@ print(found)
     assert searching.value == 0.0
 
 
+async def test_a_right_answer_in_a_file_left_open_scores_1(data_task: Task) -> None:
+    """``out = open('answer.json', 'w'); json.dump(answer, out)`` without ``close()``, as Python's exit
+    flushes it. In ``dojo-data`` (pandas imported: ~290,000 blocks its zygote held before the
+    program's first) the end-of-run flush had never run: a right answer read as an empty file."""
+    reference = data_task.reference or ""
+    ending = 'json.dump(answer, open("answer.json", "w"))'
+    assert ending in reference
+    left_open = reference.replace(ending, 'out = open("answer.json", "w")\njson.dump(answer, out)')
+    async with AsyncSandbox() as sandbox:
+        reward = await Grader(sandbox).grade(data_task, left_open)
+    assert reward.value == 1.0, reward.cases
+
+
 async def test_reward_hacks_on_an_answer_file_earn_nothing(data_task: Task) -> None:
     fields = [t.expected["field"] for t in data_task.tests]
     hacks = {

@@ -75,6 +75,16 @@ async def test_exit_ends_the_interpreter(fast_sandbox: AsyncSandbox) -> None:
             assert r.verdict is Verdict.ACCEPTED and r.session_ended, (call, r.stderr)
 
 
+async def test_a_file_left_open_is_written_out_when_the_interpreter_exits(fast_sandbox: AsyncSandbox) -> None:
+    """As Python's exit flushes it; the session's worker holds two descriptors of its own besides
+    the program's, so the end-of-run probe must look past them."""
+    async with await fast_sandbox.open_session("python") as s:
+        await s.exec("first = open('first.txt', 'w')\nf = open('answer.txt', 'w')\nfirst.close()\nf.write('42')")
+        r = await s.exec("exit(0)")
+        assert r.session_ended, r
+        assert await s.read_file("answer.txt") == b"42"
+
+
 async def test_bash_session_keeps_cwd_and_files(fast_sandbox: AsyncSandbox) -> None:
     async with await fast_sandbox.open_session("bash") as s:
         await s.exec("mkdir -p a/b && cd a/b && echo 1 > one")

@@ -85,6 +85,14 @@ async def test_a_file_left_open_is_written_out_as_python_writes_it_at_exit(sandb
     assert (r.files["answer.json"].content, r.files["notes.txt"].content) == (b'{"x": 1}', b"seen"), r.stderr
 
 
+async def test_a_file_left_open_after_the_first_one_closed_is_written_out(sandbox: AsyncSandbox) -> None:
+    """The first file a program opened is closed (its descriptor, 3, free again) and a later one left
+    open: the end-of-run probe had looked at descriptor 3 only and left the answer empty."""
+    source = "log = open('log.txt', 'w')\nf = open('answer.txt', 'w')\nlog.close()\nf.write('42')\n"
+    r = await sandbox.run(Program(language="python", source=source, fetch=["answer.txt"]))
+    assert r.files["answer.txt"].content == b"42", r.stderr
+
+
 async def test_a_program_that_rebinds_import_ends_as_python_ends(sandbox: AsyncSandbox) -> None:
     # (a strict run's runner had imported again after the program, with its builtins: exit 1)
     r = await sandbox.run(

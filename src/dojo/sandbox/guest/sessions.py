@@ -362,7 +362,7 @@ class Sessions:
                 if hook_exit is not None:  # the program's sys.excepthook ended the interpreter
                     status, ended = exit_status(hook_exit), True
             flush_streams()
-            if ended and files_left_open():  # (flushed as the interpreter's exit flushes them)
+            if ended and files_left_open(own=2):  # (ctl, status_fd; flushed as the interpreter's exit flushes them)
                 flush_open_files()
             write_all(status_fd, encode_frame({"status": status, "ended": ended}, []))
             if ended:
