@@ -108,14 +108,17 @@ async def test_strict_runs_and_processes_a_run_starts_find_the_environment(env_s
     child += " text=True).stdout.strip())\n"
     result = await env_sandbox.run(Program(language="python", source=child, environment="toy"))
     assert result.stdout.strip() == "42", result.stderr
-    # a strict run's program finds its own PYTHONPATH entries, where it writes too (/box/lib), as python3 does
+    # a run's program finds its own PYTHONPATH entries, where it writes too (/box/lib), as python3 does,
+    # and the environment's packages still (a fast run had ignored PYTHONPATH: ModuleNotFoundError)
     mine = [InputFile(path="lib/mine.py", content=b"V = 7\n")]
-    path = {"PYTHONPATH": "/box/lib:/env/site-packages"}
-    own = Program(
-        language="python", source="import mine, toyapp\nprint(mine.V)\n", environment="toy", files=mine, env=path
-    )
-    result = await env_sandbox.run(own, isolation="strict")
-    assert result.stdout == "7\n", result.stderr
+    for path in ("/box/lib:/env/site-packages", "lib"):
+        own = Program(language="python", source="import mine, toyapp, toydep\nprint(mine.V)\n", environment="toy",
+                      files=mine, env={"PYTHONPATH": path})  # fmt: skip
+        for isolation in ("strict", "fast", "fast", "fast"):  # (the same environment twice becomes the forker's)
+            result = await env_sandbox.run(own, isolation=isolation)  # type: ignore[arg-type]
+            assert result.stdout == "7\n", (path, isolation, result.stderr)
+    again = await env_sandbox.run(Program(language="python", source="import mine", environment="toy", files=mine))
+    assert "ModuleNotFoundError" in again.stderr  # (the entries of the runs before are not this one's)
 
 
 @requires_isolation

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dojo.sandbox import AsyncSandbox, LimitKind, Limits, Program, Verdict
+from dojo.sandbox.program import InputFile
 
 
 async def test_accepted_with_stdin_and_args(sandbox: AsyncSandbox) -> None:
@@ -91,6 +92,18 @@ async def test_a_file_left_open_after_the_first_one_closed_is_written_out(sandbo
     source = "log = open('log.txt', 'w')\nf = open('answer.txt', 'w')\nlog.close()\nf.write('42')\n"
     r = await sandbox.run(Program(language="python", source=source, fetch=["answer.txt"]))
     assert r.files["answer.txt"].content == b"42", r.stderr
+
+
+async def test_pythonpath_entries_follow_the_scripts_directory_as_in_python3(sandbox: AsyncSandbox) -> None:
+    """A fast run (forked from a warm interpreter) had ignored a ``PYTHONPATH`` its program set, and
+    a strict one (``python3 -E``) too: ``import mine`` from ``lib/`` failed where python3 finds it."""
+    mine = [InputFile(path="lib/mine.py", content=b"V = 7\n")]
+    source = "import sys, mine\nprint(mine.V, sys.path[:2], '' in sys.path)\n"
+    for path in ("/box/lib", "lib"):
+        r = await sandbox.run(Program(language="python", source=source, files=mine, env={"PYTHONPATH": path}))
+        assert r.stdout == "7 ['/box', '/box/lib'] False\n", r.stderr
+    r = await sandbox.run(Program(language="python", source="import mine", files=mine))
+    assert "ModuleNotFoundError" in r.stderr  # (no entry of an earlier run's)
 
 
 async def test_a_program_that_rebinds_import_ends_as_python_ends(sandbox: AsyncSandbox) -> None:

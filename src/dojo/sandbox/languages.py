@@ -148,7 +148,7 @@ LANGUAGES: dict[str, Language] = {
             "main.py",
             "python3",
             "apt-get install python3",
-            ("{exe}", "-S", "-E", "-s", "-B", "-c", PYTHON_MAIN, "main.py"),
+            ("{exe}", "-S", "-s", "-B", "-c", PYTHON_MAIN, "main.py"),  # (no -E: PYTHONPATH read, as python3 reads it)
             aliases=("python3", "py"),
             inline_python=True,
             fusion=("python", "python3"),

@@ -522,8 +522,6 @@ def build_request(
             run_step["inline_python"] = source_name
         else:
             run_argv = lang.run_argv
-            if environment is not None and lang.inline_python:  # a fresh interpreter must read PYTHONPATH
-                run_argv = tuple(a for a in run_argv if a != "-E")
             if lang.artifacts and lang.artifacts[0] == BUILD_ARCHIVE:  # unpack the build first
                 run_argv = ("/bin/bash", "-c", UNPACK + ' && exec "$@"', "run", *run_argv)
             run_step["argv"] = expand(run_argv) + list(program.args)
@@ -543,6 +541,8 @@ def build_request(
         env["PYTHONPATH"] = ENVIRONMENT_SITE
         env.update(dict.fromkeys(THREAD_POOL_VARIABLES, "1"))
     env.update(program.env)
+    if environment is not None and env["PYTHONPATH"] != ENVIRONMENT_SITE:  # the program's own first, then
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env["PYTHONPATH"], ENVIRONMENT_SITE) if p)  # its packages
     inside_env = [p for p in program.hidden if not p.startswith("/")]
     if inside_env and environment is None:
         raise InputError("relative hidden paths are inside the run's environment: name one (Program.environment)")

@@ -165,6 +165,7 @@ class RunChild:
             filename, args, key, env, n = run
             if env is not None:
                 self.use_environment(env)
+                use_python_path(python_path_entries(env))
             cached = self.code_cache[key] if key is not None else None
             if role == ROLE_CANDIDATE:  # never goes on as a run (fd 3 is its channel now: nothing to report)
                 if isinstance(cached, dict):
@@ -368,13 +369,14 @@ class RunChild:
     def prepare_python_process(streams: tuple[Any, Any, Any] | None) -> Any:
         """What a Python run's process holds before its own code, whatever the run: ``streams`` (the
         zygote's prebuilt, never-used stdin/stdout/stderr over fds 0-2) as its stdio, /box first on
-        its path, a fresh ``__main__`` module (returned), ``sys.argv`` as for ``main.py`` without
-        arguments. The forker does this once, before its loop, so that its runs inherit it done (~20
-        page faults a run when each did it)."""
+        its path and ``PYTHONPATH``'s entries next (``use_python_path``), a fresh ``__main__`` module
+        (returned), ``sys.argv`` as for ``main.py`` without arguments. The forker does this once,
+        before its loop, so that its runs inherit it done (~20 page faults a run when each did it)."""
         sys.stdin, sys.stdout, sys.stderr = streams or RunChild.build_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
         sys.argv = [MAIN_FILE]
-        sys.path.insert(0, BOX)
+        sys.path[:] = [BOX, *(p for p in sys.path if p)]  # (the zygote's "" from its -c: none of a script's)
+        use_python_path(python_path_entries(os.environ))
         main = types.ModuleType("__main__")
         main.__builtins__ = builtins  # type: ignore[attr-defined]
         sys.modules["__main__"] = main
@@ -447,6 +449,31 @@ class RunChild:
 
 
 # -- what both a run and a session's worker use ------------------------------------------------
+_PATH_ENTRIES: list[str] = []  # what ``use_python_path`` put on this process's sys.path
+
+
+def python_path_entries(env: Any) -> list[str]:
+    """``PYTHONPATH``'s entries in ``env`` as python3 puts them on ``sys.path``: each made absolute
+    from /box (where a run starts), an empty one /box itself."""
+    value = (env or {}).get("PYTHONPATH") or ""
+    return [os.path.normpath(os.path.join(BOX, p)) for p in value.split(os.pathsep)] if value else []
+
+
+def use_python_path(entries: list[str]) -> None:
+    """A run's ``sys.path`` with ``entries`` (``python_path_entries``) right after the script's
+    directory, as python3 puts ``PYTHONPATH``, in place of those this process (its forker, where the
+    run's environment is not the forker's) put there. Entries the slot's path holds already (an
+    environment's own site) stay where they are. Only in a run's process or the forker, never the
+    zygote: an entry a run can write must never be where the zygote imports from. Until 2026-12-06 a
+    fast run ignored a ``PYTHONPATH`` its program set (``import mod`` from ``/box/lib``:
+    ``ModuleNotFoundError``)."""
+    for p in _PATH_ENTRIES:
+        if p in sys.path[1:]:
+            del sys.path[sys.path.index(p, 1)]
+    _PATH_ENTRIES[:] = [p for p in dict.fromkeys(entries) if p not in sys.path]
+    sys.path[1:1] = _PATH_ENTRIES
+
+
 def set_signal(signum: int, handler: Any) -> None:
     """``signal.signal`` without turning the old handler into an enum member on the way out: that is
     Python code (enum's lookup) whose first use in a fresh run's process cost ~120 page faults
