@@ -68,6 +68,19 @@ UNPACK = f"tar -xf {BUILD_ARCHIVE} && rm -f {BUILD_ARCHIVE}"
 ENVIRONMENT_MOUNT = "/env"  # where a run sees its environment (read-only)
 ENVIRONMENT_SITE = ENVIRONMENT_MOUNT + "/site-packages"
 HOST_MARGIN_S = 10.0  # the host waits this much past the run's own wall limit before killing the slot
+# Variables of a program's environment that a slot's warm interpreter has read already (at its own
+# start, with -E): a Python run that sets one starts an interpreter of its own (strict), which reads
+# them as python3 does. PYTHONPATH a fast run honours (``guest.child.use_python_path``);
+# PYTHONDONTWRITEBYTECODE changes nothing in a sandbox that never writes bytecode.
+WARM_INTERPRETER_HONOURS = frozenset(("PYTHONPATH", "PYTHONDONTWRITEBYTECODE"))
+
+
+def needs_fresh_interpreter(env: dict[str, str]) -> bool:
+    """Whether a Python program's ``env`` asks what only a fresh interpreter gives: a ``PYTHON*``
+    variable but those a warm one honours (``PYTHONHASHSEED``, ``PYTHONIOENCODING``,
+    ``PYTHONWARNINGS``, ``PYTHONOPTIMIZE``, ...), or ``TZ``. A fast run had ignored them (found
+    2026-12-06: ``PYTHONOPTIMIZE=1`` still ran asserts, ``TZ`` left ``time.tzname`` UTC)."""
+    return any((k.startswith("PYTHON") and k not in WARM_INTERPRETER_HONOURS) or k == "TZ" for k in env)
 
 
 def preflight() -> Mode:
@@ -363,6 +376,7 @@ class AsyncSandbox:
         limits = limits or self.limits
         compile_limits = compile_limits or self.compile_limits
         strict = (isolation or self.isolation) == "strict"
+        strict = strict or (lang.inline_python and needs_fresh_interpreter(program.env))
         require_root_for_network(limits, compile_limits, self.mode == "rootless")
         try:
             pool, env = await self._pool_for(program.environment, limits.network)

@@ -34,8 +34,11 @@ from dojo.sandbox.guest.ending import (
     ends_by_interrupt,
     exit_status,
     files_left_open,
+    finalize_main,
     flush_open_files,
     flush_streams,
+    holds_writer,
+    note_standard_streams,
     print_program_error,
 )
 from dojo.sandbox.guest.jail import BOX, Jail
@@ -105,16 +108,21 @@ class RunChild:
 
     @staticmethod
     def build_streams() -> tuple[Any, Any, Any]:
-        """A Python run's stdin, stdout and stderr over fds 0, 1 and 2, as the interpreter makes them."""
+        """A Python run's stdin, stdout and stderr over fds 0, 1 and 2, as the interpreter makes them
+        (``create_stdio``): no newline translation (stdin had read ``"abc\\r\\n"`` as ``"abc"``,
+        found 2026-12-06), ``<stdin>`` & co. as names, ``mode`` set."""
         import io
 
-        stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
-                                 encoding="utf-8", errors="surrogateescape")  # fmt: skip
-        stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
-                                  encoding="utf-8", errors="surrogateescape")  # fmt: skip
-        stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
-                                  encoding="utf-8", errors="backslashreplace", line_buffering=True)  # fmt: skip
-        return stdin, stdout, stderr
+        streams = []
+        for fd, name, errors in ((0, "<stdin>", "surrogateescape"), (1, "<stdout>", "surrogateescape"),
+                                 (2, "<stderr>", "backslashreplace")):  # fmt: skip
+            raw = io.FileIO(fd, "r" if fd == 0 else "w", closefd=False)
+            raw.name = name
+            buffer = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+            stream = io.TextIOWrapper(buffer, encoding="utf-8", errors=errors, newline="\n", line_buffering=fd == 2)
+            stream.mode = "r" if fd == 0 else "w"  # type: ignore[misc]
+            streams.append(stream)
+        return streams[0], streams[1], streams[2]
 
     def prebuild_streams(self) -> None:
         """Build every run's stdio objects once, here, over pipes (so that what they learn of their
@@ -366,6 +374,16 @@ class RunChild:
         generator.gauss_next = None
 
     @staticmethod
+    def reseed_numpy(numpy_random: Any) -> None:
+        """``numpy.random.seed()`` for a fresh run, where the slot imported numpy (an environment's):
+        every run a zygote forked had drawn the same ``np.random.rand()``, ``shuffle`` and pandas'
+        ``sample()`` (found 2026-12-06). ``default_rng()`` draws from the OS already."""
+        try:
+            numpy_random.seed()
+        except Exception:
+            pass  # (a numpy without the legacy generator: nothing of it to reseed)
+
+    @staticmethod
     def prepare_python_process(streams: tuple[Any, Any, Any] | None) -> Any:
         """What a Python run's process holds before its own code, whatever the run: ``streams`` (the
         zygote's prebuilt, never-used stdin/stdout/stderr over fds 0-2) as its stdio, /box first on
@@ -374,13 +392,23 @@ class RunChild:
         before its loop, so that its runs inherit it done (~20 page faults a run when each did it)."""
         sys.stdin, sys.stdout, sys.stderr = streams or RunChild.build_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
+        note_standard_streams((sys.stdout, sys.stderr))
         sys.argv = [MAIN_FILE]
         sys.path[:] = [BOX, *(p for p in sys.path if p)]  # (the zygote's "" from its -c: none of a script's)
         use_python_path(python_path_entries(os.environ))
         main = types.ModuleType("__main__")
         main.__builtins__ = builtins  # type: ignore[attr-defined]
+        RunChild.name_main_file(main, f"{BOX}/{MAIN_FILE}")
+        main.__annotations__ = {}
+        main.__cached__ = None  # type: ignore[attr-defined]
         sys.modules["__main__"] = main
         return main
+
+    @staticmethod
+    def name_main_file(main: Any, path: str) -> None:
+        """``__file__`` and ``__loader__`` of ``__main__`` as a script's."""
+        main.__file__ = path
+        main.__loader__ = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
 
     @staticmethod
     def run_python_inline(filename: str, args: list[str], cached: Any = None,
@@ -397,11 +425,14 @@ class RunChild:
         os.close(exc_fd)  # set-up succeeded: nothing to report
         main = sys.modules["__main__"] if forked else RunChild.prepare_python_process(streams)
         path = f"{BOX}/{filename}"
-        main.__file__ = path
-        if args or filename != MAIN_FILE:  # (``prepare_python_process`` set it for main.py)
+        if filename != MAIN_FILE:  # (``prepare_python_process`` named main.py)
+            RunChild.name_main_file(main, path)
+        if args or filename != MAIN_FILE:
             sys.argv = [filename, *args]
         if not reseeded and "random" in sys.modules:
             RunChild.reseed(sys.modules["random"])
+        if "numpy.random" in sys.modules:
+            RunChild.reseed_numpy(sys.modules["numpy.random"])
         status = 0
         uncaught: BaseException | None = None
         hook_exit: SystemExit | None = None
@@ -421,6 +452,8 @@ class RunChild:
             status = exit_status(e)
         except BaseException as e:
             uncaught = e
+        if split is None:  # (Python's ``flush_io`` after a script's code: its output before what its
+            flush_streams(standard=False)  # threads and exit handlers print, and a traceback; found 2026-12-06)
         if uncaught is not None:  # (printed outside the handler, as Python's exit path prints it: an
             hook_exit = print_program_error(uncaught)  # error of the program's hook chains to nothing)
             status = 1 if hook_exit is None else exit_status(hook_exit)
@@ -441,9 +474,19 @@ class RunChild:
             pass
         if not flush_streams():
             status = status or 120
-        if split is None and files_left_open():  # (a harness's trusted process opens no file of its own)
-            flush_open_files()
-        if hook_exit is None and ends_by_interrupt(uncaught):
+        interrupted = hook_exit is None and ends_by_interrupt(uncaught)
+        # Where the program left a file open (a harness's trusted process opens none of its own):
+        # its objects finalised as Python's exit does, then what is still open flushed. Not on
+        # every run: finalising cost a print(1) run ~42 page faults (+18%).
+        if split is None and (files_left_open() or holds_writer(main.__dict__)):
+            if not isinstance(cached, dict):  # (a preloaded harness has no script's globals)
+                uncaught = hook_exit = None
+                finalize_main(main.__dict__)
+                if not flush_streams():
+                    status = status or 120
+            if files_left_open():
+                flush_open_files()
+        if interrupted:
             status = end_by_interrupt()
         os._exit(status)
 

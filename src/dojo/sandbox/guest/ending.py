@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import _io
 import _signal  # type: ignore[import-not-found]  # (signal.signal without its enum wrapping)
+import _thread
 import os
 import sys
 from collections.abc import Callable
@@ -35,11 +36,13 @@ _SYSTEM_EXIT = SystemExit
 _KEYBOARD_INTERRUPT = KeyboardInterrupt
 _SET_SIGNAL, _SIGINT, _SIG_DFL = _signal.signal, int(_signal.SIGINT), int(_signal.SIG_DFL)
 _KILL, _GETPID, _LISTDIR = os.kill, os.getpid, os.listdir
+_THREADS = _thread._count  # the threads this process runs besides its first
 _MISSING = object()
 # The most blocks of its own (past its zygote's, ``note_zygote_blocks``) a program may hold for
 # ``flush_open_files`` to look through its objects: a list of them costs 8 bytes each (~2 MiB).
 SCAN_BLOCKS_MAX = 250_000
 _zygote_blocks = 0
+_STANDARD: list[Any] = []  # the standard streams a run's process started with (``note_standard_streams``)
 # The file objects that may hold what a program wrote and not yet its file (``flush_open_files``).
 _TEXT_WRITER = _io.TextIOWrapper
 _WRITERS = frozenset((_io.TextIOWrapper, _io.BufferedWriter, _io.BufferedRandom, _io.BufferedRWPair))
@@ -118,25 +121,42 @@ def program_error_text(e: BaseException) -> str:
             sys.stderr = saved
 
 
-def flush_streams() -> bool:
-    """``sys.stdout`` and ``sys.stderr`` flushed, as Python flushes them at exit; False where a flush
-    failed (Python then exits 120). A stream the program deleted, set to None or closed is left
-    alone, as Python leaves it (a ``closed`` that cannot be read counts as open)."""
-    flushed = True
-    for name in ("stdout", "stderr"):
-        stream = sys.__dict__.get(name)
-        if stream is None:
-            continue
-        try:
-            if stream.closed:
-                continue
-        except _ANY_EXCEPTION:
-            pass
-        try:
-            stream.flush()
-        except _ANY_EXCEPTION:
-            flushed = False
+def note_standard_streams(streams: tuple[Any, ...]) -> None:
+    """Note the standard streams a run's process starts with, which ``flush_streams`` flushes too
+    where the program rebound ``sys.stdout`` (Python's finalisation deallocates the first ones, which
+    flushes them: ``print(x); sys.stdout = open(os.devnull, "w")`` prints ``x``; a fast run had
+    lost it, found 2026-12-06)."""
+    _STANDARD[:] = streams
+
+
+def flush_streams(standard: bool = True) -> bool:
+    """``sys.stdout`` and ``sys.stderr`` flushed, as Python flushes them at exit, then (``standard``)
+    the standard streams the process started with (``note_standard_streams``); False where a flush
+    of the first two failed (Python then exits 120). A stream the program deleted, set to None or
+    closed is left alone, as Python leaves it (a ``closed`` that cannot be read counts as open)."""
+    out, err = sys.__dict__.get("stdout"), sys.__dict__.get("stderr")
+    flushed = _flush(out) & _flush(err)
+    if standard:
+        for stream in _STANDARD:
+            if stream is not out and stream is not err:
+                _flush(stream)
     return flushed
+
+
+def _flush(stream: Any) -> bool:
+    """``stream`` flushed unless it is None or closed; False where the flush failed."""
+    if stream is None:
+        return True
+    try:
+        if stream.closed:
+            return True
+    except _ANY_EXCEPTION:
+        pass
+    try:
+        stream.flush()
+    except _ANY_EXCEPTION:
+        return False
+    return True
 
 
 def flush_open_files() -> None:
@@ -185,6 +205,47 @@ def note_zygote_blocks() -> None:
     what they make past it (``flush_open_files``). Called once a slot's zygote has preloaded."""
     global _zygote_blocks
     _zygote_blocks = sys.getallocatedblocks()
+
+
+def finalize_main(main: dict[str, Any]) -> None:
+    """What Python's finalisation does to a script's objects, for a run's process that then ends
+    with ``os._exit``: ``sys.stdout`` & co. back to ``sys.__stdout__``'s, ``sys.last_*`` deleted,
+    ``__main__``'s globals cleared in ``_PyModule_ClearDict``'s order (names with one leading
+    underscore first, then all but ``__builtins__``), then a collection of what that left in cycles.
+    So ``__del__`` runs, a ``gzip``, ``zipfile`` or ``bz2`` file left open is closed whole, a file
+    left open is flushed however many objects the program holds, a suspended generator's
+    ``finally`` runs (found 2026-12-06: all were lost). Not where a thread of the program's still
+    runs (Python's stops before it clears anything; this one would see its globals go), nor the
+    globals of other modules (the file's objects in ``/box``'s own modules: ``flush_open_files``)."""
+    import gc
+
+    try:
+        if _THREADS():
+            return
+        for name in ("stdin", "stdout", "stderr"):
+            sys.__dict__[name] = sys.__dict__.get(f"__{name}__")
+        for name in ("last_type", "last_value", "last_traceback"):
+            sys.__dict__.pop(name, None)
+        for key in [k for k in main if _TYPE(k) is str and k[:1] == "_" and k[1:2] != "_"]:
+            main[key] = None
+        for key in [k for k in main if _TYPE(k) is str and k != "__builtins__"]:
+            main[key] = None
+        gc.collect()
+    except _ANY_EXCEPTION:
+        pass
+
+
+def holds_writer(main: dict[str, Any]) -> bool:
+    """Whether a global of the program's is a file object it may write through: a writer over a
+    standard descriptor (``out = open(1, "w")``, a fast-output idiom) opens no descriptor of its
+    own, which ``files_left_open`` would see."""
+    try:
+        for value in main.values():
+            if _TYPE(value) in _WRITERS:
+                return True
+    except _ANY_EXCEPTION:
+        return True
+    return False
 
 
 def files_left_open(own: int = 0) -> bool:

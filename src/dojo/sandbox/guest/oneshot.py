@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from dojo.sandbox.guest.capture import Capture, classify_limit
+from dojo.sandbox.guest.capture import Capture, classify_limit, stdio_pipe
 from dojo.sandbox.guest.processes import RunProcesses
 from dojo.sandbox.guest.wire import ANSWERED, FAILED, Blob, RunLimits, RunReply, RunStep
 
@@ -93,9 +93,9 @@ class OneShotRun(RunProcesses):
                 in_r, in_w, stdin = self.private_stdin, -1, b""
                 self.private_stdin = None
             else:
-                in_r, in_w = os.pipe2(os.O_CLOEXEC)
-            out_r, out_w = os.pipe2(os.O_CLOEXEC)
-            err_r, err_w = os.pipe2(os.O_CLOEXEC)
+                in_r, in_w = stdio_pipe()
+            out_r, out_w = stdio_pipe()
+            err_r, err_w = stdio_pipe()
             sys.stdout.flush()
             sys.stderr.flush()
             self.marks.append(("fork", time.perf_counter()))

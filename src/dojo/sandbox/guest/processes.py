@@ -15,6 +15,7 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
+from dojo.sandbox.guest.capture import stdio_pipe
 from dojo.sandbox.guest.child import RunChild
 from dojo.sandbox.guest.judge import Judge
 from dojo.sandbox.guest.wire import RunStep, read_exact, write_all
@@ -139,7 +140,8 @@ class RunProcesses(RunChild):
         slot, or when a spare is already there. A fork that fails leaves no spare."""
         if not self.spares or self.spare is not None or self.sessions.worker is not None:
             return
-        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(5)]  # ctl, stdin, stdout, stderr, set-up errors
+        pipes = [os.pipe2(os.O_CLOEXEC), *(stdio_pipe() for _ in range(3)), os.pipe2(os.O_CLOEXEC)]  # ctl, stdin,
+        # stdout, stderr, set-up errors
         memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
         (ctl_r, ctl_w), (in_r, in_w), (out_r, out_w), (err_r, err_w), (exc_r, exc_w) = pipes
         try:

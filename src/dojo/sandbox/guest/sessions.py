@@ -17,7 +17,7 @@ import time
 import types
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from dojo.sandbox.guest.capture import Capture, classify_limit, out_of_memory
+from dojo.sandbox.guest.capture import Capture, classify_limit, out_of_memory, stdio_pipe
 from dojo.sandbox.guest.ending import (
     exit_status,
     files_left_open,
@@ -154,8 +154,8 @@ class Sessions:
         """Fork the persistent Python worker of a session (variables live in it between execs)."""
         ctl_r, ctl_w = os.pipe2(os.O_CLOEXEC)
         st_r, st_w = os.pipe2(os.O_CLOEXEC)
-        out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = stdio_pipe()
+        err_r, err_w = stdio_pipe()
         exc_r, exc_w = os.pipe2(os.O_CLOEXEC)
         null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
         pid = os.fork()
@@ -331,7 +331,7 @@ class Sessions:
                 os._exit(0)
             n += 1
             code, stdin = blobs[0].decode("utf-8", errors="replace"), blobs[1]
-            sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="surrogateescape")
+            sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="surrogateescape", newline="\n")
             status = 0
             ended = False
             uncaught: BaseException | None = None

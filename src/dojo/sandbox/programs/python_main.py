@@ -17,7 +17,7 @@ directory off ``sys.path``, and import a ``/box/__future__.py`` given with the p
 harness's trusted process too). The preamble's shared module imports the standard library's first.
 """
 
-from dojo.sandbox.guest.ending import exit_status, install_quitters, print_program_error
+from dojo.sandbox.guest.ending import exit_status, flush_streams, install_quitters, print_program_error
 
 # What ``__main__`` holds when Python runs a script, before its first line.
 SCRIPT_GLOBALS = frozenset(
@@ -31,8 +31,8 @@ def _run_main() -> None:
     import sys  # (a local name: the module's names leave __main__ before the program runs)
 
     # (bound before the program runs: its names leave ``__main__``, and it may rebind builtins)
-    printed, status_of, any_exception, system_exit, interrupt, kind_of = (
-        print_program_error, exit_status, BaseException, SystemExit, KeyboardInterrupt, type
+    printed, status_of, flushed, any_exception, system_exit, interrupt, kind_of = (
+        print_program_error, exit_status, flush_streams, BaseException, SystemExit, KeyboardInterrupt, type
     )  # fmt: skip
     install_quitters()
     del sys.argv[0]  # ("-c", "main.py", *args): as a script's
@@ -58,9 +58,11 @@ def _run_main() -> None:
             code = compile(f.read(), path, "exec", dont_inherit=True)
         exec(code, main.__dict__)
     except system_exit:
-        raise  # (Python's own way out)
+        flushed()  # (as Python's ``flush_io`` after a script's code, whatever way it ended: its output
+        raise  # before what its threads and exit handlers print); Python's own way out
     except any_exception as e:
         uncaught = e
+    flushed()
     if uncaught is None:  # (leaving here, not by the bundle's lines after this module: they would
         raise system_exit(None)  # import with the builtins the program left, __import__ rebound too)
     hook_exit = printed(uncaught)  # (outside the handler, as Python prints it; from the frame after this one)

@@ -1,0 +1,123 @@
+"""A Python run behaves as ``python3 main.py`` does, in a fast slot (a process forked from a warm
+interpreter) as in a strict one (a fresh interpreter): each case here was a difference found by a
+comparison of the two with python3 (2026-12-06), most of them the fast path's alone."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from dojo.sandbox import AsyncSandbox, ExecutionResult, Program, Verdict
+
+
+async def run(sandbox: AsyncSandbox, source: str) -> ExecutionResult:
+    return await sandbox.run(Program(language="python", source=source))
+
+
+async def test_stdin_reads_carriage_returns_as_they_are(sandbox: AsyncSandbox) -> None:
+    """Python's stdin translates no newline on POSIX: a fast run's had read ``"abc\\r\\n"`` as
+    ``"abc"`` (a program that forgot ``strip()`` passed here and failed under python3)."""
+    source = "import sys\ns = input()\nprint(repr(s), repr(sys.stdin.read()))\n"
+    r = await sandbox.run(Program(language="python", source=source, stdin="abc\r\nx\ry\n"))
+    assert r.stdout == "'abc\\r' 'x\\ry\\n'\n", r.stderr
+
+
+@pytest.mark.parametrize(
+    ("language", "source"),
+    [
+        ("bash", "echo out > /dev/stdout\necho err > /dev/stderr\ncat /dev/stdin\n"),
+        (
+            "python",
+            "print(open('/dev/stdin').read(), end='')\nopen('/dev/stdout', 'w').write('out\\n')\n"
+            "open('/dev/stderr', 'w').write('err\\n')\n",
+        ),
+    ],
+)
+async def test_a_program_opens_its_standard_streams_by_name(sandbox: AsyncSandbox, language: str, source: str) -> None:
+    """``echo x > /dev/stderr``: the pipes were root's, mode 0600, and the run's user was refused."""
+    r = await sandbox.run(Program(language=language, source=source, stdin="in\n"))
+    assert r.verdict is Verdict.ACCEPTED, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["in", "out"] and r.stderr == "err\n"
+
+
+@pytest.mark.parametrize(
+    "rebind", ["sys.stdout = open(os.devnull, 'w')", "sys.stdout = io.StringIO()", "del sys.stdout"]
+)
+async def test_what_was_printed_before_stdout_was_rebound_is_kept(sandbox: AsyncSandbox, rebind: str) -> None:
+    r = await run(sandbox, f"import io, os, sys\nprint('answer 42')\n{rebind}\nprint('hidden')\n")
+    assert r.stdout == "answer 42\n", r.stderr
+
+
+async def test_the_programs_output_comes_before_what_its_exit_handlers_print(sandbox: AsyncSandbox) -> None:
+    """Python flushes a script's output when its code ends, before its threads are waited for and
+    its exit handlers run: a handler's child process printed before the program's own line."""
+    source = "import atexit, subprocess\natexit.register(lambda: subprocess.run(['echo', 'from the handler']))\n"
+    r = await run(sandbox, source + "print('answer')\n")
+    assert r.stdout == "answer\nfrom the handler\n", r.stderr
+
+
+FINALISED = {
+    "a gzip file left open": "import gzip\nf = gzip.open('out', 'wt')\nf.write('hello ' * 50)\n",
+    "an object that writes its file when it is deleted": "class Report:\n    def __init__(self):\n"
+    "        self.f, self.lines = open('out', 'w'), []\n    def __del__(self):\n"
+    "        self.f.write(''.join(self.lines))\n        self.f.close()\n"
+    "r = Report()\nr.lines += ['hello '] * 50\n",
+    "a writer over descriptor 1": "out = open(1, 'w')\nout.write('hello ' * 50)\n",
+}
+
+
+@pytest.mark.parametrize("case", list(FINALISED))
+async def test_the_programs_objects_are_finalised_as_python_finalises_them(sandbox: AsyncSandbox, case: str) -> None:
+    """A fast run ends with ``os._exit``: a ``gzip`` file left open had no trailer (unreadable), a
+    ``__del__`` never ran, a writer over descriptor 1 lost what it held. (A ``__del__`` that looks
+    up a builtin is left out: python3 -S, as the sandbox runs it, may have cleared them by then.)"""
+    r = await sandbox.run(Program(language="python", source=FINALISED[case], fetch=["out"]))
+    assert r.verdict is Verdict.ACCEPTED, r.stderr
+    if "descriptor 1" in case:
+        assert r.stdout == "hello " * 50
+    else:
+        content = r.files["out"].content
+        assert (gzip.decompress(content) if "gzip" in case else content) == b"hello " * 50, case
+
+
+async def test_a_file_left_open_by_a_program_of_many_objects_is_written_out(sandbox: AsyncSandbox) -> None:
+    """300,000 objects of the program's own: the end-of-run flush had skipped any program past 250,000
+    blocks (its list of objects would cost memory), and left the answer empty."""
+    source = "rows = [{'i': i} for i in range(300_000)]\nf = open('answer.txt', 'w')\nf.write(str(len(rows)))\n"
+    r = await sandbox.run(Program(language="python", source=source, fetch=["answer.txt"]))
+    assert r.files["answer.txt"].content == b"300000", r.stderr
+
+
+async def test_the_main_module_and_the_streams_look_as_a_scripts_do(sandbox: AsyncSandbox) -> None:
+    source = (
+        "print(sorted(globals()), __cached__, type(__loader__).__name__)\nimport sys\n"
+        "print(sys.stdin.name, sys.stdout.name, sys.stderr.name, sys.stdin.mode, sys.stdout.mode)\n"
+    )
+    r = await run(sandbox, source)
+    names = ["__annotations__", "__builtins__", "__cached__", "__doc__", "__file__", "__loader__", "__name__",
+             "__package__", "__spec__"]  # fmt: skip
+    assert r.stdout == f"{names} None SourceFileLoader\n<stdin> <stdout> <stderr> r w\n", r.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "source", "expected"),
+    [
+        ({"PYTHONOPTIMIZE": "1"}, "assert False\nprint('no assert')\n", "no assert\n"),
+        ({"TZ": "EST5EDT"}, "import time\nprint(time.tzname)\n", "('EST', 'EDT')\n"),
+        ({"PYTHONIOENCODING": "latin-1"}, "import sys\nprint(sys.stdout.encoding)\n", "iso8859-1\n"),
+    ],
+)
+async def test_python_variables_of_the_programs_environment_are_read(
+    sandbox: AsyncSandbox, env: dict[str, str], source: str, expected: str
+) -> None:
+    """A warm interpreter has read its environment at its start: a fast run that sets one of these
+    runs in an interpreter of its own, as a strict one does (a fast run had ignored them)."""
+    r = await sandbox.run(Program(language="python", source=source, env=env))
+    assert r.stdout == expected, r.stderr
+
+
+async def test_the_same_hash_seed_gives_the_same_hashes(sandbox: AsyncSandbox) -> None:
+    program = Program(language="python", source="print(hash('abc'))\n", env={"PYTHONHASHSEED": "0"})
+    first, second = await sandbox.run(program), await sandbox.run(program)
+    assert first.stdout == second.stdout and first.stdout.strip().lstrip("-").isdigit(), first.stderr
