@@ -64,7 +64,13 @@ PROGRAM_LINES_MAX = 20
 # The modules a program may import besides the standard library: the shared ones it is shipped with
 # (``dojo.sandbox.bundle``) and what the environment it runs in provides.
 PROGRAM_IMPORTS = {
-    "rewards/programs/harness.py": {"dojo.tasks.values", "dojo.sandbox.guest.wire", "dojo.sandbox.guest.ending"},
+    "rewards/programs/harness.py": {
+        "dojo.tasks.values",
+        "dojo.sandbox.guest.wire",
+        "dojo.sandbox.guest.ending",
+        "dojo.sandbox.guest.trusted",
+    },
+    "rewards/programs/shell_check.py": {"dojo.sandbox.guest.trusted"},
     "sandbox/programs/python_main.py": {"dojo.sandbox.guest.ending"},
     "rewards/programs/repo_driver.py": {"pytest"},
     "rewards/programs/repo_plugin.py": {"pytest", "_pytest"},
@@ -73,7 +79,12 @@ PROGRAM_IMPORTS = {
     "tasks/programs/scipy_warmup.py": {"numpy", "scipy"},
     "tasks/programs/documents_warmup.py": {"docx", "openpyxl"},
 }
-SHARED_MODULES = {"dojo.tasks.values", "dojo.sandbox.guest.wire", "dojo.sandbox.guest.ending"}  # written once
+SHARED_MODULES = {  # written once
+    "dojo.tasks.values",
+    "dojo.sandbox.guest.wire",
+    "dojo.sandbox.guest.ending",
+    "dojo.sandbox.guest.trusted",
+}
 
 
 def python_program(text: str) -> bool:

@@ -3,6 +3,8 @@ the terminal family's tasks; and what a script might do to pass without doing th
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from dojo.rewards import Grader, GradingConfig
@@ -78,6 +80,58 @@ HACKS = {
 async def test_hacks_on_a_shell_task_score_nothing(grader: Grader, name: str) -> None:
     r = await grader.grade(cleanup_task(), f"```bash\n{HACKS[name]}\n```")
     assert r.value == 0.0, (name, r)  # killing the checker fails even a job done before it
+
+
+# A module of the script's own where the check imports from (its walk opens a .tar.gz: tarfile imports
+# gzip), rewriting the report: 1.0 with nothing done (found 2026-12-06, both isolations).
+PLANTED_MODULE = """cat > /box/gzip.py <<'PY'
+import json
+_dumps = json.dumps
+def dumps(obj, *a, **k):
+    if isinstance(obj, dict) and "tree" in obj:
+        obj["tree"] = {p: e for p, e in obj["tree"].items() if not p.endswith((".tmp", ".tar.gz"))}
+    return _dumps(obj, *a, **k)
+json.dumps = dumps
+PY
+tar czf zz.tar.gz b/note.md
+"""
+# The check's own report channel (its stdout) opened by name, a report of the script's written into
+# it, the check killed: a fresh interpreter (strict isolation) is dumpable (found 2026-12-06).
+FORGED_REPORT = """python3 - "$PPID" <<'PY'
+import hashlib, json, os, stat, sys, time
+tree = {}
+for base, dirs, files in os.walk("."):
+    for name in dirs + files:
+        p = os.path.join(base, name); rel = os.path.relpath(p, ".")
+        if rel.endswith(".tmp"): continue
+        st = os.lstat(p)
+        e = {"mode": stat.S_IMODE(st.st_mode), "size": st.st_size, "ctime": 0}
+        if stat.S_ISDIR(st.st_mode): e["type"] = "dir"
+        else:
+            data = open(p, "rb").read()
+            e.update(type="file", sha256=hashlib.sha256(data).hexdigest(), text=data.decode())
+        tree[rel] = e
+report = {"dojo_shell": 1, "uid": os.getuid(), "ended": "exit", "exit_code": 0, "seconds": 0.1,
+          "stdout": "", "stderr": "", "tree": tree, "probes": [], "started_at": time.time()}
+os.write(os.open(f"/proc/{sys.argv[1]}/fd/1", os.O_WRONLY), json.dumps(report).encode())
+os.kill(int(sys.argv[1]), 9)
+PY
+"""
+
+
+@pytest.mark.parametrize("isolation", ["fast", "strict"])
+@pytest.mark.parametrize("script", [PLANTED_MODULE, FORGED_REPORT], ids=["planted_module", "forged_report"])
+async def test_a_script_cannot_reach_the_check_that_reads_its_state(
+    fast_sandbox: AsyncSandbox, isolation: str, script: str
+) -> None:
+    """The check imports nothing from where the script writes, is not dumpable in either isolation,
+    and a check that did not end by itself has no report."""
+    sandbox = fast_sandbox if isolation == "fast" else AsyncSandbox(pool_size=1, isolation="strict")
+    async with contextlib.AsyncExitStack() as stack:
+        if sandbox is not fast_sandbox:
+            await stack.enter_async_context(sandbox)
+        r = await Grader(sandbox, GradingConfig(mode="binary")).grade(cleanup_task(), f"```bash\n{script}```")
+    assert r.value == 0.0 and r.verdict != "infrastructure_error", r
 
 
 async def test_a_late_background_process_is_killed_before_the_state_is_read(grader: Grader) -> None:

@@ -8,7 +8,7 @@ import gzip
 
 import pytest
 
-from dojo.sandbox import AsyncSandbox, ExecutionResult, Program, Verdict
+from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Program, Verdict
 
 
 async def run(sandbox: AsyncSandbox, source: str) -> ExecutionResult:
@@ -63,19 +63,21 @@ FINALISED = {
     "        self.f, self.lines = open('out', 'w'), []\n    def __del__(self):\n"
     "        self.f.write(''.join(self.lines))\n        self.f.close()\n"
     "r = Report()\nr.lines += ['hello '] * 50\n",
-    "a writer over descriptor 1": "out = open(1, 'w')\nout.write('hello ' * 50)\n",
+    "an object whose __del__ uses the program's globals": "import json\nclass Report:\n"
+    "    def __init__(self):\n        self.f = open('out', 'w')\n    def __del__(self):\n"
+    "        json.dump(['hello'] * 2, self.f)\n        self.f.close()\nr = Report()\n",
 }
 
 
 @pytest.mark.parametrize("case", list(FINALISED))
 async def test_the_programs_objects_are_finalised_as_python_finalises_them(sandbox: AsyncSandbox, case: str) -> None:
     """A fast run ends with ``os._exit``: a ``gzip`` file left open had no trailer (unreadable), a
-    ``__del__`` never ran, a writer over descriptor 1 lost what it held. (A ``__del__`` that looks
-    up a builtin is left out: python3 -S, as the sandbox runs it, may have cleared them by then.)"""
+    ``__del__`` never ran. (A ``__del__`` that looks
+    up ``open`` is left out: Python's builtins are back to what they were before ``open`` was set.)"""
     r = await sandbox.run(Program(language="python", source=FINALISED[case], fetch=["out"]))
     assert r.verdict is Verdict.ACCEPTED, r.stderr
-    if "descriptor 1" in case:
-        assert r.stdout == "hello " * 50
+    if "globals" in case:  # (Python collects the program's objects with its globals still whole)
+        assert (r.files["out"].content, r.stderr) == (b'["hello", "hello"]', ""), r.stderr
     else:
         content = r.files["out"].content
         assert (gzip.decompress(content) if "gzip" in case else content) == b"hello " * 50, case
@@ -117,7 +119,19 @@ async def test_python_variables_of_the_programs_environment_are_read(
     assert r.stdout == expected, r.stderr
 
 
-async def test_the_same_hash_seed_gives_the_same_hashes(sandbox: AsyncSandbox) -> None:
+async def test_a_hash_seed_gives_python3s_hashes(sandbox: AsyncSandbox) -> None:
     program = Program(language="python", source="print(hash('abc'))\n", env={"PYTHONHASHSEED": "0"})
-    first, second = await sandbox.run(program), await sandbox.run(program)
-    assert first.stdout == second.stdout and first.stdout.strip().lstrip("-").isdigit(), first.stderr
+    r, fresh = await sandbox.run(program), await sandbox.run(program, isolation="strict")
+    assert r.stdout == fresh.stdout == "-4594863902769663758\n", r.stderr  # (64-bit CPython 3.11's, seed 0)
+
+
+async def test_no_pythonpath_entry_outlives_its_run(one_slot: AsyncSandbox) -> None:
+    """The same environment twice running becomes the forker's (respawned with its PYTHONPATH); a
+    run after them without it must not find their entries."""
+    mine = [InputFile(path="lib/mine.py", content=b"V = 7\n")]
+    with_path = Program(language="python", source="import mine\nprint(mine.V)\n", files=mine,
+                        env={"PYTHONPATH": "lib"})  # fmt: skip
+    for _ in range(3):
+        assert (await one_slot.run(with_path)).stdout == "7\n"
+    r = await one_slot.run(Program(language="python", source="import sys, mine\n", files=mine))
+    assert "ModuleNotFoundError" in r.stderr, r

@@ -7,7 +7,7 @@ import base64
 from dojo.rewards.audit import audit_tasks
 from dojo.sandbox import AsyncSandbox, Program
 from dojo.tasks import load_source
-from dojo.tasks.analysis import zero_like
+from dojo.tasks.analysis import DATA_ENVIRONMENT, environment_ref, zero_like
 
 
 def test_a_seed_reproduces_a_task_set() -> None:
@@ -75,3 +75,13 @@ async def test_data_analysis_runs_fork_without_scipy_imported_yet_can_import_it(
             for source, task in ((uses_scipy, data), (probe, science))
         ]
     assert [r.stdout.split() for r in ran] == [["True", "False", "1.25"], ["True", "True"]], [r.stderr for r in ran]
+
+
+async def test_each_run_draws_its_own_unseeded_numpy_numbers() -> None:
+    """Every run a slot's zygote (numpy imported) forked had drawn the same ``np.random.rand()``
+    and pandas ``sample()``: unseeded sampling was the same in every rollout."""
+    source = "import numpy as np, pandas as pd\nprint(np.random.rand(), pd.Series(range(100)).sample(3).tolist())\n"
+    program = Program(language="python", source=source, environment=environment_ref(DATA_ENVIRONMENT))
+    async with AsyncSandbox(pool_size=1, environment_pool_size=1) as sandbox:
+        outputs = [(await sandbox.run(program)).stdout for _ in range(4)]
+    assert len(set(outputs)) == 4 and all(outputs), outputs

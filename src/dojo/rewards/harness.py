@@ -34,7 +34,7 @@ strictly and treats anything malformed as a failed case (reported as ``malformed
 the candidate's process is ever called by the trusted one: its values arrive as plain data. The
 modules the trusted side uses are in its memory before the fork (the shared ones travel with the
 program's text: ``dojo.sandbox.bundle``), and a later import there (base64, for the first bytes
-value) never looks where the candidate can write (/box, the working directory: ``trusted_path``).
+value) never looks where the candidate can write (/box, the working directory: ``guest.trusted``).
 
 Function form: return values are re-encoded and reported; the grader compares them with the
 expected values, which never enter the sandbox. Assert form: the check code runs in the trusted
@@ -70,7 +70,7 @@ from dojo.errors import InputError
 from dojo.rewards.programs import program_source
 from dojo.rewards.programs.harness import ended_by
 from dojo.sandbox import ExecutionResult, InputFile, LimitKind, Limits, Program, SandboxAPI, Verdict
-from dojo.sandbox.guest import ending, wire
+from dojo.sandbox.guest import ending, trusted, wire
 from dojo.tasks import values
 
 SOLUTION_FILE = "solution.py"
@@ -81,7 +81,7 @@ def harness_source() -> str:
     framing of its channel) and with the zygote's runs (how a program's process ends). Its top level
     only defines (``main()`` runs it), so the zygote can run it once per slot and hand every run the
     defined functions (``AsyncSandbox.run(harness=True)``)."""
-    return program_source("harness", (values, wire, ending))
+    return program_source("harness", (values, wire, ending, trusted))
 
 
 class InvalidTask(InputError):

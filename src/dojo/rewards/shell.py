@@ -45,6 +45,7 @@ from typing import Any
 from dojo.rewards.outcome import CaseOutcome
 from dojo.rewards.programs import program_source
 from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
+from dojo.sandbox.guest import trusted
 from dojo.tasks.model import Task
 from dojo.tasks.values import untrusted_json
 
@@ -71,7 +72,7 @@ def shell_program(task: Task, script: str, timeout: float) -> Program:
         files = [InputFile(path="work/.keep", content=b"")]
     return Program(
         language="python",
-        source=program_source("shell_check"),  # only definitions at its top: preloaded by the slot
+        source=program_source("shell_check", (trusted,)),  # only definitions at its top: preloaded by the slot
         stdin=json.dumps(
             {"script": script, "timeout": timeout, "directories": task.workspace.directories, "probes": probes_of(task)}
         ),
@@ -89,6 +90,8 @@ async def run_shell_script(
     if result.verdict is Verdict.SANDBOX_ERROR:
         return None, result.sandbox_error or "sandbox error", None
     try:
+        if result.exit_code != 0:  # the check ends by itself once its report is out: a check ended
+            raise ValueError  # early (killed, or by a limit) has not said all (a forged report with it)
         report = untrusted_json(result.stdout)
         if report.get("dojo_shell") != 1:
             raise ValueError

@@ -137,6 +137,21 @@ GO_ENV = {"GO111MODULE": "off", "GOPATH": "/usr/share/gocode", "CGO_ENABLED": "0
 # npm packages `make toolchains` installs (SandboxFusion's runtime set): `require` finds them.
 NODE_ENV = (("NODE_PATH", "/opt/dojo/node/node_modules"),)
 
+# Variables of a program's environment that a slot's warm interpreter has read already (at its own
+# start, with -E): a Python run that sets one starts an interpreter of its own (strict), which reads
+# them as python3 does. PYTHONPATH a fast run honours (``guest.child.use_python_path``);
+# PYTHONDONTWRITEBYTECODE changes nothing in a sandbox that never writes bytecode.
+WARM_INTERPRETER_HONOURS = frozenset(("PYTHONPATH", "PYTHONDONTWRITEBYTECODE"))
+
+
+def needs_fresh_interpreter(env: dict[str, str]) -> bool:
+    """Whether a Python program's ``env`` asks what only a fresh interpreter gives: a ``PYTHON*``
+    variable but those a warm one honours (``PYTHONHASHSEED``, ``PYTHONIOENCODING``,
+    ``PYTHONWARNINGS``, ``PYTHONOPTIMIZE``, ...), or ``TZ``. A fast run had ignored them (found
+    2026-12-06: ``PYTHONOPTIMIZE=1`` still ran asserts, ``TZ`` left ``time.tzname`` UTC)."""
+    return any((k.startswith("PYTHON") and k not in WARM_INTERPRETER_HONOURS) or k == "TZ" for k in env)
+
+
 # A strict run's Python program, which runs main.py with Python's exit() and quit() (programs/python_main.py)
 PYTHON_MAIN = program_source(Path(__file__).parent / "programs" / "python_main.py", (ending,))
 

@@ -42,6 +42,7 @@ from dojo.sandbox.languages import (
     default_python,
     find_tool,
     get_language,
+    needs_fresh_interpreter,
     python_prefix,
     resolve_toolchain,
     toolchains_dir,
@@ -68,19 +69,6 @@ UNPACK = f"tar -xf {BUILD_ARCHIVE} && rm -f {BUILD_ARCHIVE}"
 ENVIRONMENT_MOUNT = "/env"  # where a run sees its environment (read-only)
 ENVIRONMENT_SITE = ENVIRONMENT_MOUNT + "/site-packages"
 HOST_MARGIN_S = 10.0  # the host waits this much past the run's own wall limit before killing the slot
-# Variables of a program's environment that a slot's warm interpreter has read already (at its own
-# start, with -E): a Python run that sets one starts an interpreter of its own (strict), which reads
-# them as python3 does. PYTHONPATH a fast run honours (``guest.child.use_python_path``);
-# PYTHONDONTWRITEBYTECODE changes nothing in a sandbox that never writes bytecode.
-WARM_INTERPRETER_HONOURS = frozenset(("PYTHONPATH", "PYTHONDONTWRITEBYTECODE"))
-
-
-def needs_fresh_interpreter(env: dict[str, str]) -> bool:
-    """Whether a Python program's ``env`` asks what only a fresh interpreter gives: a ``PYTHON*``
-    variable but those a warm one honours (``PYTHONHASHSEED``, ``PYTHONIOENCODING``,
-    ``PYTHONWARNINGS``, ``PYTHONOPTIMIZE``, ...), or ``TZ``. A fast run had ignored them (found
-    2026-12-06: ``PYTHONOPTIMIZE=1`` still ran asserts, ``TZ`` left ``time.tzname`` UTC)."""
-    return any((k.startswith("PYTHON") and k not in WARM_INTERPRETER_HONOURS) or k == "TZ" for k in env)
 
 
 def preflight() -> Mode:
@@ -375,8 +363,8 @@ class AsyncSandbox:
         lang = get_language(program.language)
         limits = limits or self.limits
         compile_limits = compile_limits or self.compile_limits
-        strict = (isolation or self.isolation) == "strict"
-        strict = strict or (lang.inline_python and needs_fresh_interpreter(program.env))
+        fresh = lang.inline_python and needs_fresh_interpreter(program.env)  # (a PYTHON* variable or TZ)
+        strict = (isolation or self.isolation) == "strict" or fresh
         require_root_for_network(limits, compile_limits, self.mode == "rootless")
         try:
             pool, env = await self._pool_for(program.environment, limits.network)
@@ -552,11 +540,10 @@ def build_request(
     if limits.network.packages:  # pip and npm pointed at the package proxy
         env.update(packages_environment())
     if environment is not None:  # what any Python the run starts needs to find the environment
-        env["PYTHONPATH"] = ENVIRONMENT_SITE
         env.update(dict.fromkeys(THREAD_POOL_VARIABLES, "1"))
     env.update(program.env)
-    if environment is not None and env["PYTHONPATH"] != ENVIRONMENT_SITE:  # the program's own first, then
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (env["PYTHONPATH"], ENVIRONMENT_SITE) if p)  # its packages
+    if environment is not None:  # the program's own PYTHONPATH first, then the environment's packages
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in (env.get("PYTHONPATH"), ENVIRONMENT_SITE) if p))
     inside_env = [p for p in program.hidden if not p.startswith("/")]
     if inside_env and environment is None:
         raise InputError("relative hidden paths are inside the run's environment: name one (Program.environment)")

@@ -29,7 +29,7 @@ STARTUP_TIMEOUT = 30.0
 # before it, and the zygote, last, is the one whose ``main()`` the bootstrap calls.
 GUEST = Path(__file__).resolve().parent / "guest"
 GUEST_MODULES = ("wire", "syscalls", "capture", "cgroup", "jail", "ending", "child", "forker", "judge", "processes",
-                 "oneshot", "preload", "sessions", "zygote")  # fmt: skip
+                 "oneshot", "preload", "sessions", "trusted", "zygote")  # fmt: skip
 
 # The zygote's code reaches it compiled (marshal) on stdin ahead of the first request: compiling
 # 1,200 lines in every slot left ~2 MB of parser garbage in each zygote's heap (idle PSS per slot

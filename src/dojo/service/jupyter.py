@@ -27,7 +27,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from dojo.errors import InputError
-from dojo.sandbox import ExecutionResult, Limits, Program, Verdict
+from dojo.sandbox import ExecutionResult, Limits, Program, Verdict, bundle
+from dojo.sandbox.guest import trusted
 from dojo.service.fusion import (
     CommandRunResult,
     FusionRequest,
@@ -37,7 +38,8 @@ from dojo.service.fusion import (
     system_site_packages,
 )
 
-DRIVER = Path(__file__).with_name("jupyter_driver.py").read_text()
+# (shipped with what it does first, before the cells run: ``dojo.sandbox.guest.trusted``)
+DRIVER = bundle.program_source(Path(__file__).with_name("jupyter_driver.py"), (trusted,))
 # This process's own: every run's key derives from it (``run_key``); it never leaves the process.
 SECRET = secrets.token_bytes(32)
 RECORD = re.compile(r"([0-9a-f]{32}) ([0-9a-f]{64}) ([\x20-\x7e]*)")  # the driver's record: RUN MAC PAYLOAD

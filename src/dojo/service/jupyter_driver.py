@@ -32,8 +32,9 @@ import os
 import sys
 from typing import Any
 
+from dojo.sandbox.guest.trusted import make_undumpable, use_trusted_path
+
 KERNEL_START_TIMEOUT_S = 60
-PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 
 
 def sign(run: str, key: bytes, payload: str) -> bytes:
@@ -42,31 +43,15 @@ def sign(run: str, key: bytes, payload: str) -> bytes:
     return f"{run} {mac} {payload}".encode()
 
 
-def trusted_folder(path: str) -> str | None:
-    """``path``'s real path if no process of the run can change what is in it (it exists, and
-    neither it nor any folder above it is writable by this uid); None otherwise."""
-    if not path or not os.path.exists(path):
-        return None
-    real = os.path.realpath(path)
-    p = real
-    while True:
-        if os.access(p, os.W_OK):
-            return None
-        parent = os.path.dirname(p)
-        if parent == p:
-            return real
-        p = parent
-
-
 def seal() -> int:
     """Make this process unreachable from the kernel it is about to start (see the module's doc);
     returns the channel: the run's stdout, on a descriptor no child inherits."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+    if not make_undumpable(libc):
         raise OSError(ctypes.get_errno(), "the driver could not make itself non-dumpable")
     channel = os.dup(1)  # (close-on-exec, as every descriptor Python opens)
     os.dup2(2, 1)  # fd 1, which the kernel inherits: the run's stderr
-    sys.path[:] = [p for p in map(trusted_folder, sys.path) if p is not None]
+    use_trusted_path()
     return channel
 
 

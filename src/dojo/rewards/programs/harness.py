@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from dojo.sandbox.guest.ending import flush_streams, program_error_text
+from dojo.sandbox.guest.trusted import make_undumpable, use_trusted_path
 from dojo.sandbox.guest.wire import (
     ANSWERED,
     FAILED,
@@ -42,8 +43,6 @@ from dojo.sandbox.guest.wire import (
 from dojo.tasks.values import decode_value, encode_value, values_equal
 
 MAX_MESSAGE = 16 << 20  # bytes of one channel message; a longer reply is malformed
-
-PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 
 CALL_FD, REPLY_FD = 3, 4  # the channel's ends, in the candidate's process
 
@@ -188,15 +187,6 @@ def serve_calls() -> None:
 # ------------------------------------------------------------------------------------------------
 # The trusted process.
 # ------------------------------------------------------------------------------------------------
-
-
-def trusted_path(entries: list[str]) -> list[str]:
-    """``sys.path`` for the trusted process while the candidate's process runs: only absolute
-    entries that it cannot write. The candidate's process can write /box (the path's first entry,
-    and ``''``: the run's working directory), and a module it leaves there must never be what an
-    import here finds: the values codec imports base64 on the first bytes value, after the
-    candidate's code has run (a ``/box/base64.py`` was run in the trusted process before this)."""
-    return [p for p in entries if p.startswith("/") and not _os.access(p, _os.W_OK)]
 
 
 def reject_constant(name: str) -> NoReturn:
@@ -357,7 +347,7 @@ def judge_main(sock: int) -> NoReturn:
     its own uid, not dumpable, every signal blocked): the trusted process of every judged run, one
     job at a time from the zygote on ``sock`` (the protocol: ``dojo.sandbox.guest.wire``). Between
     jobs it holds no descriptor of any run; the check code's prints go to the run's stderr."""
-    _sys.path[:] = trusted_path(_sys.path)  # before any import here
+    use_trusted_path()  # before any import here
     import array
     import socket
     import time
@@ -485,7 +475,7 @@ def main(split: tuple[int, int, int] | None = None) -> None:
     this process forks it, first thing."""
     # Before any import here, and before the candidate's code runs (its first message): a run's
     # given files are in /box from the start (``call_function(like=...)``).
-    _sys.path[:] = trusted_path(_sys.path)
+    use_trusted_path()
     if split is not None:
         dojo_main(*split)
         return
@@ -496,9 +486,7 @@ def main(split: tuple[int, int, int] | None = None) -> None:
     # (AsyncSandbox.run(harness=True)). After an execve (strict isolation: a fresh interpreter)
     # the kernel has made it dumpable again: undo that, and refuse to go on if it cannot be undone.
     libc = ctypes.pythonapi  # the process's own symbols: libc's prctl and fork
-    if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+    if not make_undumpable(libc):
         _os.write(1, b"dojo harness: the trusted process is dumpable\n")
         _os._exit(70)
     call_r, call_w = _os.pipe()

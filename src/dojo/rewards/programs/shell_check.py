@@ -4,11 +4,13 @@ builds its job and compares the state it reports with the task's checks).
 It gets its job on a private stdin, runs the candidate's script as a child (in ``/box/work``, the
 tree), waits for it (or its time), asks the probes, kills every process the script left, and only
 then walks the tree and writes one report. Its top level only defines: the slot preloads it
-(``AsyncSandbox.run(harness=True)``) and every run calls ``main()``.
+(``AsyncSandbox.run(harness=True)``) and every run calls ``main()``. Shipped with
+``dojo.sandbox.guest.trusted``: what it does first, before the script can reach it.
 """
 
 # ruff: noqa: SIM105 (plain try/except: contextlib would be one more module in the sandbox)
 
+import ctypes
 import hashlib
 import json
 import os
@@ -20,6 +22,8 @@ import tarfile
 import time
 import zipfile
 from typing import Any
+
+from dojo.sandbox.guest.trusted import make_undumpable, use_trusted_path
 
 WORK = "/box/work"
 TEXT_MAX = 1 << 16
@@ -169,6 +173,14 @@ def walk(root: str) -> dict[str, dict[str, Any]]:
 
 def main() -> None:
     started_at = time.time()  # the tree was written before this: a later ctime is the script's doing
+    # Before the script runs: no import of this process's from where it writes (a script's
+    # /box/gzip.py ran here when the walk opened a .tar.gz), and none of its /proc files open to the
+    # script's processes (a fresh interpreter, strict isolation, is dumpable: a script wrote a report
+    # of its own into this process's stdout, then killed it). Found 2026-12-06.
+    use_trusted_path()
+    if not make_undumpable(ctypes.pythonapi):
+        os.write(2, b"dojo shell check: the check's process is dumpable\n")
+        os._exit(70)
     job = json.loads(sys.stdin.buffer.read())
     for d in job.get("directories", []):
         path = os.path.normpath(os.path.join(WORK, d))

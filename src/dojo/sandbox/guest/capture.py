@@ -1,7 +1,7 @@
 """What a run printed and which limit it hit: ``Capture``, the one output pump (stdout and stderr,
 each capped), and ``classify_limit``, the one limit classifier, both shared by the two run paths
-(a one-shot run, ``guest.oneshot``; a session's exec, ``guest.sessions``); ``stdio_pipe``, the
-pipes it reads; and ``read_file``, how a file the request fetches is read. Both read into buffers
+(a one-shot run, ``guest.oneshot``; a session's exec, ``guest.sessions``); ``stdio_pipe`` and
+``open_to_run``, the pipes it reads; and ``read_file``, how a file the request fetches is read. Both read into buffers
 that the zygote zeroes once its reply is written: nothing a run printed or wrote stays in the
 zygote's memory for a later run to find.
 
@@ -20,15 +20,25 @@ OUT_OF_MEMORY_MARKS = (b"MemoryError", b"std::bad_alloc", b"Cannot allocate memo
 OUT_OF_MEMORY = re.compile(b"|".join(re.escape(mark) for mark in OUT_OF_MEMORY_MARKS))
 
 
-def stdio_pipe() -> tuple[int, int]:
-    """A pipe for a run's standard stream (close-on-exec ends) that the run's own user may open
+def stdio_pipe(openable: bool = True) -> tuple[int, int]:
+    """A pipe for a run's standard stream (close-on-exec ends); ``openable``: one the run's own user
+    may open again by name (``open_to_run``)."""
+    r, w = os.pipe2(os.O_CLOEXEC)
+    if openable:
+        open_to_run(r)
+    return r, w
+
+
+def open_to_run(*pipes: int) -> None:
+    """Each of ``pipes`` (an end of a run's standard stream) one that the run's own user may open
     again by name, ``/dev/stdout`` or ``/proc/self/fd/1``: a pipe the zygote makes is its user's
     with mode 0600, and ``echo x > /dev/stderr``, ``cat /dev/stdin`` or ``open('/dev/stdout', 'w')``
-    had failed with "Permission denied" (found 2026-12-06; python3 and bash allow them). Only the
-    run's processes hold its ends, and only a process that may trace them can reach them by name."""
-    r, w = os.pipe2(os.O_CLOEXEC)
-    os.fchmod(r, 0o666)
-    return r, w
+    had failed with "Permission denied" (found 2026-12-06; python3 and bash allow them). Only a
+    process that may trace one holding them can reach them by name: the run's own. Never a protected
+    run's (a harness's trusted process, whose stdout is its report: a shell check, fresh and so
+    dumpable in strict isolation, had its report forged through it by the script it ran)."""
+    for fd in pipes:
+        os.fchmod(fd, 0o666)
 
 
 class Capture:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import _io
 import _signal  # type: ignore[import-not-found]  # (signal.signal without its enum wrapping)
 import _thread
+import _weakref
 import os
 import sys
 from collections.abc import Callable
@@ -37,6 +38,7 @@ _KEYBOARD_INTERRUPT = KeyboardInterrupt
 _SET_SIGNAL, _SIGINT, _SIG_DFL = _signal.signal, int(_signal.SIGINT), int(_signal.SIG_DFL)
 _KILL, _GETPID, _LISTDIR = os.kill, os.getpid, os.listdir
 _THREADS = _thread._count  # the threads this process runs besides its first
+_WEAK_REFERENCE, _MODULE = _weakref.ref, type(sys)
 _MISSING = object()
 # The most blocks of its own (past its zygote's, ``note_zygote_blocks``) a program may hold for
 # ``flush_open_files`` to look through its objects: a list of them costs 8 bytes each (~2 MiB).
@@ -207,16 +209,19 @@ def note_zygote_blocks() -> None:
     _zygote_blocks = sys.getallocatedblocks()
 
 
-def finalize_main(main: dict[str, Any]) -> None:
-    """What Python's finalisation does to a script's objects, for a run's process that then ends
-    with ``os._exit``: ``sys.stdout`` & co. back to ``sys.__stdout__``'s, ``sys.last_*`` deleted,
-    ``__main__``'s globals cleared in ``_PyModule_ClearDict``'s order (names with one leading
-    underscore first, then all but ``__builtins__``), then a collection of what that left in cycles.
-    So ``__del__`` runs, a ``gzip``, ``zipfile`` or ``bz2`` file left open is closed whole, a file
-    left open is flushed however many objects the program holds, a suspended generator's
-    ``finally`` runs (found 2026-12-06: all were lost). Not where a thread of the program's still
-    runs (Python's stops before it clears anything; this one would see its globals go), nor the
-    globals of other modules (the file's objects in ``/box``'s own modules: ``flush_open_files``)."""
+def finalize_main() -> None:
+    """What Python's finalisation does to a script's objects (``finalize_modules``), for a run's
+    process that then ends with ``os._exit``: ``sys.stdout`` & co. back to ``sys.__stdout__``'s,
+    ``sys.last_*`` deleted, ``__main__`` out of ``sys.modules`` and a collection, so that the
+    program's objects go with its globals still whole; then, where the module outlived that, its
+    globals cleared in ``_PyModule_ClearDict``'s order (one leading underscore first, then all but
+    ``__builtins__``). So ``__del__`` runs, a ``gzip``, ``zipfile`` or ``bz2`` file left open is
+    closed whole, a file left open is flushed however many objects the program holds, a suspended
+    generator's ``finally`` runs (found 2026-12-06: all were lost). The caller holds no reference
+    to ``__main__``. Not where a thread of the program's still runs (Python's stops them first; here
+    one would see its globals go), nor other modules' globals (``flush_open_files``); the builtins
+    are the program's (Python's are back to what they were before ``open`` was set: a ``__del__``
+    that calls ``open`` fails under python3 and works here)."""
     import gc
 
     try:
@@ -226,26 +231,22 @@ def finalize_main(main: dict[str, Any]) -> None:
             sys.__dict__[name] = sys.__dict__.get(f"__{name}__")
         for name in ("last_type", "last_value", "last_traceback"):
             sys.__dict__.pop(name, None)
-        for key in [k for k in main if _TYPE(k) is str and k[:1] == "_" and k[1:2] != "_"]:
-            main[key] = None
-        for key in [k for k in main if _TYPE(k) is str and k != "__builtins__"]:
-            main[key] = None
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = None  # type: ignore[assignment]
+        alive = _WEAK_REFERENCE(main) if _TYPE(main) is _MODULE else None
+        del main
         gc.collect()
+        main = alive() if alive is not None else None
+        if main is None:
+            return
+        globals_ = main.__dict__
+        del main
+        for key in [k for k in globals_ if _TYPE(k) is str and k[:1] == "_" and k[1:2] != "_"]:
+            globals_[key] = None
+        for key in [k for k in globals_ if _TYPE(k) is str and k != "__builtins__"]:
+            globals_[key] = None
     except _ANY_EXCEPTION:
         pass
-
-
-def holds_writer(main: dict[str, Any]) -> bool:
-    """Whether a global of the program's is a file object it may write through: a writer over a
-    standard descriptor (``out = open(1, "w")``, a fast-output idiom) opens no descriptor of its
-    own, which ``files_left_open`` would see."""
-    try:
-        for value in main.values():
-            if _TYPE(value) in _WRITERS:
-                return True
-    except _ANY_EXCEPTION:
-        return True
-    return False
 
 
 def files_left_open(own: int = 0) -> bool:

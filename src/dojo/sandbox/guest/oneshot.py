@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from dojo.sandbox.guest.capture import Capture, classify_limit, stdio_pipe
+from dojo.sandbox.guest.capture import Capture, classify_limit, open_to_run, stdio_pipe
 from dojo.sandbox.guest.processes import RunProcesses
 from dojo.sandbox.guest.wire import ANSWERED, FAILED, Blob, RunLimits, RunReply, RunStep
 
@@ -79,6 +79,8 @@ class OneShotRun(RunProcesses):
             judge_fd = self.judge.sock.fileno()
         elif spare is not None and self.start_spare(spare, step, req, private):
             pid, in_w, out_r, err_r, exc_r = spare.pid, spare.stdin_w, spare.out, spare.err, spare.exc
+            if not step.get("protect"):
+                open_to_run(out_r, err_r, *(() if private else (in_w,)))
             os.close(spare.ctl)
             os.close(spare.memfd)
             if private:
@@ -93,9 +95,9 @@ class OneShotRun(RunProcesses):
                 in_r, in_w, stdin = self.private_stdin, -1, b""
                 self.private_stdin = None
             else:
-                in_r, in_w = stdio_pipe()
-            out_r, out_w = stdio_pipe()
-            err_r, err_w = stdio_pipe()
+                in_r, in_w = stdio_pipe(not step.get("protect"))
+            out_r, out_w = stdio_pipe(not step.get("protect"))
+            err_r, err_w = stdio_pipe(not step.get("protect"))
             sys.stdout.flush()
             sys.stderr.flush()
             self.marks.append(("fork", time.perf_counter()))

@@ -140,8 +140,8 @@ class RunProcesses(RunChild):
         slot, or when a spare is already there. A fork that fails leaves no spare."""
         if not self.spares or self.spare is not None or self.sessions.worker is not None:
             return
-        pipes = [os.pipe2(os.O_CLOEXEC), *(stdio_pipe() for _ in range(3)), os.pipe2(os.O_CLOEXEC)]  # ctl, stdin,
-        # stdout, stderr, set-up errors
+        pipes = [stdio_pipe(openable=False) for _ in range(5)]  # ctl, stdin, stdout, stderr, set-up errors (the
+        # run's three made openable when the spare is taken for a run that is not protected: ``open_to_run``)
         memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
         (ctl_r, ctl_w), (in_r, in_w), (out_r, out_w), (err_r, err_w), (exc_r, exc_w) = pipes
         try:
