@@ -8,7 +8,7 @@ import gzip
 
 import pytest
 
-from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Program, Verdict
+from dojo.sandbox import AsyncSandbox, ExecutionResult, InputFile, Limits, Program, Verdict
 
 
 async def run(sandbox: AsyncSandbox, source: str) -> ExecutionResult:
@@ -135,3 +135,15 @@ async def test_no_pythonpath_entry_outlives_its_run(one_slot: AsyncSandbox) -> N
         assert (await one_slot.run(with_path)).stdout == "7\n"
     r = await one_slot.run(Program(language="python", source="import sys, mine\n", files=mine))
     assert "ModuleNotFoundError" in r.stderr, r
+
+
+async def test_a_daemon_thread_blocked_in_a_write_does_not_hold_up_the_programs_end(sandbox: AsyncSandbox) -> None:
+    """The thread holds its writer's lock, blocked on a full pipe: Python's exit leaves what the
+    thread holds alone; the end-of-run flush had waited for that lock until the wall limit."""
+    source = (
+        "import os, threading, time\nr, w = os.pipe()\nf = os.fdopen(w, 'wb', buffering=65536)\n"
+        "threading.Thread(target=lambda: f.write(b'x' * 200_000), daemon=True).start()\n"
+        "time.sleep(0.3)\nprint('main done')\n"
+    )
+    r = await sandbox.run(Program(language="python", source=source), Limits(wall_time=5, cpu_time=5))
+    assert (r.verdict, r.stdout) == (Verdict.ACCEPTED, "main done\n"), r

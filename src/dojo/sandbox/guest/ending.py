@@ -175,12 +175,15 @@ def flush_open_files() -> None:
     within it of its memory limit that had finished within it would otherwise end past it (found by
     review). The blocks its zygote held are not the program's (``note_zygote_blocks``): counted with
     them, a ``dojo-data`` run (pandas imported, ~290,000 blocks before the program's first) had
-    never been flushed (found 2026-12-06). Files written through a writer over a standard
-    descriptor, a frozen object or a subclass of the io classes are not flushed."""
+    never been flushed (found 2026-12-06). Not while a thread of the program's still runs (a daemon
+    thread blocked in a write holds its writer's lock: the run had ended past its wall limit). Files
+    written through a writer over a standard descriptor, a frozen object or a subclass of the io
+    classes are not flushed."""
     import gc
 
-    if sys.getallocatedblocks() - _zygote_blocks > SCAN_BLOCKS_MAX:
-        return
+    if sys.getallocatedblocks() - _zygote_blocks > SCAN_BLOCKS_MAX or _THREADS():
+        return  # (a daemon thread still running may hold a writer's lock, blocked: its flush would wait
+        # past the run's wall limit, where Python's exit never deallocates what that thread holds)
 
     standard: set[int] = set()
     try:
