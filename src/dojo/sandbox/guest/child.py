@@ -172,7 +172,7 @@ class RunChild:
             filename, args, key, env, n = run
             if env is not None:
                 self.use_environment(env)
-                use_python_path(python_path_entries(env))
+                use_python_path(env)
             cached = self.code_cache[key] if key is not None else None
             if role == ROLE_CANDIDATE:  # never goes on as a run (fd 3 is its channel now: nothing to report)
                 if isinstance(cached, dict):
@@ -419,7 +419,7 @@ class RunChild:
         note_standard_streams((sys.stdout, sys.stderr))
         sys.argv = [MAIN_FILE]
         sys.path[:] = [BOX, *(p for p in sys.path if p)]  # (the zygote's "" from its -c: none of a script's)
-        use_python_path(python_path_entries(os.environ))
+        use_python_path(os.environ)
         main = types.ModuleType("__main__")
         main.__builtins__ = builtins  # type: ignore[attr-defined]
         RunChild.name_main_file(main, f"{BOX}/{MAIN_FILE}")
@@ -504,13 +504,15 @@ class RunChild:
         # every run: finalising cost a print(1) run ~42 page faults (+18%), and looking through
         # its globals for a writer over a standard descriptor (``open(1, "w")``) ~5 (+2%).
         if split is None and files_left_open():
-            if not isinstance(cached, dict):  # (a preloaded harness has no script's globals)
+            if isinstance(cached, dict):  # (a preloaded harness has no script's globals)
+                flush_open_files()
+            else:
                 uncaught = hook_exit = main = None  # (nothing of the program's held here)
                 finalize_main()
                 if not flush_streams():
                     status = status or 120
-            if files_left_open():
-                flush_open_files()
+                if files_left_open():  # (what finalising left open)
+                    flush_open_files()
         if interrupted:
             status = end_by_interrupt()
         os._exit(status)
@@ -522,21 +524,17 @@ _NUMPY_STATE: list[int] = []  # where numpy's global generator keeps its key, wh
 MT_WORDS = 624  # a Mersenne Twister's key, 32-bit words
 
 
-def python_path_entries(env: Any) -> list[str]:
-    """``PYTHONPATH``'s entries in ``env`` as python3 puts them on ``sys.path``: each made absolute
-    from /box (where a run starts), an empty one /box itself."""
-    value = (env or {}).get("PYTHONPATH") or ""
-    return [os.path.normpath(os.path.join(BOX, p)) for p in value.split(os.pathsep)] if value else []
-
-
-def use_python_path(entries: list[str]) -> None:
-    """A run's ``sys.path`` with ``entries`` (``python_path_entries``) right after the script's
-    directory, as python3 puts ``PYTHONPATH``, in place of those this process (its forker, where the
+def use_python_path(env: Any) -> None:
+    """A run's ``sys.path`` with the entries of ``env``'s ``PYTHONPATH`` right after the script's
+    directory, as python3 puts them (each made absolute from /box, where a run starts; an empty one
+    /box itself), in place of those this process (its forker, where the
     run's environment is not the forker's) put there. Entries the slot's path holds already (an
     environment's own site) stay where they are. Only in a run's process or the forker, never the
     zygote: an entry a run can write must never be where the zygote imports from. Until 2026-12-06 a
     fast run ignored a ``PYTHONPATH`` its program set (``import mod`` from ``/box/lib``:
     ``ModuleNotFoundError``)."""
+    value = (env or {}).get("PYTHONPATH") or ""
+    entries = [os.path.normpath(os.path.join(BOX, p)) for p in value.split(os.pathsep)] if value else []
     for p in _PATH_ENTRIES:
         if p in sys.path[1:]:
             del sys.path[sys.path.index(p, 1)]

@@ -168,8 +168,8 @@ def flush_open_files() -> None:
     empty file (a right answer read as none; found 2026-12-06). Text wrappers first (each flushes
     into its buffer), then buffers; the standard streams are ``flush_streams``'s.
 
-    What it covers is the common case, not all of Python's exit: its callers look only where a
-    descriptor past the standard three is open (``files_left_open``: looking through the objects on
+    What it covers is the common case, not all of Python's exit: its callers look only where the
+    first descriptor a file gets is in use (``files_left_open``: looking through the objects on
     every run cost a ``print(1)`` run ~47 page faults), and only where the program holds fewer than
     ``SCAN_BLOCKS_MAX`` blocks of its own: the list of its objects is memory of its own, and a run
     within it of its memory limit that had finished within it would otherwise end past it (found by

@@ -95,9 +95,9 @@ class OneShotRun(RunProcesses):
                 in_r, in_w, stdin = self.private_stdin, -1, b""
                 self.private_stdin = None
             else:
-                in_r, in_w = stdio_pipe(not step.get("protect"))
-            out_r, out_w = stdio_pipe(not step.get("protect"))
-            err_r, err_w = stdio_pipe(not step.get("protect"))
+                in_r, in_w = stdio_pipe(openable=not step.get("protect"))
+            out_r, out_w = stdio_pipe(openable=not step.get("protect"))
+            err_r, err_w = stdio_pipe(openable=not step.get("protect"))
             sys.stdout.flush()
             sys.stderr.flush()
             self.marks.append(("fork", time.perf_counter()))

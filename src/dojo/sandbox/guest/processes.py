@@ -15,7 +15,6 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
-from dojo.sandbox.guest.capture import stdio_pipe
 from dojo.sandbox.guest.child import RunChild
 from dojo.sandbox.guest.judge import Judge
 from dojo.sandbox.guest.wire import RunStep, read_exact, write_all
@@ -140,8 +139,9 @@ class RunProcesses(RunChild):
         slot, or when a spare is already there. A fork that fails leaves no spare."""
         if not self.spares or self.spare is not None or self.sessions.worker is not None:
             return
-        pipes = [stdio_pipe(openable=False) for _ in range(5)]  # ctl, stdin, stdout, stderr, set-up errors (the
-        # run's three made openable when the spare is taken for a run that is not protected: ``open_to_run``)
+        # ctl, stdin, stdout, stderr, set-up errors (the run's three made openable by name when the spare
+        # is taken for a run that is not protected: ``capture.open_to_run``)
+        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(5)]
         memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
         (ctl_r, ctl_w), (in_r, in_w), (out_r, out_w), (err_r, err_w), (exc_r, exc_w) = pipes
         try:
