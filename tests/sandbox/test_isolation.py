@@ -146,6 +146,19 @@ async def test_host_processes_are_invisible(sandbox: AsyncSandbox) -> None:
     assert len(pids) <= 3  # the zygote (PID 1), the run, and at most a helper
 
 
+async def test_no_process_a_run_sees_shows_the_slots_configuration(sandbox: AsyncSandbox) -> None:
+    """The zygote's configuration (the host's paths and pid, the slot's cgroups, uid and syscall
+    filters) was an argument of its command line: every run read it in ``/proc/1/cmdline`` (and a
+    fast Python run in its own, and in ``sys.orig_argv``)."""
+    listing = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done\n"
+    r = await sandbox.run(Program(language="bash", source=listing))
+    assert r.verdict is Verdict.ACCEPTED and "-c import sys" in r.stdout, r  # (the zygote's, the slot's pid 1)
+    py = await sandbox.run(Program(language="python", source="import sys\nprint(sys.orig_argv)\n"))
+    assert py.verdict is Verdict.ACCEPTED, py.stderr
+    for key in ("keep_host_netns", "cgroup_version", "extra_ro_paths", "seccomp"):
+        assert key not in r.stdout + py.stdout
+
+
 async def test_nothing_leaks_to_the_next_run(one_slot: AsyncSandbox) -> None:
     plant = """
 import ctypes, os, subprocess

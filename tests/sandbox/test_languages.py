@@ -8,7 +8,7 @@ import os
 import pytest
 
 from dojo.sandbox import AsyncSandbox, LanguageUnavailable, Limits, Program, UnknownLanguage, Verdict
-from dojo.sandbox.languages import Language, get_language, resolve_toolchain
+from dojo.sandbox.languages import Language, get_language, provided_modules, resolve_toolchain
 
 ECHO_SUM = {
     "python": "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))\n",
@@ -300,3 +300,11 @@ async def test_absolute_fetch_reads_as_the_run_and_mnt_is_scratch(sandbox: Async
     r = await sandbox.run(Program(language="python", source=src, fetch=["/mnt/b", "/tmp/c", "/etc/shadow"]))
     assert r.files["/mnt/b"].content == b"sauce" and r.files["/tmp/c"].content == b"x"
     assert r.files["/etc/shadow"].content is None  # read as the run's uid: permission denied
+
+
+def test_the_modules_a_pythons_files_provide() -> None:
+    """What a fast run forgets of its zygote's modules (``guest.child.forget_modules``): every name a
+    file can be imported by, at any depth; nothing else."""
+    paths = ["random.py", "string/__init__.py", "lib/tokenize.pyc", "ext.cpython-311-x86_64-linux-gnu.so",
+             "data.csv", "notes.py.bak", "1x.py", "a.b.py", "pkg/mod.txt", "__init__.py"]  # fmt: skip
+    assert provided_modules(paths) == ["ext", "random", "string", "tokenize"]

@@ -147,3 +147,50 @@ async def test_a_daemon_thread_blocked_in_a_write_does_not_hold_up_the_programs_
     )
     r = await sandbox.run(Program(language="python", source=source), Limits(wall_time=5, cpu_time=5))
     assert (r.verdict, r.stdout) == (Verdict.ACCEPTED, "main done\n"), r
+
+
+MINE = b"def randint(a, b):\n    return 'mine'\n"
+# a module of the program's own, named as one a fast run's zygote imported ahead of it: (its path, its
+# name, the run's environment)
+SHADOWING = {
+    "module": ("random.py", "random", {}),
+    "package": ("string/__init__.py", "string", {}),
+    "on PYTHONPATH": ("lib/tokenize.py", "tokenize", {"PYTHONPATH": "lib"}),
+}
+
+
+@pytest.mark.parametrize("case", list(SHADOWING))
+async def test_a_module_of_the_programs_own_is_the_one_imported(sandbox: AsyncSandbox, case: str) -> None:
+    """python3 imports a script's ``random.py`` for its ``import random``; a fast run had imported
+    the standard library's, which its zygote had imported ahead of it (a helper module named as a
+    standard one passed here and failed under python3, or the other way round)."""
+    path, name, env = SHADOWING[case]
+    source, files = f"import {name}\nprint({name}.randint(1, 2))\n", [InputFile(path=path, content=MINE)]
+    r = await sandbox.run(Program(language="python", source=source, files=files, env=env))
+    assert r.stdout == "mine\n", r.stderr
+
+
+async def test_a_module_python3_has_at_its_start_is_not_the_programs(sandbox: AsyncSandbox) -> None:
+    """``os`` is imported before any script runs: a script's ``os.py`` is not what ``import os`` finds."""
+    files = [InputFile(path="os.py", content=b"getcwd = None\n")]
+    r = await sandbox.run(Program(language="python", source="import os\nprint(os.getcwd())\n", files=files))
+    assert r.stdout == "/box\n", r.stderr
+
+
+async def test_the_next_run_imports_the_standard_module_again(one_slot: AsyncSandbox) -> None:
+    """A run forgets the zygote's module in its own process only: the next run of the slot, without
+    the file, has the standard library's, drawing numbers of its own."""
+    files = [InputFile(path="random.py", content=MINE)]
+    mine = Program(language="python", source="import random\nprint(random.randint(1, 2))\n", files=files)
+    plain = Program(language="python", source="import random\nprint(random.getrandbits(64))\n")
+    for _ in range(2):
+        assert (await one_slot.run(mine)).stdout == "mine\n"
+        draws = [(await one_slot.run(plain)).stdout for _ in range(3)]
+        assert len(set(draws)) == 3 and all(d.strip().isdigit() for d in draws), draws
+
+
+async def test_a_sessions_module_of_its_own_is_the_one_imported(sandbox: AsyncSandbox) -> None:
+    async with await sandbox.open_session("python") as s:
+        await s.write_file("random.py", MINE)
+        r = await s.exec("import random\nprint(random.randint(1, 2))")
+        assert r.stdout == "mine\n", r.stderr

@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,6 +150,23 @@ def needs_fresh_interpreter(env: dict[str, str]) -> bool:
     ``PYTHONWARNINGS``, ``PYTHONOPTIMIZE``, ...), or ``TZ``. A fast run had ignored them (found
     2026-12-06: ``PYTHONOPTIMIZE=1`` still ran asserts, ``TZ`` left ``time.tzname`` UTC)."""
     return any((k.startswith("PYTHON") and k not in WARM_INTERPRETER_HONOURS) or k == "TZ" for k in env)
+
+
+def provided_modules(paths: Iterable[str]) -> list[str]:
+    """The top-level names a Python run's files can be imported by, at any depth (a folder on
+    ``PYTHONPATH``): ``name.py`` (``.pyc``, an extension's ``.so``) and ``name/__init__.py``. A
+    fast run forgets a module of one of these names that its zygote imported ahead of it and python3
+    would not have by a script's start (``guest.child.forget_modules``), so that the program's own
+    is imported, as python3 imports it. More names than are on the path cost a fresh import only."""
+    found = set()
+    for path in paths:
+        *folders, name = path.split("/")
+        stem, _, rest = name.partition(".")
+        if stem == "__init__":
+            stem = folders[-1] if folders else ""
+        if stem.isidentifier() and (rest in ("py", "pyc", "so") or rest.endswith(".so")):
+            found.add(stem)
+    return sorted(found)
 
 
 # A strict run's Python program, which runs main.py with Python's exit() and quit() (programs/python_main.py)

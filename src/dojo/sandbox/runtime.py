@@ -43,6 +43,7 @@ from dojo.sandbox.languages import (
     find_tool,
     get_language,
     needs_fresh_interpreter,
+    provided_modules,
     python_prefix,
     resolve_toolchain,
     toolchains_dir,
@@ -385,6 +386,7 @@ class AsyncSandbox:
         if harness:
             header["stdin_private"] = True
             header["steps"][-1]["protect"] = True
+            header["steps"][-1].pop("modules", None)  # (a trusted program forgets none of the slot's modules)
             if lang.inline_python:  # its top level only defines: the zygote runs it once per slot
                 header["steps"][-1].update(cache_code=True, preload=True)
         try:
@@ -522,6 +524,8 @@ def build_request(
         }
         if lang.inline_python and not strict:
             run_step["inline_python"] = source_name
+            if modules := provided_modules(names - {source_name}):  # (python3 imports these from its files)
+                run_step["modules"] = modules
         else:
             run_argv = lang.run_argv
             if lang.artifacts and lang.artifacts[0] == BUILD_ARCHIVE:  # unpack the build first
@@ -529,13 +533,7 @@ def build_request(
             run_step["argv"] = expand(run_argv) + list(program.args)
         steps.append(run_step)
         timeout += limits.wall_time
-    env = {
-        "PATH": SANDBOX_PATH,
-        "HOME": "/box",
-        "TMPDIR": "/tmp",
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-    }
+    env = {"PATH": SANDBOX_PATH, "HOME": "/box", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
     env.update({k: v.replace("{toolchains}", TOOLCHAINS_MOUNT) for k, v in lang.env})
     if limits.network.packages:  # pip and npm pointed at the package proxy
         env.update(packages_environment())

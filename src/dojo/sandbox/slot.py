@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -36,9 +35,13 @@ GUEST_MODULES = ("wire", "syscalls", "capture", "cgroup", "jail", "ending", "chi
 # 10.7 -> 7.7 MiB measured), and a strict run skips the compile altogether. The interpreter that
 # runs the zygote compiles it, once per host process, so the bytecode always matches it: one list of
 # (module name, file name, code object), which the bootstrap makes modules of, in order, then calls
-# the last one's ``main()`` (``guest.zygote.main``).
+# the last one's ``main()`` (``guest.zygote.main``), which reads its configuration next, a frame on
+# stdin too: as an argument it was in every run's /proc/self/cmdline and ``sys.orig_argv`` (the
+# host's paths and pid, the slot's cgroups, uid and syscall filters; found 2026-12-07).
 ZYGOTE_BOOTSTRAP = """\
-import marshal, os, sys, types
+import sys
+_dojo_startup = tuple(sys.modules)
+import marshal, os, types
 def _read(n):
     data = b""
     while len(data) < n:
@@ -47,7 +50,7 @@ def _read(n):
             raise SystemExit("dojo zygote: stdin closed before the code arrived")
         data += chunk
     return data
-for _name, _file, _code in marshal.loads(_read(int(sys.argv[2]))):
+for _name, _file, _code in marshal.loads(_read(int(sys.argv[1]))):
     _package = _name.rpartition(".")[0]
     while _package and _package not in sys.modules:  # the packages above it, as empty placeholders
         sys.modules[_package] = types.ModuleType(_package)
@@ -166,7 +169,7 @@ class Slot:
         code = await compiled_zygote(self.config.python)
         argv = [
             self.config.unshare, *flags, "--",
-            self.config.python, "-S", "-E", "-s", "-B", "-c", ZYGOTE_BOOTSTRAP, json.dumps(zconfig), str(len(code)),
+            self.config.python, "-S", "-E", "-s", "-B", "-c", ZYGOTE_BOOTSTRAP, str(len(code)),
         ]  # fmt: skip
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # nothing of the host's environment
         try:
@@ -178,6 +181,7 @@ class Slot:
         try:
             assert self.proc.stdin is not None
             self.proc.write(code)
+            self.proc.write(encode_frame(zconfig, []))  # (on stdin: a run reads its process's command line)
             await self.proc.stdin.drain()
             header, _ = await asyncio.wait_for(self._read_frame(), STARTUP_TIMEOUT)
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError) as e:

@@ -169,7 +169,7 @@ class RunChild:
             set_signal(SIGINT, _signal.default_int_handler)  # Python's own (the zygote's is SIG_DFL)
             if len(run) == 2:
                 self.exec_program(*run)
-            filename, args, key, env, n = run
+            filename, args, key, env, n, modules = run
             if env is not None:
                 self.use_environment(env)
                 use_python_path(env)
@@ -181,7 +181,8 @@ class RunChild:
             source = message[len(message) - n :] if n is not None else None  # (the payload's last n bytes)
             reseeded = self.forker is not None and self.forker.random_state != 0
             split = (candidate, TRUSTED_CALL_FD, TRUSTED_REPLY_FD) if role == ROLE_TRUSTED else None
-            self.run_python_inline(filename, args, cached, source=source, forked=True, reseeded=reseeded, split=split)
+            self.run_python_inline(filename, args, cached, source=source, forked=True, reseeded=reseeded, split=split,
+                                   modules=modules)  # fmt: skip
         except BaseException as e:
             if role == ROLE_CANDIDATE:
                 os._exit(125)
@@ -225,7 +226,7 @@ class RunChild:
         if step.get("argv"):
             self.exec_program(step["argv"], req.get("env") or {})
         self.run_python_inline(step["inline_python"], list(step.get("args") or []), self.cached_code,
-                               self.streams)  # fmt: skip
+                               self.streams, modules=step.get("modules"))  # fmt: skip
 
     def setup_flags(self, step: RunStep, req: dict[str, Any]) -> int:
         """What a run's set-up does beyond its fixed steps, as ``SETUP_*`` bits: decided once, here,
@@ -437,14 +438,15 @@ class RunChild:
     @staticmethod
     def run_python_inline(filename: str, args: list[str], cached: Any = None,
                           streams: tuple[Any, Any, Any] | None = None, source: Any = None,
-                          forked: bool = False, reseeded: bool = False,
-                          split: tuple[int, int, int] | None = None) -> None:  # fmt: skip
+                          forked: bool = False, reseeded: bool = False, split: tuple[int, int, int] | None = None,
+                          modules: list[str] | None = None) -> None:  # fmt: skip
         """The fast path: run Python source in this already-warm interpreter, as `python main.py` would.
         The environment is already the run's (``use_environment``); the process is prepared
         with ``streams`` (``prepare_python_process``), unless the forker did it (``forked``);
         ``source``, where given, is the main file's content as the zygote wrote it (so it is not read
         back); ``reseeded``: the forker has already reseeded ``random`` (``Forker.random_state``);
-        ``split``: a split harness's trusted process, what its ``main`` is given (``become_forked_run``)."""
+        ``split``: a split harness's trusted process, what its ``main`` is given (``become_forked_run``);
+        ``modules``: the modules the run's files provide (``forget_modules``)."""
         exc_fd = 3
         os.close(exc_fd)  # set-up succeeded: nothing to report
         main = sys.modules["__main__"] if forked else RunChild.prepare_python_process(streams)
@@ -453,6 +455,8 @@ class RunChild:
             RunChild.name_main_file(main, path)
         if args or filename != MAIN_FILE:
             sys.argv = [filename, *args]
+        if modules and not isinstance(cached, dict):  # (a preloaded harness imports nothing of the run's)
+            forget_modules(modules)
         if not reseeded and "random" in sys.modules:
             RunChild.reseed(sys.modules["random"])
         if _NUMPY_STATE:
@@ -520,6 +524,10 @@ class RunChild:
 
 # -- what both a run and a session's worker use ------------------------------------------------
 _PATH_ENTRIES: list[str] = []  # what ``use_python_path`` put on this process's sys.path
+# What Python's ``site`` imports before a script starts; a zygote starts without it (``-S``).
+SITE_MODULES = ("site", "sitecustomize", "_sitebuiltins", "os", "os.path", "posixpath", "genericpath", "stat",
+                "_stat", "_collections_abc")  # fmt: skip
+_STARTUP: set[str] = set()  # what ``python3 main.py`` has imported when its script starts (``note_startup_modules``)
 _NUMPY_STATE: list[int] = []  # where numpy's global generator keeps its key, where known (``note_numpy_state``)
 MT_WORDS = 624  # a Mersenne Twister's key, 32-bit words
 
@@ -540,6 +548,28 @@ def use_python_path(env: Any) -> None:
             del sys.path[sys.path.index(p, 1)]
     _PATH_ENTRIES[:] = [p for p in dict.fromkeys(entries) if p not in sys.path]
     sys.path[1:1] = _PATH_ENTRIES
+
+
+def note_startup_modules(names: Any) -> None:
+    """The modules a bare interpreter holds at its start (``names``, the zygote's bootstrap took them
+    before its first import), with ``site``'s: what ``python3 main.py`` has imported before the
+    script, which a file of the script's folder cannot stand in for."""
+    _STARTUP.update(names, SITE_MODULES)
+
+
+def forget_modules(names: list[str]) -> None:
+    """Out of ``sys.modules``, with their submodules, the modules of ``names`` (the modules a run's
+    files provide, ``languages.provided_modules``) that this process imported ahead of the run (its
+    zygote's preload, an environment's packages) and python3 would not have by the script's start:
+    ``import random`` next to a ``random.py`` of the program's finds the program's, as under python3.
+    Until 2026-12-07 a fast run's ``import random``, ``import string``, ``import tokenize`` gave the
+    standard library's where the program had its own. A module the preload imported keeps what it
+    imported (python3 would have given it the program's); a name of a file off the path costs that
+    module a fresh import."""
+    for stem in names:
+        if stem in sys.modules and stem not in _STARTUP and stem not in sys.builtin_module_names:
+            for key in [key for key in sys.modules if key == stem or key.startswith(stem + ".")]:
+                del sys.modules[key]
 
 
 def set_signal(signum: int, handler: Any) -> None:

@@ -84,11 +84,12 @@ class RunProcesses(RunChild):
                     forker.spawn(self)
                 source = self.main_source if not step.get("argv") else None
                 # (argv, env) for a program, else (file, args, code cache key, env or None, source length
-                # or None): a tuple, whose loading in the run costs fewer page faults than a dict's
+                # or None, the modules its files provide or None): a tuple, whose loading in the run
+                # costs fewer page faults than a dict's
                 source_len = len(source) if source is not None else None
                 run = (step["argv"], env) if step.get("argv") else (
                     step["inline_python"], list(step.get("args") or []), self.cached_key,
-                    env if env != forker.environment else None, source_len)  # fmt: skip
+                    env if env != forker.environment else None, source_len, step.get("modules"))  # fmt: skip
                 message = marshal.dumps(run)
                 if len(message) + (source_len or 0) <= forker.PAYLOAD_CAPACITY:
                     setup = forker.setup(self, step, req, candidate)

@@ -18,6 +18,7 @@ import types
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from dojo.sandbox.guest.capture import Capture, classify_limit, out_of_memory, stdio_pipe
+from dojo.sandbox.guest.child import forget_modules
 from dojo.sandbox.guest.ending import (
     exit_status,
     files_left_open,
@@ -318,6 +319,7 @@ class Sessions:
         os.environ.update(env)
         sys.argv = [""]
         sys.path.insert(0, BOX)
+        forget_modules([name.partition(".")[0] for name in os.listdir(BOX)])  # (the session's files)
         if "random" in sys.modules:
             sys.modules["random"].seed()
         main = types.ModuleType("__main__")

@@ -154,6 +154,7 @@ class RunStep(TypedDict, total=False):
     argv: list[str]  # a program to execve
     inline_python: str  # or Python source run in the forked child (the file under /box)
     args: list[str]
+    modules: list[str]  # the modules the run's files provide: a preloaded one of theirs is forgotten
     session_python: bool  # a session's exec, in its persistent interpreter
     code: str  # that exec's source
     cache_code: bool  # keep the compiled code for the next request with the same source

@@ -46,7 +46,6 @@ The parts, in import order (each imports only those before it):
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import socket
@@ -58,7 +57,7 @@ from typing import Any
 
 from dojo.sandbox.guest.capture import read_file
 from dojo.sandbox.guest.cgroup import CgroupHandle
-from dojo.sandbox.guest.child import set_signal
+from dojo.sandbox.guest.child import note_startup_modules, set_signal
 from dojo.sandbox.guest.forker import Forker
 from dojo.sandbox.guest.jail import BOX, Jail
 from dojo.sandbox.guest.judge import Judge
@@ -71,6 +70,7 @@ from dojo.sandbox.guest.wire import (
     Blob,
     RunStep,
     encode_frame,
+    read_frame,
     read_frame_into,
     read_header,
     read_into,
@@ -460,7 +460,8 @@ def main() -> None:
     # as their functions' globals; none imports another later than at its top level.
     for name in [name for name in sys.modules if name == "dojo" or name.startswith("dojo.")]:
         del sys.modules[name]
-    config = json.loads(sys.argv[1])
+    note_startup_modules(getattr(sys.modules["__main__"], "_dojo_startup", ()))
+    config, _ = read_frame(0)  # (after the code, on stdin: every run could read an argument in /proc/self/cmdline)
     # Keep the protocol on private fds; 0/1/2 become /dev/null so nothing leaks into them.
     rfd = os.dup(0)
     wfd = os.dup(1)
