@@ -152,7 +152,7 @@ async def test_no_process_a_run_sees_shows_the_slots_configuration(sandbox: Asyn
     fast Python run in its own, and in ``sys.orig_argv``)."""
     listing = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done\n"
     r = await sandbox.run(Program(language="bash", source=listing))
-    assert r.verdict is Verdict.ACCEPTED and "-c import sys" in r.stdout, r  # (the zygote's, the slot's pid 1)
+    assert r.verdict is Verdict.ACCEPTED and "python3 -S -E -s -B -c" in r.stdout, r  # (the zygote's: pid 1)
     py = await sandbox.run(Program(language="python", source="import sys\nprint(sys.orig_argv)\n"))
     assert py.verdict is Verdict.ACCEPTED, py.stderr
     for key in ("keep_host_netns", "cgroup_version", "extra_ro_paths", "seccomp"):

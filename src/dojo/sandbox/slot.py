@@ -39,9 +39,8 @@ GUEST_MODULES = ("wire", "syscalls", "capture", "cgroup", "jail", "ending", "chi
 # stdin too: as an argument it was in every run's /proc/self/cmdline and ``sys.orig_argv`` (the
 # host's paths and pid, the slot's cgroups, uid and syscall filters; found 2026-12-07).
 ZYGOTE_BOOTSTRAP = """\
-import sys
-_dojo_startup = tuple(sys.modules)
-import marshal, os, types
+_dojo_startup = tuple(__import__("sys").modules)  # (what python3 has imported by a script's start)
+import marshal, os, sys, types
 def _read(n):
     data = b""
     while len(data) < n:
