@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dojo.sandbox import AsyncSandbox, Limits, Program, Verdict
 
 FORK_COUNTER = """
@@ -105,3 +107,39 @@ async def test_limits_reject_bad_values() -> None:
         Limits(memory=0)
     with pytest.raises(ValidationError, match="Extra inputs"):
         Limits(walltime=1)  # type: ignore[call-arg]
+
+
+IPC_FILLS = {  # (SysV objects outlive their processes, charged to the slot's memory group)
+    "shared memory": (
+        "libc.shmat.restype = ctypes.c_void_p\n"
+        "libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]\n"
+        "while (sid := libc.shmget(0, 8 << 20, 0o1600)) >= 0:  # never removed\n"
+        "    addr = libc.shmat(sid, None, 0)\n"
+        "    ctypes.memset(addr, 1, 8 << 20)\n"
+        "    libc.shmdt(ctypes.c_void_p(addr))\n"
+    ),
+    "message queues": (
+        "message = ctypes.create_string_buffer(8 + 8192)\n"
+        "ctypes.c_long.from_buffer(message).value = 1\n"
+        "while (queue := libc.msgget(0, 0o1600)) >= 0:\n"
+        "    while libc.msgsnd(queue, message, 8192, 0o4000) == 0:  # IPC_NOWAIT\n"
+        "        pass\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("fill", list(IPC_FILLS))
+async def test_what_a_runs_ipc_objects_hold_is_freed_before_its_files_are_fetched(
+    sandbox: AsyncSandbox, fill: str
+) -> None:
+    """A run writes a 15 MiB file to be fetched, then fills SysV objects to its memory limit. They
+    outlived it, charged to the slot's memory group, so the zygote had no memory left to read the
+    file with: the slot died, and a grader's wrong answer (reward 0) became an infrastructure error
+    (None). The objects are removed once the run's processes are gone."""
+    source = "import ctypes\nopen('big.txt', 'w').write('x' * (15 << 20))\nlibc = ctypes.CDLL(None)\n" + IPC_FILLS[fill]
+    limits = Limits(memory=256 << 20, wall_time=20, cpu_time=20, file_size=32 << 20)
+    r = await sandbox.run(Program(language="python", source=source, fetch=["big.txt"]), limits)
+    assert r.verdict is not Verdict.SANDBOX_ERROR, r.sandbox_error
+    assert len(r.files["big.txt"].content) == 15 << 20, r
+    again = await sandbox.run(Program(language="python", source="print('next')"))
+    assert again.stdout == "next\n", again

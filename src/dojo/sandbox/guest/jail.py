@@ -15,6 +15,7 @@ from typing import Any
 
 from dojo.sandbox.guest.syscalls import (
     CLONE_NEWIPC,
+    IPC_RMID,
     MS_BIND,
     MS_NODEV,
     MS_NOEXEC,
@@ -36,6 +37,13 @@ SCRATCH = (BOX, "/tmp", "/dev/shm")  # the run's own file systems, each a fresh 
 HIDDEN = "/.dojo-hidden"  # an empty file and an empty directory, mounted over what a run must not read
 MQUEUE = "/dev/mqueue"  # the slot's POSIX message queues, as on any Linux system
 SYSVIPC_LISTS = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
+# What SysV objects the runs of an IPC namespace may leave behind: their memory outlives the run,
+# charged to the slot's memory group, and the zygote must still have some to work with once the
+# run is gone (``remove_sysv_objects``). A segment goes with the last process attached to it once
+# its maker is gone; at most 64 message queues (of 16 KiB each: 1 MiB) and Linux's traditional
+# semaphore limits (32,000 in 128 sets), where the defaults let a run leave 512 MiB of queued
+# messages and gigabytes of semaphores.
+IPC_SYSCTLS = (("kernel/shm_rmid_forced", "1"), ("kernel/msgmni", "64"), ("kernel/sem", "250 32000 32 128"))
 DEVICES = ("null", "zero", "full", "random", "urandom")
 
 
@@ -158,6 +166,12 @@ class Jail:
             self.sys.mount("mqueue", MQUEUE, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             self.ipc_fds = [os.open(p, os.O_RDONLY | os.O_CLOEXEC) for p in (*SYSVIPC_LISTS, MQUEUE)]
             self.mqueue_empty_size = os.fstat(self.ipc_fds[-1]).st_size
+            for name, value in IPC_SYSCTLS:  # (this namespace's: an IPC namespace has its own)
+                fd = os.open(f"/proc/sys/{name}", os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    os.write(fd, value.encode())
+                finally:
+                    os.close(fd)
         except OSError:
             for fd in self.ipc_fds:
                 os.close(fd)
@@ -175,11 +189,33 @@ class Jail:
         return os.fstat(mqueue).st_size != self.mqueue_empty_size
 
     def drop_ipc_if_used(self) -> None:
-        """Give later runs an empty IPC namespace if the last one left anything in this one."""
+        """Give later runs an empty IPC namespace if the last one left anything in this one, its SysV
+        objects removed first (``remove_sysv_objects``)."""
         if self.ipc_fds and self.ipc_in_use():
+            self.remove_sysv_objects()
             self.sys.unshare(CLONE_NEWIPC)  # the old one goes with its last process (the forker, replaced)
             self.ipc_generation += 1
             self.watch_ipc()
+
+    def remove_sysv_objects(self) -> None:
+        """Remove every SysV shared memory segment, semaphore set and message queue of the current IPC
+        namespace, once the processes that made them are gone. They outlive their processes, and
+        what they hold stays charged to the slot's memory group: until 2026-12-07 a run that filled
+        segments until it was killed left the zygote no memory to read its fetched file with (the
+        slot died: a wrong answer graded ``None``, an infrastructure error, in place of 0)."""
+        libc = self.sys.libc
+        for kind, fd in zip(("shm", "sem", "msg"), self.ipc_fds[:3], strict=True):  # (SYSVIPC_LISTS' order)
+            listing, offset = b"", 0
+            while chunk := os.pread(fd, 1 << 16, offset):
+                listing, offset = listing + chunk, offset + len(chunk)
+            for line in listing.splitlines()[1:]:  # a header line, then one line per object: its id second
+                fields = line.split()
+                if len(fields) < 2 or not fields[1].isdigit():
+                    continue
+                if kind == "sem":
+                    libc.semctl(int(fields[1]), 0, IPC_RMID)
+                else:
+                    (libc.shmctl if kind == "shm" else libc.msgctl)(int(fields[1]), IPC_RMID, None)
 
     def hide(self, paths: list[str]) -> None:
         """Mount the empty file (or directory) read-only over each of ``paths`` for one request:

@@ -13,6 +13,7 @@ from typing import Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
+IPC_RMID = 0  # shmctl, semctl, msgctl: remove the object
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 PR_CAPBSET_DROP = 24
