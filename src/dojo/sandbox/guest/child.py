@@ -39,6 +39,7 @@ from dojo.sandbox.guest.ending import (
     flush_streams,
     note_standard_streams,
     print_program_error,
+    watch_writers,
 )
 from dojo.sandbox.guest.jail import BOX, Jail
 from dojo.sandbox.guest.syscalls import (
@@ -457,6 +458,8 @@ class RunChild:
             sys.argv = [filename, *args]
         if modules and not isinstance(cached, dict):  # (a preloaded harness imports nothing of the run's)
             forget_modules(modules)
+        if split is None:
+            watch_writers()
         if not reseeded and "random" in sys.modules:
             RunChild.reseed(sys.modules["random"])
         if _NUMPY_STATE:

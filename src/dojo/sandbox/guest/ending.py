@@ -48,6 +48,7 @@ _STANDARD: list[Any] = []  # the standard streams a run's process started with (
 # The file objects that may hold what a program wrote and not yet its file (``flush_open_files``).
 _TEXT_WRITER = _io.TextIOWrapper
 _WRITERS = frozenset((_io.TextIOWrapper, _io.BufferedWriter, _io.BufferedRandom, _io.BufferedRWPair))
+_WRITER_OPENED = [False]  # whether the run opened a file to write (``watch_writers``)
 
 
 def install_quitters() -> None:
@@ -252,13 +253,36 @@ def finalize_main() -> None:
         pass
 
 
+def _note_writer(event: str, args: Any) -> None:
+    """An audit hook: a file opened to write (``open``, ``os.open``, ``os.fdopen``: the event's flags
+    hold O_WRONLY or O_RDWR). Never raises: an exception here would be the program's call's."""
+    if event == "open":
+        try:
+            if args[2] & 3:
+                _WRITER_OPENED[0] = True
+        except _ANY_EXCEPTION:
+            pass
+
+
+def watch_writers(zygote: bool = False) -> None:
+    """Note any file this process opens to write from here on (``files_left_open``): the zygote
+    installs the audit hook once, each run forgets what its set-up opened. A hook costs no probe at
+    the run's end, and sees a file wherever its descriptor lies (``open(1, "w")`` too)."""
+    if zygote:
+        sys.addaudithook(_note_writer)
+    _WRITER_OPENED[0] = False
+
+
 def files_left_open(own: int = 0) -> bool:
-    """Whether a program may have left a file open: the first descriptor past the standard three
-    and the caller's ``own``, the one a file gets first, is in use (or the probe failed): two system
-    calls. A file left open after the first one opened was closed is missed. Looking further cost
-    every ``print(1)`` run more than it is worth (2026-12-06): a listing of ``/proc/self/fd`` ~8% of
-    its CPU (``bench/run_cost.py ab``), a ``poll`` of 60 descriptors (``select.poll``, or libc's
-    through ctypes) 10-20 page faults, a second probe (``F_DUPFD`` from 4) ~10 (``faults``)."""
+    """Whether a program may have left a file open: it opened one to write (``watch_writers``), or
+    the first descriptor past the standard three and the caller's ``own``, the one a file gets
+    first, is in use (or the probe failed). The audit hook (~3 page faults a ``print(1)`` run,
+    2026-12-07) sees what the probe missed: a file left open after the first one opened was closed,
+    a writer over a standard descriptor. Looking for open descriptors instead had cost every
+    ``print(1)`` run more (2026-12-06): a listing of ``/proc/self/fd`` ~8% of its CPU (``bench/run_cost.py
+    ab``), a ``poll`` of 60 descriptors 10-20 page faults, a second probe ~10 (``faults``)."""
+    if _WRITER_OPENED[0]:
+        return True
     try:
         probe = _DUP(2)
         _CLOSE(probe)
