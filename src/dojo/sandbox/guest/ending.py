@@ -197,8 +197,14 @@ def flush_open_files() -> None:
         found = [o for o in gc.get_objects() if _TYPE(o) in _WRITERS and id(o) not in standard]
     except _ANY_EXCEPTION:
         return
-    found.sort(key=lambda o: _TYPE(o) is not _TEXT_WRITER)  # (text first: it writes into its buffer)
-    for writer in found:
+    _flush_writers(found)
+
+
+def _flush_writers(found: list[Any]) -> None:
+    """Flush each of ``found`` that is open: text first (it writes into its buffer), then all again
+    (a buffer flushed before a wrapper over it wrote into it)."""
+    found.sort(key=lambda o: _TYPE(o) is not _TEXT_WRITER)
+    for writer in found + found:
         try:
             if not writer.closed:
                 writer.flush()
@@ -235,7 +241,13 @@ def finalize_main() -> None:
             sys.__dict__[name] = sys.__dict__.get(f"__{name}__")
         for name in ("last_type", "last_value", "last_traceback"):
             sys.__dict__.pop(name, None)
+        # What the program's writers hold, written first: a collection finalises what it frees in the
+        # order it was made, a file before the writers over it (its descriptor closed, their data
+        # lost), wherever the globals are in a cycle (any program with a ``def``; found 2026-12-07)
         main = sys.modules.get("__main__")
+        if _TYPE(main) is _MODULE:  # (those in its globals, however many objects it holds; then any)
+            _flush_writers([v for v in main.__dict__.values() if _TYPE(v) in _WRITERS])
+        flush_open_files()
         sys.modules["__main__"] = None  # type: ignore[assignment]
         alive = _WEAK_REFERENCE(main) if _TYPE(main) is _MODULE else None
         del main
