@@ -5,6 +5,7 @@ comparison of the two with python3 (2026-12-06), most of them the fast path's al
 from __future__ import annotations
 
 import gzip
+import re
 
 import pytest
 
@@ -116,6 +117,8 @@ async def test_the_main_module_and_the_streams_look_as_a_scripts_do(sandbox: Asy
         ({"PYTHONOPTIMIZE": "1"}, "assert False\nprint('no assert')\n", "no assert\n"),
         ({"TZ": "EST5EDT"}, "import time\nprint(time.tzname)\n", "('EST', 'EDT')\n"),
         ({"PYTHONIOENCODING": "latin-1"}, "import sys\nprint(sys.stdout.encoding)\n", "iso8859-1\n"),
+        # (the C locale: python3 in UTF-8 mode, where a fast run's files had been ASCII)
+        ({"LC_ALL": "C"}, "import sys\nopen('f', 'w').write('\u00e9')\nprint(sys.flags.utf8_mode)\n", "1\n"),
     ],
 )
 async def test_python_variables_of_the_programs_environment_are_read(
@@ -202,3 +205,36 @@ async def test_a_sessions_module_of_its_own_is_the_one_imported(sandbox: AsyncSa
         await s.write_file("random.py", MINE)
         r = await s.exec("import random\nprint(random.randint(1, 2))")
         assert r.stdout == "mine\n", r.stderr
+
+
+@pytest.mark.parametrize(
+    ("source", "exit_code", "stdout", "stderr"),
+    [
+        ("raise SystemExit(-2**64)", 255, "", ""),  # (past a C long: Python's conversion gives -1)
+        ("raise SystemExit(2**64 + 3)", 255, "", ""),
+        ("import sys\nsys.stderr = None\nsys.exit('bye')", 1, "", "bye\n"),  # (C's stderr, not print's stdout)
+        (
+            "import sys\nout = sys.stdout.detach()\nout.write(b'answer 42\\n')",
+            120,
+            "answer 42\n",
+            "Exception ignored in: <_io.TextIOWrapper mode='w' encoding='utf-8'>\n"
+            "ValueError: underlying buffer has been detached\n",
+        ),
+        (
+            "import sys\nclass W:\n    def write(self, s):\n        return len(s)\nsys.stdout = W()\nprint(1)",
+            120,
+            "",
+            "Exception ignored in: <__main__.W object at 0x>\nAttributeError: 'W' object has no attribute 'flush'\n",
+        ),
+    ],
+)
+async def test_a_programs_way_out_ends_as_python3s(
+    sandbox: AsyncSandbox, source: str, exit_code: int, stdout: str, stderr: str
+) -> None:
+    """Found by comparing fast runs with python3 (2026-12-07): a fast run had ended 0 (accepted) for
+    ``SystemExit(-2**64)``, printed an exit message on stdout, and lost what was written to a
+    detached stdout's buffer (python3 flushes it as it deallocates it, after failing to flush the
+    detached ``sys.stdout``: status 120)."""
+    r = await run(sandbox, source + "\n")
+    printed = re.sub(r"at 0x[0-9a-f]+>", "at 0x>", r.stderr)
+    assert (r.exit_code, r.stdout, printed) == (exit_code, stdout, stderr), r

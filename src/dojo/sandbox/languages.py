@@ -142,14 +142,23 @@ NODE_ENV = (("NODE_PATH", "/opt/dojo/node/node_modules"),)
 # them as python3 does. PYTHONPATH a fast run honours (``guest.child.use_python_path``);
 # PYTHONDONTWRITEBYTECODE changes nothing in a sandbox that never writes bytecode.
 WARM_INTERPRETER_HONOURS = frozenset(("PYTHONPATH", "PYTHONDONTWRITEBYTECODE"))
+SANDBOX_LOCALE = "C.UTF-8"  # every run's LANG and LC_ALL, where the program sets none (``runtime.build_request``)
 
 
 def needs_fresh_interpreter(env: dict[str, str]) -> bool:
     """Whether a Python program's ``env`` asks what only a fresh interpreter gives: a ``PYTHON*``
     variable but those a warm one honours (``PYTHONHASHSEED``, ``PYTHONIOENCODING``,
-    ``PYTHONWARNINGS``, ``PYTHONOPTIMIZE``, ...), or ``TZ``. A fast run had ignored them (found
-    2026-12-06: ``PYTHONOPTIMIZE=1`` still ran asserts, ``TZ`` left ``time.tzname`` UTC)."""
-    return any((k.startswith("PYTHON") and k not in WARM_INTERPRETER_HONOURS) or k == "TZ" for k in env)
+    ``PYTHONWARNINGS``, ``PYTHONOPTIMIZE``, ...), ``TZ``, or a locale other than the sandbox's
+    ``C.UTF-8`` (``LC_ALL``, ``LC_CTYPE``, ``LANG``: UTF-8 mode and the files' encoding). A fast run
+    had ignored them (found 2026-12-06: ``PYTHONOPTIMIZE=1`` still ran asserts, ``TZ`` left
+    ``time.tzname`` UTC; 2026-12-07: with ``LC_ALL=C`` python3 is in UTF-8 mode, and a fast run's
+    ``open('f', 'w').write('é')`` failed)."""
+    return any(
+        (k.startswith("PYTHON") and k not in WARM_INTERPRETER_HONOURS)
+        or k == "TZ"
+        or ((k.startswith("LC_") or k == "LANG") and v != SANDBOX_LOCALE)
+        for k, v in env.items()
+    )
 
 
 def provided_modules(paths: Iterable[str]) -> list[str]:

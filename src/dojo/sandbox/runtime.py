@@ -36,6 +36,7 @@ from dojo.sandbox.guest.preload import THREAD_POOL_VARIABLES
 from dojo.sandbox.guest.wire import RunStep
 from dojo.sandbox.languages import (
     EXPOSED_PREFIXES,
+    SANDBOX_LOCALE,
     SANDBOX_PATH,
     TOOLCHAINS_MOUNT,
     Language,
@@ -533,7 +534,7 @@ def build_request(
             run_step["argv"] = expand(run_argv) + list(program.args)
         steps.append(run_step)
         timeout += limits.wall_time
-    env = {"PATH": SANDBOX_PATH, "HOME": "/box", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    env = {"PATH": SANDBOX_PATH, "HOME": "/box", "TMPDIR": "/tmp", "LANG": SANDBOX_LOCALE, "LC_ALL": SANDBOX_LOCALE}
     env.update({k: v.replace("{toolchains}", TOOLCHAINS_MOUNT) for k, v in lang.env})
     if limits.network.packages:  # pip and npm pointed at the package proxy
         env.update(packages_environment())

@@ -503,7 +503,7 @@ class RunChild:
             status = exit_status(e)
         except BaseException:
             pass
-        if not flush_streams():
+        if not flush_streams(report=True):
             status = status or 120
         interrupted = hook_exit is None and ends_by_interrupt(uncaught)
         # Where the program left a file open (a harness's trusted process opens none of its own):

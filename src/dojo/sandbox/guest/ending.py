@@ -45,6 +45,7 @@ _MISSING = object()
 SCAN_BLOCKS_MAX = 250_000
 _zygote_blocks = 0
 _STANDARD: list[Any] = []  # the standard streams a run's process started with (``note_standard_streams``)
+_STANDARD_BUFFERS: list[Any] = []  # and their buffers, in the same order
 # The file objects that may hold what a program wrote and not yet its file (``flush_open_files``).
 _TEXT_WRITER = _io.TextIOWrapper
 _WRITERS = frozenset((_io.TextIOWrapper, _io.BufferedWriter, _io.BufferedRandom, _io.BufferedRWPair))
@@ -130,24 +131,34 @@ def note_standard_streams(streams: tuple[Any, ...]) -> None:
     flushes them: ``print(x); sys.stdout = open(os.devnull, "w")`` prints ``x``; a fast run had
     lost it, found 2026-12-06)."""
     _STANDARD[:] = streams
+    _STANDARD_BUFFERS[:] = [getattr(stream, "buffer", None) for stream in streams]
 
 
-def flush_streams(standard: bool = True) -> bool:
+def flush_streams(standard: bool = True, report: bool = False) -> bool:
     """``sys.stdout`` and ``sys.stderr`` flushed, as Python flushes them at exit, then (``standard``)
     the standard streams the process started with (``note_standard_streams``); False where a flush
     of the first two failed (Python then exits 120). A stream the program deleted, set to None or
-    closed is left alone, as Python leaves it (a ``closed`` that cannot be read counts as open)."""
+    closed is left alone, as Python leaves it (a ``closed`` that cannot be read counts as open).
+    ``report``: as Python's exit, print why ``sys.stdout`` could not be flushed (its flush after the
+    script's code is silent)."""
     out, err = sys.__dict__.get("stdout"), sys.__dict__.get("stderr")
-    flushed = _flush(out) & _flush(err)
+    out_flushed, err_flushed = _flush(out, report), _flush(err)
     if standard:
-        for stream in _STANDARD:
-            if stream is not out and stream is not err:
-                _flush(stream)
-    return flushed
+        for stream, buffer in zip(_STANDARD, _STANDARD_BUFFERS, strict=True):
+            if stream is out:
+                done = out_flushed
+            elif stream is err:
+                done = err_flushed
+            else:
+                done = _flush(stream)
+            if not done:  # (detached from its buffer, ``sys.stdout.detach()``: what the program wrote to
+                _flush(buffer)  # that buffer, which Python's exit flushes as it deallocates it; found 2026-12-07)
+    return out_flushed and err_flushed
 
 
-def _flush(stream: Any) -> bool:
-    """``stream`` flushed unless it is None or closed; False where the flush failed."""
+def _flush(stream: Any, report: bool = False) -> bool:
+    """``stream`` flushed unless it is None or closed; False where the flush failed, and (``report``)
+    the error printed as Python's exit prints it for ``sys.stdout`` (``_print_unraisable``)."""
     if stream is None:
         return True
     try:
@@ -157,9 +168,30 @@ def _flush(stream: Any) -> bool:
         pass
     try:
         stream.flush()
-    except _ANY_EXCEPTION:
+    except _ANY_EXCEPTION as e:
+        if report:
+            _print_unraisable(stream, e)
         return False
     return True
+
+
+def _print_unraisable(obj: Any, e: BaseException) -> None:
+    """``Exception ignored in: <obj>`` and the error on ``sys.stderr``, as Python's default hook
+    prints an error it cannot raise (``PyErr_WriteUnraisable``), from the frame after this module's.
+    A fast run's exit had printed nothing where flushing ``sys.stdout`` failed (a detached one, a
+    writer without ``flush``; found 2026-12-07)."""
+    try:
+        import traceback
+
+        stream = sys.__dict__.get("stderr")
+        if stream is None:
+            return
+        tb = _TRACEBACK(e)
+        lines = traceback.format_exception(_TYPE(e), e, tb.tb_next if tb is not None else None)
+        stream.write(f"Exception ignored in: {obj!r}\n" + "".join(lines))
+        stream.flush()
+    except _ANY_EXCEPTION:
+        pass
 
 
 def flush_open_files() -> None:
@@ -309,10 +341,14 @@ def exit_status(e: SystemExit) -> int:
     code = e.code
     if code is None:
         return 0
-    if isinstance(code, int):
-        return code & 0xFF
+    if isinstance(code, int):  # (past a C long, Python's conversion fails: -1, so 255; found 2026-12-07)
+        return code & 0xFF if -(1 << 63) <= code < 1 << 63 else 255
     try:
-        print(code, file=sys.stderr)
+        stream = sys.__dict__.get("stderr")
+        if stream is None:  # (Python's C stderr then, descriptor 2: ``print`` would write on stdout)
+            os.write(2, f"{code}\n".encode(errors="backslashreplace"))
+        else:
+            print(code, file=stream)
     except _ANY_EXCEPTION:
         pass
     return 1
