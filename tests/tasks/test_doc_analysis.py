@@ -74,3 +74,21 @@ async def test_reward_hacks_earn_nothing_or_little(fast_sandbox: AsyncSandbox) -
 def test_a_fields_task_needs_named_fields() -> None:
     with pytest.raises(ValueError, match="answer_match 'fields'"):
         Task(id="x", form="answer", prompt="p", answer_match="fields", tests=[TestCase(expected="42")])
+
+
+async def test_a_reply_that_reads_nothing_earns_nothing(fast_sandbox: AsyncSandbox) -> None:
+    """A constant report of likely values (an auditor, a governing law, a term, a total that does not
+    add up in the sections where the fees or the balance sheet always were) had earned 0.5 on 168 of
+    200 hard tasks (adversary, 2026-12-07): those sections are now drawn, and fields a reply can guess
+    earn only beside one it must read."""
+    constant = {"auditor": "Hale & Pryor LLP", "governing_law": "Delaware", "term_months": 24, "year_end": "2024-12-28",
+                "discrepancies": [{"kind": "total_mismatch", "section": s} for s in (2, 3, 4)]}  # fmt: skip
+    grader = Grader(fast_sandbox)
+    tasks = load_source("family:doc_analysis?n=120&seed=7")
+    rewards = [await grader.grade(t, f"```json\n{json.dumps(constant)}\n```") for t in tasks]
+    assert all(r.value == 0.0 for r in rewards), [r.components for r in rewards if r.value][:2]
+    where = {d["section"] for t in tasks for d in report(t)["discrepancies"] if d["kind"] == "total_mismatch"}
+    assert len(where) > 5, where  # (the fees, or the balance sheet, are anywhere past the first section)
+    task = next(t for t in tasks if "company" in report(t))  # a right company beside the guesses: partial
+    mine = {**constant, "company": report(task)["company"]}
+    assert (await grader.grade(task, f"```json\n{json.dumps(mine)}\n```")).value == 0.5

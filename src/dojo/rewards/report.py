@@ -14,7 +14,11 @@ whole reply; it must be a JSON object of at most ``REPORT_MAX_BYTES``. Each test
   mode any partial credit is worth 0.5, so a stuffed list must earn none).
 
 Each field is one reward component (``field:<name>``, its score from 0 to 1) and counts
-``FIELD_WEIGHT`` units in ``passed``/``total`` by its score.
+``FIELD_WEIGHT`` units in ``passed``/``total`` by its score. A field a reply can guess without
+reading (``"guessable": true`` in its test: an auditor among five, a governing law among ten, a
+discrepancy in one of a few sections) earns only beside one that it cannot: a report right in
+guessable fields alone passes nothing (a constant reply had earned 0.5 on most hard
+``family:doc_analysis`` tasks; adversary, 2026-12-07).
 """
 
 from __future__ import annotations
@@ -111,11 +115,17 @@ def grade_report(task: Task, completion: str) -> DocumentGrade:
         else:
             out.compile_error = why
         return out
+    read = False  # whether a field that cannot be guessed is right, even in part
     for i, test in enumerate(task.tests):
         score, detail = field_score(test.expected, report)
         out.passed += round(FIELD_WEIGHT * score)
         out.cases.append(CaseOutcome(index=i, passed=score == 1, detail=detail))
         out.components[f"field:{test.expected['field']}"] = round(score, 4)
+        read = read or (score > 0 and not test.expected.get("guessable"))
+    if out.passed and not read and any(not t.expected.get("guessable") for t in task.tests):
+        out.passed = 0
+        out.cases.append(CaseOutcome(index=-1, passed=False, detail="only fields a reply can guess are right: "
+                                     "the report earns nothing without one that must be read"))  # fmt: skip
     return out
 
 
@@ -123,8 +133,14 @@ def trivial_report_candidates(task: Task) -> list[tuple[str, str]]:
     """(name, completion) pairs that must earn nothing: an empty report, every field zeroed, the
     question echoed as JSON, a claim."""
     zeros = guessed_answer(task)
+    constant: dict[str, Any] = {}  # every guessable field's first guess: a reply that reads nothing
+    for test in task.tests:
+        if test.expected.get("guessable"):
+            value = test.expected.get("value")
+            constant[str(test.expected["field"])] = value[:1] if isinstance(value, list) else value
     return [
         ("empty report", "```json\n{}\n```"),
+        ("guessable fields alone", f"```json\n{json.dumps(constant)}\n```"),
         ("report of zeros", f"```json\n{json.dumps(zeros)}\n```"),
         ("question echoed", json.dumps({"question": task.prompt_text()})),
         ("claims success", "I extracted every field; the report is complete and correct."),

@@ -29,6 +29,9 @@ from dojo.tasks.model import Task, TaskMetadata, TestCase
 
 LEVEL_WORDS = (1500, 4000, 9000, 20000)
 DISCREPANCIES = ("total_mismatch", "date_conflict", "missing_reference")
+# Fields a reply can guess without reading (a few values each, or a few sections): a report right in
+# these alone earns nothing (``dojo.rewards.report``: ``"guessable"`` in the test).
+GUESSABLE = frozenset(("governing_law", "auditor", "term_months", "year_end", "discrepancies"))
 _ADJ = ("Northern", "Blue", "Granite", "Silver", "Harbor", "Summit", "Cedar", "Atlas", "Meridian", "Crescent",
         "Oak", "Pioneer", "Vertex", "Coastal", "Golden", "Ironwood", "Lumen", "Orchid", "Polar", "Quarry")  # fmt: skip
 _NOUN = ("Logistics", "Analytics", "Foods", "Energy", "Systems", "Textiles", "Robotics", "Health", "Capital",
@@ -116,6 +119,14 @@ class _Doc:
         return "\n\n".join(parts)
 
 
+def _ordered(rng: random.Random, titles: Any) -> list[str]:
+    """The sections in a drawn order, the first first (where the parties or the company are named):
+    where the fees (or the balance sheet, the total that may not add up) always were section 4 (3),
+    a reply that read nothing, naming a ``total_mismatch`` there, was paid on most hard tasks
+    (adversary, 2026-12-07)."""
+    return [titles[0], *rng.sample(list(titles[1:]), len(titles) - 1)]
+
+
 def _plan(rng: random.Random, level: int, n_sections: int) -> dict[str, int]:
     """Which discrepancies to plant, and where (section numbers, from 3 on)."""
     kinds = rng.sample(DISCREPANCIES, 1 if level < 3 else rng.randint(2, 3))
@@ -129,7 +140,7 @@ def _contract(rng: random.Random, level: int) -> tuple[str, list[tuple[str, str,
     parties = [company(rng, taken) for _ in range(2 if level < 3 else rng.randint(3, 4))]
     start, term, law = _date(rng), rng.choice((12, 18, 24, 36, 48, 60)), rng.choice(LAWS)
     milestones = [rng.randint(4, 80) * 250.0 for _ in range(rng.randint(3, 3 + 2 * level))]
-    titles = list(CONTRACT_TITLES[: 6 + 3 * level])
+    titles = _ordered(rng, CONTRACT_TITLES[: 6 + 3 * level])
     doc = _Doc(rng, level)
     plan = _plan(rng, level, len(titles))
     words = LEVEL_WORDS[level] // len(titles)
@@ -188,7 +199,7 @@ def _statement(rng: random.Random, level: int) -> tuple[str, list[tuple[str, str
     net = revenue - cost - opex - tax
     assets = [rng.randint(100, 20000) * 1000.0 for _ in range(4)]
     titles = ["Directors' Report", "Income Statement", "Balance Sheet", *(f"Note on {t}" for t in _FIN_TOPICS)]
-    titles = titles[: 6 + 3 * level]
+    titles = _ordered(rng, titles[: 6 + 3 * level])
     doc = _Doc(rng, level)
     plan = _plan(rng, level, len(titles))
     words = LEVEL_WORDS[level] // len(titles)
@@ -212,8 +223,8 @@ def _statement(rng: random.Random, level: int) -> tuple[str, list[tuple[str, str
         if plan.get("missing_reference") == i:
             paras.insert(len(paras) // 2, f"Further detail is given in Section {len(titles) + rng.randint(1, 9)}.")
         doc.sections.append((title, paras))
-    if "total_mismatch" in plan:
-        plan["total_mismatch"] = 3
+    if "total_mismatch" in plan:  # (it sits where the balance sheet is)
+        plan["total_mismatch"] = titles.index("Balance Sheet") + 1
     for kind, where in plan.items():
         doc.plant(kind, where)
     fields: list[tuple[str, str, Any, str]] = [
@@ -259,6 +270,8 @@ class DocAnalysisFamily:
             spec: dict[str, Any] = {"field": name, "value": value, "match": match}
             if match == "number":
                 spec.update(rel=0.0, abs=0.01)
+            if name in GUESSABLE:
+                spec["guessable"] = True
             tests.append(TestCase(expected=spec))
         report = {name: value for name, _, value, _ in fields}
         return Task(
