@@ -238,3 +238,18 @@ async def test_a_programs_way_out_ends_as_python3s(
     r = await run(sandbox, source + "\n")
     printed = re.sub(r"at 0x[0-9a-f]+>", "at 0x>", r.stderr)
     assert (r.exit_code, r.stdout, printed) == (exit_code, stdout, stderr), r
+
+
+async def test_a_program_recurses_as_deep_as_under_python3(sandbox: AsyncSandbox) -> None:
+    """python3 3.11 runs a script's function 998 calls deep at the default limit, and finds its
+    module at depth 2: a fast run's machinery below the program had cost it 7-11 levels (a depth-first
+    search 990 deep failed here and passed there). A strict run's driver costs it 2 (documented)."""
+    source = (
+        "import sys\ndef f(n):\n    try:\n        return f(n + 1)\n    except RecursionError:\n        return n\n"
+        "print(f(0))\ntry:\n    sys.setrecursionlimit(1)\nexcept RecursionError as e:\n    print(e)\n"
+    )
+    r = await run(sandbox, source)
+    depth, message = r.stdout.splitlines()
+    below = 2 if sandbox.isolation == "strict" else 0
+    assert int(depth) == 998 - below, r.stderr
+    assert message == f"cannot set the recursion limit to 1 at the recursion depth {2 + below}: the limit is too low"

@@ -397,6 +397,32 @@ class RunChild:
             pass  # (another numpy: its generator stays as the zygote left it)
 
     @staticmethod
+    def note_recursion_budget() -> None:
+        """In the zygote, once: where CPython 3.11 keeps the thread's recursion budget and limit
+        (``PyThreadState.recursion_remaining``, ``recursion_limit``), so that each run's program
+        starts with python3's budget: the frames of the run's machinery below the program's had cost
+        it 7-11 levels (a recursion 990 deep failed where python3 goes to 998; found 2026-12-07).
+        None where the memory is not laid out so: the limit read there must be the interpreter's,
+        and the budget one less a call deeper."""
+        if sys.version_info[:2] != (3, 11):
+            return
+        try:
+            import ctypes
+
+            state = ctypes.pythonapi.PyThreadState_Get
+            state.restype = ctypes.c_void_p
+            address = state()
+            remaining, limit = ctypes.c_int.from_address(address + 32), ctypes.c_int.from_address(address + 36)
+
+            def deeper() -> int:
+                return int(remaining.value)
+
+            if limit.value == sys.getrecursionlimit() and deeper() == remaining.value - 1:
+                _RECURSION[:] = [remaining, limit]
+        except Exception:
+            pass
+
+    @staticmethod
     def reseed_numpy() -> None:
         """numpy's global generator reseeded for a fresh run (``note_numpy_state``): its key drawn
         from the OS into its memory, its position at the end (its next draw makes a fresh block).
@@ -478,6 +504,8 @@ class RunChild:
                         with open(path, "rb") as f:
                             source = f.read()
                     code = compile(source, path, "exec", dont_inherit=True)
+                if _RECURSION:  # (the program's frame the first to count, as in python3)
+                    _RECURSION[0].value = _RECURSION[1].value + 1
                 exec(code, main.__dict__)
         except SystemExit as e:
             status = exit_status(e)
@@ -532,6 +560,7 @@ SITE_MODULES = ("site", "sitecustomize", "_sitebuiltins", "os", "os.path", "posi
                 "_stat", "_collections_abc")  # fmt: skip
 _STARTUP: set[str] = set()  # what ``python3 main.py`` has imported when its script starts (``note_startup_modules``)
 _NUMPY_STATE: list[int] = []  # where numpy's global generator keeps its key, where known (``note_numpy_state``)
+_RECURSION: list[Any] = []  # this thread's recursion budget and limit, where found (``note_recursion_budget``)
 MT_WORDS = 624  # a Mersenne Twister's key, 32-bit words
 
 

@@ -161,6 +161,7 @@ class Zygote(OneShotRun):
         preload_environment(self.config)
         self.vm_size = preload(self.sys.libc)
         self.note_numpy_state()
+        self.note_recursion_budget()
         self.use_environment({})
         if self.zygote_filter is not None:  # from here on, for the zygote and every run it forks
             self.sys.install_filter(self.zygote_filter)
