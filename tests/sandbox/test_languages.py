@@ -304,7 +304,11 @@ async def test_absolute_fetch_reads_as_the_run_and_mnt_is_scratch(sandbox: Async
 
 def test_the_modules_a_pythons_files_provide() -> None:
     """What a fast run forgets of its zygote's modules (``guest.child.forget_modules``): every name a
-    file can be imported by, at any depth; nothing else."""
+    file of the work dir or of a ``PYTHONPATH`` folder can be imported by; nothing else (a
+    ``vendor/numpy`` off the path had made ``import numpy`` fail in an environment that preloads it)."""
     paths = ["random.py", "string/__init__.py", "lib/tokenize.pyc", "ext.cpython-311-x86_64-linux-gnu.so",
-             "data.csv", "notes.py.bak", "1x.py", "a.b.py", "pkg/mod.txt", "__init__.py"]  # fmt: skip
-    assert provided_modules(paths) == ["ext", "random", "string", "tokenize"]
+             "data.csv", "notes.py.bak", "1x.py", "a.b.py", "pkg/mod.txt", "__init__.py", "vendor/numpy/__init__.py",
+             "deep/x/json.py"]  # fmt: skip
+    assert provided_modules(paths) == ["ext", "random", "string"]
+    assert provided_modules(paths, "lib:/box/deep/x") == ["ext", "json", "random", "string", "tokenize"]
+    assert provided_modules(["vendor/numpy/__init__.py"], "./vendor") == ["numpy"]

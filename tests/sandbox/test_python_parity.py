@@ -181,6 +181,16 @@ async def test_a_module_of_the_programs_own_is_the_one_imported(sandbox: AsyncSa
     assert r.stdout == "mine\n", r.stderr
 
 
+async def test_a_future_module_of_the_runs_is_never_imported(sandbox: AsyncSandbox) -> None:
+    """``from __future__ import annotations`` is the first line of trusted programs that run with a
+    request's files (``/run_jupyter``'s driver), before their bundle keeps the run's folders off the
+    path: a run's own ``__future__.py`` ran there once a fast run forgot the preloaded one (review)."""
+    files = [InputFile(path="__future__.py", content=b"print('planted')\nMINE = 1\n")]
+    source = "from __future__ import annotations\nimport __future__\nprint(hasattr(__future__, 'MINE'))\n"
+    r = await sandbox.run(Program(language="python", source=source, files=files))
+    assert r.stdout == "False\n", r.stderr
+
+
 async def test_a_module_python3_has_at_its_start_is_not_the_programs(sandbox: AsyncSandbox) -> None:
     """``os`` is imported before any script runs: a script's ``os.py`` is not what ``import os`` finds."""
     files = [InputFile(path="os.py", content=b"getcwd = None\n")]

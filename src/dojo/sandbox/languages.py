@@ -161,21 +161,31 @@ def needs_fresh_interpreter(env: dict[str, str]) -> bool:
     )
 
 
-def provided_modules(paths: Iterable[str]) -> list[str]:
-    """The top-level names a Python run's files can be imported by, at any depth (a folder on
-    ``PYTHONPATH``): ``name.py`` (``.pyc``, an extension's ``.so``) and ``name/__init__.py``. A
-    fast run forgets a module of one of these names that its zygote imported ahead of it and python3
-    would not have by a script's start (``guest.child.forget_modules``), so that the program's own
-    is imported, as python3 imports it. More names than are on the path cost a fresh import only."""
+def provided_modules(paths: Iterable[str], python_path: str = "") -> list[str]:
+    """The top-level names a Python run's files can be imported by: ``name.py`` (``.pyc``, an
+    extension's ``.so``) and ``name/__init__.py`` in the main file's folder or in one of
+    ``python_path``'s (the program's ``PYTHONPATH``, from the work dir). A fast run forgets a module
+    of one of these names that its zygote imported ahead of it and python3 would not have by a
+    script's start (``guest.child.forget_modules``), so that the program's own is imported, as
+    python3 imports it. Only those: a module forgotten for a file off the path is imported again
+    beside the first (numpy refuses to be; found by review, 2026-12-07)."""
+    folders = {""} | {_work_dir_folder(p) for p in python_path.split(":") if p}
     found = set()
     for path in paths:
-        *folders, name = path.split("/")
+        folder, _, name = path.rpartition("/")
         stem, _, rest = name.partition(".")
         if stem == "__init__":
-            stem = folders[-1] if folders else ""
-        if stem.isidentifier() and (rest in ("py", "pyc", "so") or rest.endswith(".so")):
+            folder, _, stem = folder.rpartition("/")
+        if folder in folders and stem.isidentifier() and (rest in ("py", "pyc", "so") or rest.endswith(".so")):
             found.add(stem)
     return sorted(found)
+
+
+def _work_dir_folder(entry: str) -> str:
+    """A ``PYTHONPATH`` entry as a folder of the work dir (``""`` for the work dir itself), as python3
+    resolves it from there; an entry outside it as itself (no file of the run's is there)."""
+    folder = os.path.normpath(os.path.join("/box", entry))
+    return "" if folder == "/box" else folder.removeprefix("/box/")
 
 
 # A strict run's Python program, which runs main.py with Python's exit() and quit() (programs/python_main.py)

@@ -525,7 +525,7 @@ def build_request(
         }
         if lang.inline_python and not strict:
             run_step["inline_python"] = source_name
-            if modules := provided_modules(names - {source_name}):  # (python3 imports these from its files)
+            if modules := provided_modules(names - {source_name}, program.env.get("PYTHONPATH", "")):
                 run_step["modules"] = modules
         else:
             run_argv = lang.run_argv

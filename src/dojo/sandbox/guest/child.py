@@ -555,9 +555,12 @@ class RunChild:
 
 # -- what both a run and a session's worker use ------------------------------------------------
 _PATH_ENTRIES: list[str] = []  # what ``use_python_path`` put on this process's sys.path
-# What Python's ``site`` imports before a script starts; a zygote starts without it (``-S``).
+# What Python's ``site`` imports before a script starts (a zygote starts without it, ``-S``), and
+# ``__future__``: a trusted program (``/run_jupyter``'s driver) imports it before its bundle keeps the
+# run's folders off its path, so a run's own ``__future__.py`` must never stand in for it (a file of
+# the request's ran in the driver and could sign its record; found by review, 2026-12-07).
 SITE_MODULES = ("site", "sitecustomize", "_sitebuiltins", "os", "os.path", "posixpath", "genericpath", "stat",
-                "_stat", "_collections_abc")  # fmt: skip
+                "_stat", "_collections_abc", "__future__")  # fmt: skip
 _STARTUP: set[str] = set()  # what ``python3 main.py`` has imported when its script starts (``note_startup_modules``)
 _NUMPY_STATE: list[int] = []  # where numpy's global generator keeps its key, where known (``note_numpy_state``)
 _RECURSION: list[Any] = []  # this thread's recursion budget and limit, where found (``note_recursion_budget``)
