@@ -263,3 +263,12 @@ async def test_a_program_recurses_as_deep_as_under_python3(sandbox: AsyncSandbox
     below = 2 if sandbox.isolation == "strict" else 0
     assert int(depth) == 998 - below, r.stderr
     assert message == f"cannot set the recursion limit to 1 at the recursion depth {2 + below}: the limit is too low"
+
+
+async def test_a_programs_own_threading_does_not_keep_its_exit_handlers_from_running(sandbox: AsyncSandbox) -> None:
+    """Its ``threading.py`` is what ``import threading`` finds: the run's end waited for threads through
+    it, failed, and skipped the exit handlers with it (review, 2026-12-07); python3 runs them."""
+    files = [InputFile(path="threading.py", content=b"MINE = 1\n")]
+    source = "import atexit, threading\natexit.register(print, 'handler ran')\nprint(threading.MINE)\n"
+    r = await sandbox.run(Program(language="python", source=source, files=files))
+    assert r.stdout == "1\nhandler ran\n", r.stderr

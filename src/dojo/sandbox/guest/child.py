@@ -39,7 +39,6 @@ from dojo.sandbox.guest.ending import (
     flush_streams,
     note_standard_streams,
     print_program_error,
-    watch_writers,
 )
 from dojo.sandbox.guest.jail import BOX, Jail
 from dojo.sandbox.guest.syscalls import (
@@ -484,8 +483,6 @@ class RunChild:
             sys.argv = [filename, *args]
         if modules and not isinstance(cached, dict):  # (a preloaded harness imports nothing of the run's)
             forget_modules(modules)
-        if split is None:
-            watch_writers()
         if not reseeded and "random" in sys.modules:
             RunChild.reseed(sys.modules["random"])
         if _NUMPY_STATE:
@@ -525,6 +522,11 @@ class RunChild:
                 locks = threading._shutdown_locks
                 if threading._threading_atexits or len(locks) > (threading._main_thread._tstate_lock in locks):
                     threading._shutdown()
+        except SystemExit as e:
+            status = exit_status(e)
+        except BaseException:
+            pass  # (a ``threading`` of the program's own, without them: its exit handlers still run, as in python3)
+        try:
             atexit = sys.modules.get("atexit") or __import__("atexit")
             atexit._run_exitfuncs()
         except SystemExit as e:

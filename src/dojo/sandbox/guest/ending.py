@@ -49,7 +49,6 @@ _STANDARD_BUFFERS: list[Any] = []  # and their buffers, in the same order
 # The file objects that may hold what a program wrote and not yet its file (``flush_open_files``).
 _TEXT_WRITER = _io.TextIOWrapper
 _WRITERS = frozenset((_io.TextIOWrapper, _io.BufferedWriter, _io.BufferedRandom, _io.BufferedRWPair))
-_WRITER_OPENED = [False]  # whether the run opened a file to write (``watch_writers``)
 
 
 def install_quitters() -> None:
@@ -297,39 +296,16 @@ def finalize_main() -> None:
         pass
 
 
-def _note_writer(event: str, args: Any) -> None:
-    """An audit hook: a file opened to write (``open``, ``os.open``, ``os.fdopen``: the event's flags
-    hold O_WRONLY or O_RDWR). Never raises: an exception here would be the program's call's."""
-    if event == "open":
-        try:
-            if args[2] & 3:
-                _WRITER_OPENED[0] = True
-        except _ANY_EXCEPTION:
-            pass
-
-
-def watch_writers(zygote: bool = False) -> None:
-    """Note any file this process opens to write from here on (``files_left_open``): the zygote
-    installs the audit hook once, each run forgets what its set-up opened. A hook costs no probe at
-    the run's end, and sees a file wherever its descriptor lies (``open(1, "w")`` too). Its price is
-    a Python call for every audited event (measured 2026-12-07, outside the sandbox: ``id()`` 31 ->
-    110 ms a million calls, ``copy.deepcopy`` of 20,000 small dicts 88 -> 101 ms, +15%; a pandas
-    program's few thousand events, nothing to see)."""
-    if zygote:
-        sys.addaudithook(_note_writer)
-    _WRITER_OPENED[0] = False
-
-
 def files_left_open(own: int = 0) -> bool:
-    """Whether a program may have left a file open: it opened one to write (``watch_writers``), or
-    the first descriptor past the standard three and the caller's ``own``, the one a file gets
-    first, is in use (or the probe failed). The audit hook (~3 page faults a ``print(1)`` run,
-    2026-12-07) sees what the probe missed: a file left open after the first one opened was closed,
-    a writer over a standard descriptor. Looking for open descriptors instead had cost every
-    ``print(1)`` run more (2026-12-06): a listing of ``/proc/self/fd`` ~8% of its CPU (``bench/run_cost.py
-    ab``), a ``poll`` of 60 descriptors 10-20 page faults, a second probe ~10 (``faults``)."""
-    if _WRITER_OPENED[0]:
-        return True
+    """Whether a program may have left a file open: the first descriptor past the standard three
+    and the caller's ``own``, the one a file gets first, is in use (or the probe failed): two system
+    calls. A file left open after the first one opened was closed is missed, and so is a writer over
+    a standard descriptor. Looking further cost every ``print(1)`` run more than it is worth
+    (2026-12-06): a listing of ``/proc/self/fd`` ~8% of its CPU (``bench/run_cost.py ab``), a
+    ``poll`` of 60 descriptors 10-20 page faults, a second probe ~10 (``faults``); and (2026-12-07)
+    an audit hook noting every file opened to write, ~3 page faults but a Python call for every
+    audited event of the program's (``id()`` ~3.5x slower, ``copy.deepcopy`` +15-35%, and one level
+    of recursion less where an audited call is made at the deepest), so tried and not kept."""
     try:
         probe = _DUP(2)
         _CLOSE(probe)

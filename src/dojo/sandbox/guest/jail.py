@@ -166,16 +166,20 @@ class Jail:
             self.sys.mount("mqueue", MQUEUE, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             self.ipc_fds = [os.open(p, os.O_RDONLY | os.O_CLOEXEC) for p in (*SYSVIPC_LISTS, MQUEUE)]
             self.mqueue_empty_size = os.fstat(self.ipc_fds[-1]).st_size
-            for name, value in IPC_SYSCTLS:  # (this namespace's: an IPC namespace has its own)
+        except OSError:
+            for fd in self.ipc_fds:
+                os.close(fd)
+            self.ipc_fds = []
+            return
+        for name, value in IPC_SYSCTLS:  # (this namespace's: an IPC namespace has its own)
+            try:  # (where one cannot be set, ``remove_sysv_objects`` still frees what runs leave)
                 fd = os.open(f"/proc/sys/{name}", os.O_WRONLY | os.O_CLOEXEC)
                 try:
                     os.write(fd, value.encode())
                 finally:
                     os.close(fd)
-        except OSError:
-            for fd in self.ipc_fds:
-                os.close(fd)
-            self.ipc_fds = []
+            except OSError:
+                pass
 
     def ipc_in_use(self) -> bool:
         """Whether the current IPC namespace holds a SysV segment, semaphore set or message queue,
@@ -205,10 +209,11 @@ class Jail:
         slot died: a wrong answer graded ``None``, an infrastructure error, in place of 0)."""
         libc = self.sys.libc
         for kind, fd in zip(("shm", "sem", "msg"), self.ipc_fds[:3], strict=True):  # (SYSVIPC_LISTS' order)
-            listing, offset = b"", 0
+            chunks, offset = [], 0
             while chunk := os.pread(fd, 1 << 16, offset):
-                listing, offset = listing + chunk, offset + len(chunk)
-            for line in listing.splitlines()[1:]:  # a header line, then one line per object: its id second
+                chunks.append(chunk)
+                offset += len(chunk)
+            for line in b"".join(chunks).splitlines()[1:]:  # a header line, then one line per object: its id second
                 fields = line.split()
                 if len(fields) < 2 or not fields[1].isdigit():
                     continue

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from dojo.sandbox.guest.ending import install_quitters, note_zygote_blocks, watch_writers
+from dojo.sandbox.guest.ending import install_quitters, note_zygote_blocks
 
 # Imported once by the zygote so that runs do not pay for them; kept small (idle memory per slot).
 PYTHON_PRELOAD = (
@@ -82,7 +82,6 @@ def preload(libc: Any) -> int:
     gc.freeze()  # forked children never scan (and so never copy) the zygote's objects
     libc.malloc_trim(0)  # give freed heap back: idle memory per slot is what scales
     note_zygote_blocks()
-    watch_writers(zygote=True)
     return vm_size()
 
 
