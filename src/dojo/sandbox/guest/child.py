@@ -401,8 +401,8 @@ class RunChild:
         (``PyThreadState.recursion_remaining``, ``recursion_limit``), so that each run's program
         starts with python3's budget: the frames of the run's machinery below the program's had cost
         it 7-11 levels (a recursion 990 deep failed where python3 goes to 998; found 2026-12-07).
-        None where the memory is not laid out so: the limit read there must be the interpreter's,
-        and the budget one less a call deeper."""
+        Nothing is noted where the memory is not laid out so: the limit read there must be the
+        interpreter's, and the budget one less a call deeper."""
         if sys.version_info[:2] != (3, 11):
             return
         try:

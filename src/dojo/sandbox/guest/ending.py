@@ -175,19 +175,26 @@ def _flush(stream: Any, report: bool = False) -> bool:
 
 
 def _print_unraisable(obj: Any, e: BaseException) -> None:
-    """``Exception ignored in: <obj>`` and the error on ``sys.stderr``, as Python's default hook
-    prints an error it cannot raise (``PyErr_WriteUnraisable``), from the frame after this module's.
-    A fast run's exit had printed nothing where flushing ``sys.stdout`` failed (a detached one, a
-    writer without ``flush``; found 2026-12-07)."""
+    """An error Python cannot raise (``PyErr_WriteUnraisable``) reported as it reports one: to the
+    program's ``sys.unraisablehook``, or as its default hook prints it, ``Exception ignored in:
+    <obj>`` and the error on ``sys.stderr``, from the frame after this module's. A fast run's exit
+    had printed nothing where flushing ``sys.stdout`` failed (a detached one, a writer without
+    ``flush``; found 2026-12-07). (The ``traceback`` module, on this rare path only.)"""
     try:
+        tb = _TRACEBACK(e)
+        tb = tb.tb_next if tb is not None else None
+        hook = sys.__dict__.get("unraisablehook")
+        if hook is not None and hook is not sys.__unraisablehook__:
+            import types
+
+            hook(types.SimpleNamespace(exc_type=_TYPE(e), exc_value=e, exc_traceback=tb, err_msg=None, object=obj))
+            return
         import traceback
 
         stream = sys.__dict__.get("stderr")
         if stream is None:
             return
-        tb = _TRACEBACK(e)
-        lines = traceback.format_exception(_TYPE(e), e, tb.tb_next if tb is not None else None)
-        stream.write(f"Exception ignored in: {obj!r}\n" + "".join(lines))
+        stream.write(f"Exception ignored in: {obj!r}\n" + "".join(traceback.format_exception(_TYPE(e), e, tb)))
         stream.flush()
     except _ANY_EXCEPTION:
         pass
