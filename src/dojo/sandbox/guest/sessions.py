@@ -319,7 +319,9 @@ class Sessions:
         os.environ.update(env)
         sys.argv = [""]
         sys.path.insert(0, BOX)
-        forget_modules([name.partition(".")[0] for name in os.listdir(BOX)])  # (the session's files)
+        names = os.listdir(BOX)
+        own = [n for n in names if n.endswith((".py", ".pyc", ".so")) or os.path.isfile(f"{BOX}/{n}/__init__.py")]
+        forget_modules([name.partition(".")[0] for name in own])  # (the modules of the session's files)
         if "random" in sys.modules:
             sys.modules["random"].seed()
         main = types.ModuleType("__main__")
