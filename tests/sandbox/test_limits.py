@@ -110,13 +110,11 @@ async def test_limits_reject_bad_values() -> None:
 
 
 IPC_FILLS = {  # (SysV objects outlive their processes, charged to the slot's memory group)
-    "shared memory": (
+    "shared memory": (  # (left attached: a detached one goes at once, ``shm_rmid_forced``)
         "libc.shmat.restype = ctypes.c_void_p\n"
         "libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]\n"
         "while (sid := libc.shmget(0, 8 << 20, 0o1600)) >= 0:  # never removed\n"
-        "    addr = libc.shmat(sid, None, 0)\n"
-        "    ctypes.memset(addr, 1, 8 << 20)\n"
-        "    libc.shmdt(ctypes.c_void_p(addr))\n"
+        "    ctypes.memset(libc.shmat(sid, None, 0), 1, 8 << 20)\n"
     ),
     "message queues": (
         "message = ctypes.create_string_buffer(8 + 8192)\n"
