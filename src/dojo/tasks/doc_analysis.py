@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import json
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from dojo.tasks.families import difficulty_level, register_family
@@ -119,12 +120,12 @@ class _Doc:
         return "\n\n".join(parts)
 
 
-def _ordered(rng: random.Random, titles: Any) -> list[str]:
+def _ordered(rng: random.Random, titles: Sequence[str]) -> list[str]:
     """The sections in a drawn order, the first first (where the parties or the company are named):
     where the fees (or the balance sheet, the total that may not add up) always were section 4 (3),
     a reply that read nothing, naming a ``total_mismatch`` there, was paid on most hard tasks
     (adversary, 2026-12-07)."""
-    return [titles[0], *rng.sample(list(titles[1:]), len(titles) - 1)]
+    return [titles[0], *rng.sample(titles[1:], len(titles) - 1)]
 
 
 def _plan(rng: random.Random, level: int, n_sections: int) -> dict[str, int]:

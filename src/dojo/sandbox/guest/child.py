@@ -561,7 +561,7 @@ _PATH_ENTRIES: list[str] = []  # what ``use_python_path`` put on this process's 
 # ``__future__``: a trusted program (``/run_jupyter``'s driver) imports it before its bundle keeps the
 # run's folders off its path, so a run's own ``__future__.py`` must never stand in for it (a file of
 # the request's ran in the driver and could sign its record; found by review, 2026-12-07).
-SITE_MODULES = ("site", "sitecustomize", "_sitebuiltins", "os", "os.path", "posixpath", "genericpath", "stat",
+KEPT_MODULES = ("site", "sitecustomize", "_sitebuiltins", "os", "os.path", "posixpath", "genericpath", "stat",
                 "_stat", "_collections_abc", "__future__")  # fmt: skip
 _STARTUP: set[str] = set()  # what ``python3 main.py`` has imported when its script starts (``note_startup_modules``)
 _NUMPY_STATE: list[int] = []  # where numpy's global generator keeps its key, where known (``note_numpy_state``)
@@ -591,7 +591,7 @@ def note_startup_modules(names: Any) -> None:
     """The modules a bare interpreter holds at its start (``names``, the zygote's bootstrap took them
     before its first import), with ``site``'s: what ``python3 main.py`` has imported before the
     script, which a file of the script's folder cannot stand in for."""
-    _STARTUP.update(names, SITE_MODULES)
+    _STARTUP.update(names, KEPT_MODULES)
 
 
 def forget_modules(names: list[str]) -> None:
@@ -601,8 +601,7 @@ def forget_modules(names: list[str]) -> None:
     ``import random`` next to a ``random.py`` of the program's finds the program's, as under python3.
     Until 2026-12-07 a fast run's ``import random``, ``import string``, ``import tokenize`` gave the
     standard library's where the program had its own. A module the preload imported keeps what it
-    imported (python3 would have given it the program's); a name of a file off the path costs that
-    module a fresh import."""
+    imported (python3 would have given it the program's)."""
     for stem in names:
         if stem in sys.modules and stem not in _STARTUP and stem not in sys.builtin_module_names:
             for key in [key for key in sys.modules if key == stem or key.startswith(stem + ".")]:
