@@ -143,14 +143,15 @@ def test_neither_the_position_nor_the_value_tells_the_twin() -> None:
         assert max(counts.values()) < 60 and min(counts.values()) > 6
 
 
-def test_strings_take_other_strings_of_the_file_and_small_pools_combine_sites() -> None:
+def test_strings_take_variants_or_other_strings_of_the_file_and_small_pools_combine_sites() -> None:
     strings = "\n".join(f"S{i} = {f'word{i}'!r}" for i in range(25))
     group = canary_group(TESTS + strings + "\n", TestNode.parse("t.py::TestNames::test_name"), 0, random.Random(2))
     assert group is not None and group.twin.startswith("t.py::TestNames::test_name_")
     passed = run_copies(group, {"name_of": lambda n: "one", "self": None}, cls="TestNames")
     assert [n for n, ok in passed.items() if ok] == [group.twin]
-    # too few strings for twenty copies of one site: none
-    assert canary_group(TESTS, TestNode.parse("t.py::TestNames::test_name"), 0, random.Random(2)) is None
+    # a string with no word or number to change, and too few other strings for twenty copies: none
+    bare = TESTS.replace('"one"', '"--"')
+    assert canary_group(bare, TestNode.parse("t.py::TestNames::test_name"), 0, random.Random(2)) is None
     # dotted names (pyflakes's message types), four in the file: 4 x 4 < 20, so three sites change
     flakes = (
         "from pyflakes import messages as m\n\n\nclass Test:\n    def test_it(self):\n"

@@ -62,6 +62,30 @@ async def test_the_wrong_change_fails_and_the_right_one_must_be_told(
     assert (await grader.grade(tell, answer(calls(tell), ["You have 4 of them."]))).value == 1.0
 
 
+async def test_a_reply_of_every_number_tells_the_user_nothing(
+    airline: dict[str, Task], fast_sandbox: AsyncSandbox
+) -> None:
+    """tau2's rule is a substring of a reply: every 3-digit string in 1,002 digits (or 0 to 99
+    written out) named each number a task needs without looking anything up, and was paid 1.0
+    (found by an adversary, 2026-12-07). A number counts as itself only, in a reply that names at
+    most ``MAX_REPLY_NUMBERS`` numbers; a real answer still counts, with a price or a number in it."""
+    from dojo.rewards.simulated_api import MAX_REPLY_NUMBERS, said_outcomes
+
+    grader = Grader(fast_sandbox)
+    tell = airline["tau2:airline/3"]  # the agent must tell the user a number ("4")
+    digits = "".join(f"{i:03d}" for i in range(1000))  # every 3-digit string, and so every digit
+    counted = " ".join(str(i) for i in range(100))
+    for stuffed in (f"Done. Reference: {digits}.", f"Done. Codes: {counted}."):
+        r = await grader.grade(tell, answer(calls(tell), [stuffed]))
+        assert r.value == 0.0 and not r.cases[1].passed, r.cases
+    assert (await grader.grade(tell, answer(calls(tell), ["You have 4 of them, at $1,200.50 in all."]))).value == 1.0
+    assert [o.passed for o in said_outcomes(["1000", "4", "44"], ["Refund: $1,000. Bags: 4 (44 kg)."], 0)] == [1, 1, 1]
+    assert [o.passed for o in said_outcomes(["4", "10"], ["Order 1234 of 10.5 kg."], 0)] == [0, 0]
+    listing = " ".join(str(n) for n in range(MAX_REPLY_NUMBERS)) + " 4"
+    assert [o.passed for o in said_outcomes(["4"], [listing], 0)] == [1]  # at the limit: an answer still
+    assert [o.passed for o in said_outcomes(["4"], [listing + " 999"], 0)] == [0]
+
+
 async def test_only_the_agents_own_words_are_what_it_said(airline: dict[str, Task], fast_sandbox: AsyncSandbox) -> None:
     """tau2 counts only the assistant's words as said: an answer with no ``said`` told the user
     nothing, though a call's argument holds the text; in a plain reply, the words around the calls

@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,16 +260,34 @@ def tau2_cut_short(errors: int, steps: int) -> str | None:
     return None
 
 
+MAX_REPLY_NUMBERS = 40  # distinct numbers in one reply beyond which it is a list of guesses, not an answer
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
 def said_outcomes(say: list[str], said: list[str], start: int) -> list[CaseOutcome]:
     """Each text of ``say`` appears in one of the agent's replies (case-insensitive, commas ignored:
-    tau2's COMMUNICATE rule)."""
+    tau2's COMMUNICATE rule), a number as a number of its own (``4`` not inside ``1234``: where
+    its ends are digits, no digit beside them), in a reply that names at most ``MAX_REPLY_NUMBERS``
+    numbers. tau2's own substring rule paid a generic reply that could not have looked anything up
+    (every 3-digit string in 1,002 digits, found by an adversary 2026-12-07: 1.0 on
+    ``tau2:retail/24`` and ``airline/3``, where "Done, anything else?" scores 0)."""
     replies = [t.lower().replace(",", "") for t in said]
+    replies = [r for r in replies if len(set(_NUMBER.findall(r))) <= MAX_REPLY_NUMBERS]
     outcomes = []
     for i, text in enumerate(say, start=start):
-        told = any(text.lower() in r for r in replies)
+        told = any(_names(r, text.lower()) for r in replies)
         detail = "" if told else "the user was not told something the request needs"
         outcomes.append(CaseOutcome(index=i, passed=told, detail=detail))
     return outcomes
+
+
+def _names(reply: str, text: str) -> bool:
+    """Whether ``reply`` holds ``text``, with no digit running on where ``text`` starts or ends with one."""
+    if not text:
+        return True
+    before = r"(?<!\d)" if text[0].isdigit() else ""
+    after = r"(?!\.?\d)" if text[-1].isdigit() else ""
+    return re.search(before + re.escape(text) + after, reply) is not None
 
 
 def turn_outcomes(gold: list[list[str]], candidate: list[list[dict[str, Any]]], mine: ApiRun,

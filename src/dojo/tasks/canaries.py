@@ -18,7 +18,8 @@ copy pass, picked at random, is right with probability ``1 / COPIES``.
 
 The values are drawn so that the package's value is not the odd one out: integers and decimals
 form a window of consecutive values (in the literal's own precision) in which the original's rank
-is uniform; strings are other string literals of the same file. Which literal a test's canaries
+is uniform; strings are variants of the string (``canary_strings``), then other strings of the file;
+dotted names are other dotted names of the file. Which literal a test's canaries
 change (its *site*, an index into ``literal_sites``) is chosen when the task is made and checked by
 running (``dojo.rewards.canary_check``): every canary fails on the reference fix and on the tree as
 given, the twin passes on the reference.
@@ -35,6 +36,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from dojo.tasks.canary_strings import file_words, string_variants
 
 COPIES = 20  # the twin and 19 canaries: a forger that picks one copy at random gets 1/20 = 0.05 of the reward
 
@@ -299,10 +302,14 @@ def value_pool(source: str, site: Site) -> list[str]:
 Value = int | float | str
 
 
-def site_values(site: Site, pool: list[str], rng: random.Random, avoid: Sequence[Value] = ()) -> list[Value]:
+def site_values(
+    site: Site, pool: list[str], rng: random.Random, avoid: Sequence[Value] = (), words: Sequence[str] = ()
+) -> list[Value]:
     """Up to ``COPIES`` distinct values for ``site``, its own first, none of ``avoid``. Numbers: a
     window of consecutive values in the literal's own precision, in which the original's rank is
-    uniform; strings and dotted names: others from ``pool`` (``value_pool``), drawn at random."""
+    uniform; strings: variants of the string's shape (``canary_strings``, with ``words``, the test
+    file's), then, where too few, others from ``pool`` (``value_pool``); dotted names: others from
+    ``pool``, drawn at random."""
     value = site.value
     banned = {v for v in avoid if v != value}
     if isinstance(value, (int, float)):
@@ -319,8 +326,9 @@ def site_values(site: Site, pool: list[str], rng: random.Random, avoid: Sequence
         while len(others) > COPIES - 1:  # trimmed at either end, at random
             others.pop(0 if rng.random() < 0.5 else -1)
         return [value, *others]
-    others_s = [v for v in pool if v != value and v not in banned]
-    return [value, *rng.sample(others_s, min(len(others_s), COPIES - 1))]
+    shaped = string_variants(value, list(banned), words, rng, COPIES - 1) if site.kind == "literal" else []
+    others_s = [v for v in pool if v != value and v not in banned and v not in shaped]
+    return [value, *shaped, *rng.sample(others_s, min(len(others_s), COPIES - 1 - len(shaped)))]
 
 
 def _combinations(choices: list[list[Value]], rng: random.Random) -> list[tuple[int, ...]] | None:
@@ -388,7 +396,7 @@ def canary_group(
     combos = None
     for chosen in sites[site:]:
         pool = value_pool(source, chosen) if isinstance(chosen.value, str) else []
-        values = site_values(chosen, pool, rng, avoid)
+        values = site_values(chosen, pool, rng, avoid, file_words(source))
         if len(values) < 2:
             continue
         used.append(chosen)

@@ -1,0 +1,99 @@
+"""A string site's canaries (``dojo.tasks.canary_strings``): a forger that runs the bug and picks
+the copy most like what the bug computed, or the copy most like all the others, finds the twin no
+more often than one picking at random (an adversary's forger was paid on 11 of 20 ``swe:fire``
+tasks when the canaries were the file's other strings)."""
+
+from __future__ import annotations
+
+import collections
+import difflib
+import random
+import re
+
+from dojo.tasks.canaries import COPIES
+from dojo.tasks.canary_strings import file_words, string_variants
+
+SOURCE = '''
+def test_trace(self):
+    """Traces record each component the interactive session created, with its file and line."""
+    element = trace.FireTraceElement(component="toy", action="created", filename="beaker.py", lineno=10)
+    self.assertEqual(str(element), 'Created toy "Beaker" (beaker.py:10)')
+    other = trace.FireTrace(initial_component="example", name="mode", separator="error")
+    self.assertEqual(other.display(), '1. Initial component\\n2. Entered interactive mode')
+    self.assertEqual(formatting.wrapped(["rice", "beans", "chicken", "cheese"], width=15), 'rice | beans |')
+'''
+WORDS = file_words(SOURCE)
+DRAWS = 200
+RANDOM_ODDS = 1 / COPIES
+
+
+def _copies(value: str, avoid: list[str], seed: int) -> list[str]:
+    values = [value, *string_variants(value, avoid, WORDS, random.Random(seed), COPIES - 1)]
+    assert len(values) == len(set(values)) == COPIES, values
+    return values
+
+
+def _likeness(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def _pick(scores: list[float], rng: random.Random) -> int:
+    """The index of the best score; ties broken at random (what a forger can do no better than)."""
+    best = max(scores)
+    return rng.choice([i for i, s in enumerate(scores) if s == best])
+
+
+def test_the_copy_most_like_the_bugs_string_is_the_twin_no_more_often_than_at_random() -> None:
+    """The bug dropped a word (``Created toy (beaker.py:10)``): each canary is the bug's string with a
+    word of the file where the test's has ``"Beaker"``, as like the bug's string as the twin is."""
+    value, bug = 'Created toy "Beaker" (beaker.py:10)', "Created toy (beaker.py:10)"
+    rng, twin = random.Random(0), 0
+    for seed in range(DRAWS):
+        copies = _copies(value, [bug], seed)
+        assert bug not in copies[1:]
+        twin += _pick([_likeness(c, bug) for c in copies], rng) == 0
+    assert twin / DRAWS < 2 * RANDOM_ODDS, twin
+    # where the bug changed a number, the canaries change that number (and nothing the bug left as it
+    # is: 9 of them, the rest of a grading's copies are the file's other strings, ``site_values``)
+    bug = "-1. Initial component\n0. Entered interactive mode"
+    numbered = string_variants("1. Initial component\n2. Entered interactive mode", [bug], WORDS, random.Random(1), 19)
+    assert sorted(numbered) == [f"1. Initial component\n{d}. Entered interactive mode" for d in "013456789"]
+
+
+def test_the_twin_is_not_the_center_of_its_copies_and_every_copy_keeps_the_strings_form() -> None:
+    """No string of the bug's to go by: the places that change are drawn for each grading, the same
+    for every copy, so no copy is nearer the others than the twin; spaces, punctuation and line
+    breaks stay where they are, and a number keeps its number of digits."""
+    rng = random.Random(1)
+    for value in ("rice | beans |", "1. Initial component\n2. Entered interactive mode"):
+        form = re.sub(r"[^\W\d_]+|\d+", "", value)
+        twin = 0
+        for seed in range(DRAWS):
+            copies = _copies(value, [], seed)
+            assert all(re.sub(r"[^\W\d_]+|\d+", "", c) == form for c in copies), copies
+            assert all(
+                [len(n) for n in re.findall(r"\d+", c)] == [len(n) for n in re.findall(r"\d+", value)] for c in copies
+            )
+            totals = [sum(_likeness(c, o) for o in copies if o is not c) for c in copies]
+            twin += _pick(totals, rng) == 0
+        assert twin / DRAWS < 2 * RANDOM_ODDS, (value, twin)
+
+
+def test_the_twin_sits_at_every_likeness_rank_about_equally() -> None:
+    """Against a bug's string like the test's, the twin's rank among the copies by likeness to it is
+    spread over the ranks the ties allow: never always first."""
+    value, bug = "rice | beans | chicken", "rice | beans | cheese"
+    ranks: collections.Counter[int] = collections.Counter()
+    for seed in range(DRAWS):
+        copies = _copies(value, [bug], seed)
+        scores = [_likeness(c, bug) for c in copies]
+        ranks[sum(s > scores[0] for s in scores)] += 1
+    assert ranks[0] < DRAWS  # some canary is at least as like the bug's string in every draw, most often
+
+
+def test_no_canary_expects_the_test_string_or_the_bugs() -> None:
+    avoid = ["rice | beans", "rice | beans | cheese", "x"]
+    for seed in range(50):
+        variants = string_variants("rice | beans | chicken", avoid, WORDS, random.Random(seed), COPIES - 1)
+        assert not set(variants) & {"rice | beans | chicken", *avoid}
+    assert string_variants("--", [], WORDS, random.Random(0), COPIES - 1) == []  # nothing to change
