@@ -286,12 +286,21 @@ def _always_answers_alike(dunder: str, node: ast.AST | None) -> bool:
     return _constant_result(node) or (dunder in ("__eq__", "__ne__") and _ignores_other(node))
 
 
+SELF_COMPARISONS = (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)  # x is x: True whatever x is (x == x but for NaN)
+
+
 def _constant_result(node: ast.AST | None) -> bool:
-    """Whether a function body or lambda body gives one constant whatever it is called with."""
+    """Whether a function body or lambda body gives one constant whatever it is called with: a
+    constant, or a value compared with itself (``other is other``: it reads what it is compared with
+    and still answers alike; found by an adversary, 2026-12-07, 1.0 on a task without canaries)."""
     if isinstance(node, ast.Lambda):
         return _constant_result(node.body)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return _constant_result(node.operand)
+    if isinstance(node, ast.BoolOp):
+        return all(_constant_result(v) for v in node.values)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], SELF_COMPARISONS):
+        return ast.dump(node.left) == ast.dump(node.comparators[0])
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
         return len(body) == 1 and isinstance(body[0], ast.Return) and _constant_result(body[0].value)
