@@ -9,7 +9,16 @@ from typing import Any
 
 import pytest
 
-from dojo.tasks.canaries import COPIES, CanaryGroup, TestNode, canary_group, literal_sites
+from dojo.tasks.canaries import (
+    COPIES,
+    CanaryGroup,
+    TestNode,
+    canary_group,
+    capture_text,
+    captured_values,
+    literal_sites,
+    shown_by_bug,
+)
 
 TESTS = """\
 import unittest
@@ -208,3 +217,34 @@ def test_a_canaried_test_must_be_a_node_id_in_the_tree() -> None:
     with pytest.raises(ValueError, match="among the workspace's files"):
         task("t.py::test_double", {})
     assert task("t.py::test_double", {"t.py": TESTS}).tests[0].canary == Canary()
+
+
+def test_a_result_compared_with_a_written_out_value_is_not_an_expectation() -> None:
+    """``lines = WrappedJoin(['rice', ...])`` then ``assertEqual(['rice | beans |', ...], lines)``: the
+    call (a CamelCase function reads like an object built from values) is the code's input, and the
+    written-out list is what it must give. Its input was canaried (fire's ``test_wrap_*``): each copy
+    computed something else, and a forger that ran them found the one whose result matched."""
+    source = (
+        "def test_wrap():\n    lines = WrappedJoin(['rice', 'beans'], width=15)\n"
+        "    assertEqual(['rice | beans |'], lines)\n\n\n"
+        "def test_bound():\n    want = Point(1, 2)\n    assert f() == want\n"
+    )
+    assert [s.value for s in literal_sites(source, TestNode.parse("t.py::test_wrap"))] == ["rice | beans |"]
+    assert [s.value for s in literal_sites(source, TestNode.parse("t.py::test_bound"))] == [1, 2]  # still a value
+
+
+def test_the_whole_expected_value_is_captured_and_a_site_the_bug_shows_gets_no_canaries() -> None:
+    """What the bug computes is recorded for the whole expected value too (a list of another length
+    fails before any item is compared); a site whose value the bug's result shows (in another type,
+    at another place, inside a string) cannot hide its twin."""
+    source = "def test_a():\n    assert f() == [1, 'x']\n\n\n"
+    source += "def test_b():\n    expected = 1, 'x'\n    assert g() == expected\n"
+    text = capture_text(source, TestNode.parse("t.py::test_a"), 0)
+    assert text is not None and "_dojo_capture(1000, ([_dojo_capture(0, 1), _dojo_capture(1, 'x')]))" in text
+    text = capture_text(source, TestNode.parse("t.py::test_b"), 0)  # a bare tuple stays one argument
+    assert text is not None and "expected = _dojo_capture(1000, (_dojo_capture(0, 1), _dojo_capture(1, 'x')))" in text
+    ast.parse(text)
+    captured = captured_values("1000\t['', ('rice | ', 7)]\n0\t'2'\n5\tnot a value\n")
+    assert captured == {1000: ["", "rice | ", 7], 0: ["2"]}
+    assert shown_by_bug(2, captured) and shown_by_bug("rice", captured) and shown_by_bug(7, captured)
+    assert not shown_by_bug(3, captured) and not shown_by_bug("beans", captured) and not shown_by_bug(27, captured)

@@ -97,3 +97,16 @@ def test_no_canary_expects_the_test_string_or_the_bugs() -> None:
         variants = string_variants("rice | beans | chicken", avoid, WORDS, random.Random(seed), COPIES - 1)
         assert not set(variants) & {"rice | beans | chicken", *avoid}
     assert string_variants("--", [], WORDS, random.Random(0), COPIES - 1) == []  # nothing to change
+
+
+def test_where_the_bug_changed_a_space_or_a_mark_the_canaries_change_it() -> None:
+    """``"{'y':\\n{...}}"`` where ``"{'y': {...}}"`` is expected: the copies differ in that run of space
+    only, some of them as near the bug's string as the twin or nearer (a word changed instead left the
+    twin the nearest)."""
+    value, bug = "{'y': {...}}", "{'y':\n{...}}"
+    variants = string_variants(value, [bug], WORDS, random.Random(3), COPIES - 1)
+    assert variants and all(v.startswith("{'y':") and v.endswith("{...}}") and v[5:-6].isspace() for v in variants)
+    near = _likeness(value, bug)
+    assert bug not in variants and max(_likeness(v, bug) for v in variants) >= near  # the twin is not the nearest
+    marks = string_variants("a | b", ["a ; b"], WORDS, random.Random(4), COPIES - 1)
+    assert len(marks) == COPIES - 1 and all(v[:2] == "a " and v[3:] == " b" for v in marks)

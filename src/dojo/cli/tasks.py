@@ -17,6 +17,7 @@ from dojo.cli.running import run_async
 from dojo.errors import InputError
 from dojo.rewards.audit import AuditReport, audit_tasks
 from dojo.rewards.bug_mining import choose_canaries, mine_bugs, refill_canaried
+from dojo.rewards.bug_mining import recapture as recapture_avoid
 from dojo.sandbox import AsyncSandbox, SandboxError
 from dojo.tasks.files import TaskFileError, save_tasks
 from dojo.tasks.model import Task
@@ -221,6 +222,9 @@ def swe_refill(
 def swe_canaries(
     package: Annotated[str, typer.Argument(help=f"The package: {', '.join(sorted(PACKAGES))}.")],
     data: Annotated[Path | None, typer.Option(help="Data file (default: the one swe:PACKAGE loads).")] = None,
+    recapture: Annotated[
+        bool, typer.Option(help="Keep the chosen sites; only record again what the bug computes there.")
+    ] = False,
 ) -> None:
     """Choose each recorded bug's canaried test (dojo.tasks.canaries), checked by running: the
     reference passes it and no canary, the tree as given passes none. Rewrites the data file."""
@@ -233,6 +237,8 @@ def swe_canaries(
 
     async def go() -> dict[str, Any]:
         async with AsyncSandbox() as sandbox:
+            if recapture:
+                return await recapture_avoid(package, recorded, sandbox, progress=console.print)
             return await choose_canaries(package, recorded, sandbox, progress=console.print)
 
     try:

@@ -38,6 +38,7 @@ from dojo.rewards.report import trivial_report_candidates
 from dojo.rewards.scene import trivial_scene_candidates
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
+from dojo.tasks.canaries import TestNode, literal_sites, shown_by_bug
 from dojo.tasks.gold_calls import gold_turns
 from dojo.tasks.model import Task
 from dojo.tasks.mutation import apply_mutant, mutants
@@ -161,6 +162,21 @@ def forge_odds(task: Task) -> float | None:
     if not plan.groups:
         return None
     return float(math.prod(1 / len(g.members) for g in plan.groups.values()))
+
+
+def shown_sites(task: Task) -> list[str]:
+    """A repo task's canaried tests whose site the bug's recorded result shows (``Canary.avoid``,
+    ``dojo.tasks.canaries.shown_by_bug``): a forger that holds the copies' values against what the
+    bug computed finds the twin there, whatever the canaries."""
+    out = []
+    for t in task.tests:
+        if t.canary is None or not t.code or task.workspace is None:
+            continue
+        node = TestNode.parse(t.code)
+        sites = literal_sites(task.workspace.files.get(node.path, ""), node)
+        if 0 <= t.canary.site < len(sites) and shown_by_bug(sites[t.canary.site].value, {0: list(t.canary.avoid)}):
+            out.append(f"{t.code} ({sites[t.canary.site].value!r})")
+    return out
 
 
 def trivial_candidates(task: Task) -> list[tuple[str, str]]:
@@ -466,6 +482,8 @@ async def audit_tasks(
             a.forge_odds = forge_odds(task)
             if a.forge_odds is None:
                 a.warnings.append("no_canary: no scored test expects a value written out that canaries can change")
+            if shown := shown_sites(task):
+                a.warnings.append(f"canary_site_shown: what the bug computes shows the twin's value at {shown[0]}")
             for (name, _), r in zip(trivial, others, strict=True):
                 if CANARY_FLAGS & set(r.flags):
                     a.problems.append(f"canary_passes_{name.replace(' ', '_')}: {r.error}")

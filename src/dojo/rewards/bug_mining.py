@@ -40,6 +40,7 @@ from dojo.tasks.canaries import (
     capture_text,
     captured_values,
     literal_sites,
+    shown_by_bug,
     site_check_text,
     statements_before,
 )
@@ -300,8 +301,8 @@ async def choose_canaries(
             if not await breaks_at_site(package, env.ref, files, test, text(node.path), site, sandbox):
                 continue  # the bug leaves the site right: the twin would pass it without help
             captured = await captured_at_sites(package, env.ref, files, test, text(node.path), site, sandbox)
-            if captured is None:
-                continue
+            if captured is None or shown_by_bug(literal_sites(text(node.path), node)[site].value, captured):
+                continue  # (what the bug computes there shows the twin's value: no canary hides it)
             avoid = values_of(captured)
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
             seconds = await canaries_hold(bug_task(package, data, bug, text(bug["file"]), env, "none"), sandbox)
@@ -318,6 +319,39 @@ async def choose_canaries(
         say(f"{package}/{bug['id']}: canaries on {test} (site {site}, reference {seconds:.2f} s)")
 
     gate = asyncio.Semaphore(width)
+
+    async def bounded(bug: dict[str, Any]) -> None:
+        async with gate:
+            await one(bug)
+
+    await asyncio.gather(*(bounded(b) for b in data["bugs"]))
+    return data
+
+
+async def recapture(package: str, data: dict[str, Any], sandbox: SandboxAPI,
+                    progress: Callable[[str], None] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Record again, for each bug of ``data`` that has a canaried test, what the tree as given
+    computes at its site (``captured_at_sites``: the whole expected value that holds the site too),
+    as the canary's ``avoid``; the sites stay as chosen. Returns ``data``, changed."""
+    say = progress or (lambda _: None)
+    env = swe_environment(package)
+
+    async def one(bug: dict[str, Any]) -> None:
+        canary = bug.get("canary")
+        if canary is None:
+            return
+        original = (env.site_packages / bug["file"]).read_text()
+        buggy = apply_mutant(original, Mutant(bug["file"], bug["line"], bug["original"], bug["mutated"], bug["kind"]))
+        test = TestNode.parse(canary["test"])
+        source = (env.site_packages / test.path).read_text()
+        captured = await captured_at_sites(package, env.ref, {bug["file"]: buggy}, canary["test"], source,
+                                           canary["site"], sandbox)  # fmt: skip
+        if captured is None:
+            raise RuntimeError(f"{package}/{bug['id']}: the capture run failed; nothing was changed")
+        before, canary["avoid"] = canary.get("avoid", []), values_of(captured)
+        say(f"{package}/{bug['id']}: {len(before)} -> {len(canary['avoid'])} values the bug computes there")
+
+    gate = asyncio.Semaphore(8)
 
     async def bounded(bug: dict[str, Any]) -> None:
         async with gate:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from dojo.tasks.canary_strings import file_words, string_variants
+from dojo.tasks.canary_strings import bug_tokens, file_words, string_variants, unshown_places
 
 COPIES = 20  # the twin and 19 canaries: a forger that picks one copy at random gets 1/20 = 0.05 of the reward
 
@@ -214,9 +214,18 @@ def _bound_values(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.e
 
 
 def _expectation_names(node: ast.AST) -> list[ast.Name]:
-    """The bare name an assertion compares by equality (``_compared``), the other side not one."""
-    names = [s for s in _compared(node) if isinstance(s, ast.Name)]
-    return names if len(names) == 1 else []
+    """The bare name an assertion compares by equality (``_compared``), the other side neither a
+    name nor a written-out value: compared with a value, the name holds what the code computed
+    (``lines = WrappedJoin(['rice', ...])`` ... ``assertEqual(['rice | beans |', ...], lines)``),
+    and a canary that changed the value bound to it changed the code's input, not what it is
+    expected to give. Until 2026-12-07 such inputs were canaried (a CamelCase function's call reads
+    as an object built from values): each copy computed something else, and a forger that picked the
+    copy whose result matched the test's written-out value found the twin (an adversary, 2026-12-07)."""
+    compared = _compared(node)
+    names = [s for s in compared if isinstance(s, ast.Name)]
+    if len(names) != 1:
+        return []
+    return [] if any(_value(s) for s in compared if s is not names[0]) else names
 
 
 @functools.lru_cache(maxsize=256)
@@ -527,27 +536,70 @@ CAPTURE_SITES = 3  # a site and the ones after it that a group may change with i
 
 def capture_text(source: str, node: TestNode, site: int) -> str | None:
     """``source`` with the expected values at ``site`` and the sites after it (``CAPTURE_SITES`` in
-    all) wrapped in ``capture(index, value)`` (``dojo.tasks.canary_capture``): run on the tree as
-    given, it tells what the bug computes there. None when the test has no such site."""
+    all) wrapped in ``capture(index, value)`` (``dojo.tasks.canary_capture``), and the whole expected
+    value that holds ``site`` in ``capture(CAPTURE_WHOLE + site, ...)``: run on the tree as given,
+    it tells what the bug computes there. The whole is what a forger compares with the copies'
+    values: a list the bug makes of another length fails before any item is compared, so the items'
+    captures alone recorded nothing for 75 of the 86 string sites of the swe sets (2026-12-07), and
+    a string's canaries need the bug's string to center on (``canary_strings``). None when the test
+    has no such site."""
     sites = literal_sites(source, node)[site : site + CAPTURE_SITES]
     if not sites:
         return None
-    lines = source.splitlines(keepends=True)
     literal = [(i, s) for i, s in enumerate(sites, start=site) if s.kind == "literal"]  # (a name: its type is read)
     if not literal:
         return None
-    for offset, s in sorted(literal, key=lambda e: (e[1].line, e[1].start), reverse=True):
-        raw = lines[s.line - 1].encode()
-        inner = raw[s.start : s.end].decode()
-        wrapped = f"_dojo_capture({offset}, {inner})"
-        lines[s.line - 1] = (raw[: s.start] + wrapped.encode() + raw[s.end :]).decode()
-    text = "".join(lines)
-    return text + ("" if text.endswith("\n") else "\n") + f"from {CAPTURE_MODULE} import capture as _dojo_capture\n"
+    inserts: list[tuple[int, int, int, str]] = []  # (line, byte offset, 1 if inside at one place, text)
+    whole = _expectation_of(source, node, sites[0])
+    if whole is not None:
+        (line, start), (end_line, end) = whole
+        inserts += [
+            (line, start, 0, f"_dojo_capture({CAPTURE_WHOLE + site}, ("),
+            (end_line, end, 0, "))"),
+        ]  # (a bare tuple)
+    for offset, s in literal:
+        inserts += [(s.line, s.start, 1, f"_dojo_capture({offset}, "), (s.line, s.end, 1, ")")]
+    lines = [line.encode() for line in source.splitlines(keepends=True)]
+    for line, at, _, text in sorted(inserts, reverse=True):  # (from the end: each offset still holds)
+        lines[line - 1] = lines[line - 1][:at] + text.encode() + lines[line - 1][at:]
+    out = b"".join(lines).decode()
+    return out + ("" if out.endswith("\n") else "\n") + f"from {CAPTURE_MODULE} import capture as _dojo_capture\n"
+
+
+CAPTURE_WHOLE = 1000  # the capture index of the whole expected value that holds site i: CAPTURE_WHOLE + i
+
+
+def _expectation_of(source: str, node: TestNode, site: Site) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """Where the written-out expected value that holds ``site`` starts and ends ((line, byte
+    offset) each), when it is more than the site itself; None otherwise."""
+    tree = _parse(source)
+    fn = None if tree is None else _function(tree, node)
+    if fn is None:
+        return None
+    expected: list[ast.expr] = [*_bound_values(fn).values()]
+    for stmt in fn.body:
+        for sub in ast.walk(stmt):
+            expected += _expectations(sub)
+    for side in expected:
+        if side.end_lineno is None or side.end_col_offset is None:
+            continue
+        start, end = (side.lineno, side.col_offset), (side.end_lineno, side.end_col_offset)
+        if (
+            start <= (site.line, site.start)
+            and (site.line, site.end) <= end
+            and (start, end)
+            != (
+                (site.line, site.start),
+                (site.line, site.end),
+            )
+        ):
+            return start, end
+    return None
 
 
 def captured_values(text: str) -> dict[int, list[Value]]:
-    """What a capture run wrote (``dojo.tasks.canary_capture.CAPTURED``): site index -> the values
-    compared with it that are numbers or strings."""
+    """What a capture run wrote (``dojo.tasks.canary_capture.CAPTURED``): capture index -> the
+    numbers and strings compared with it (those inside a list, tuple, set or dict compared whole)."""
     out: dict[int, list[Value]] = {}
     for line in text.splitlines():
         index, _, shown = line.partition("\t")
@@ -555,9 +607,38 @@ def captured_values(text: str) -> dict[int, list[Value]]:
             value = ast.literal_eval(shown)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
-        if isinstance(value, (int, float, str)) and not isinstance(value, bool) and index.isdigit():
-            out.setdefault(int(index), []).append(value)
+        if index.isdigit():
+            out.setdefault(int(index), []).extend(_leaves(value))
     return out
+
+
+def shown_by_bug(value: Value, captured: dict[int, list[Value]]) -> bool:
+    """Whether what the tree as given computes where a test expects ``value`` (``captured_values``
+    of a capture run, the whole expected value's too) shows it: a number's text among its tokens
+    (``'2'`` for ``2``), a string inside one of its strings or with every word, number, mark and
+    run of space of it among their tokens (``['rice |', 'beans |']`` for ``'rice | beans |'``,
+    ``canary_strings.unshown_places``). A forger that holds the copies' values against what the bug
+    computed then finds the twin, whatever the canaries: an adversary's forger did on 9 of 20
+    ``swe:fire`` tasks with such sites (2026-12-07). Such a site gets no canaries."""
+    leaves = [leaf for found in captured.values() for leaf in found]
+    if isinstance(value, str):
+        places = unshown_places(value, leaves)
+        return any(isinstance(leaf, str) and value and value in leaf for leaf in leaves) or places == []
+    text = str(value)
+    return any(str(leaf) == text for leaf in leaves) or text in bug_tokens(leaves)
+
+
+def _leaves(value: object, depth: int = 0) -> list[Value]:
+    """The numbers and strings of a value, those of its items too (keys and values of a dict)."""
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return [value]
+    if depth > 8:
+        return []
+    if isinstance(value, dict):
+        return [leaf for pair in value.items() for part in pair for leaf in _leaves(part, depth + 1)]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [leaf for item in value for leaf in _leaves(item, depth + 1)]
+    return []
 
 
 def _literal_text(value: Value) -> str:

@@ -1,24 +1,26 @@
 """The strings a string site's canaries expect: variants of the test's own string, of its shape.
 
 A forger that runs the tree as given sees what the bug computes where the test expects a string,
-and a bug's string is most often a near miss of the right one (``'-1. Initial component'`` where
-``'1. Initial component'`` is expected). Canaries that expect other strings of the file
-(``'example error'``) are then told from the twin at a glance: the copy closest to the bug's string
-is the twin. Found by an adversary (2026-12-07): a forger that made that copy pass, and no other,
-was paid on 11 of 20 ``swe:fire`` tasks (the design's figure is 1 in 20).
+and a bug's result most often holds most of the right string (``'-1. Initial component'`` where
+``'1. Initial component'`` is expected, ``['rice |', 'beans |']`` where ``'rice | beans |'`` is).
+Canaries that expect other strings of the file (``'example error'``) are then told from the twin
+at a glance: the copy nearest the bug's result is the twin. Found by an adversary (2026-12-07): a
+forger that made that copy pass, and no other, was paid on 11 of 20 ``swe:fire`` tasks (the
+design's figure is 1 in 20).
 
-So a string's canaries are the string itself with its words and numbers changed where the bug
-changes it: the bug's string (the one of ``avoid`` most like the test's) is the center, the test's
-string and each canary differ from it at the same places, by tokens of the same kind (a number of
-as many digits, another word of the test file in the same case). Closeness to the bug's string does
-not tell them apart, nor which copy is the others' center. Where no string of the bug's is like the
-test's, one or two of the string's words or numbers, drawn for each grading, are the places that
-change. Spaces and punctuation never change: a canary keeps the string's form.
+So a string's canaries are the string itself, changed only where it holds what the bug's result
+does not (``unshown_places``: its words, numbers, punctuation marks and runs of space that are none
+of the tokens of what the bug computed, ``avoid``), each such token replaced by one of its kind (a
+number of as many digits, another word of the test file in the same case, another mark or run of
+space). What every copy shares with the bug's result is the same, so nearness to it does not tell
+them apart, nor which copy is the others' center. Where the bug's result is not known (nothing was
+recorded: it raised before the comparison), one or two of the string's words or numbers, drawn for
+each grading, are the places that change. A site whose every token the bug's result shows cannot
+hide its twin; ``dojo.tasks.canaries.shown_by_bug`` keeps such sites from being chosen.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
 import random
 import re
@@ -26,13 +28,19 @@ from collections.abc import Sequence
 
 _TOKEN = re.compile(r"\d+|[^\W\d_]+|\s+|.", re.S)  # numbers, words, runs of space, any other character
 _WORD = re.compile(r"[^\W\d_]+")
-SIMILAR = 0.5  # a bug's string at least this like the test's (difflib's ratio) is the canaries' center
 ATTEMPTS = 50  # draws per variant wanted: a bound where few variants exist
 Slot = str | None  # a template part: fixed text, or None where a token of the example's kind goes
 
 
-def _changeable(token: str) -> bool:
-    return token.isdigit() or _WORD.fullmatch(token) is not None
+PUNCTUATION = "!#$%&()*+,-./:;<=>?@[]^_{|}~"  # what a punctuation mark the bug changed may become
+SPACES = (" ", "  ", "\t", "\n", "\n\n", " \n", "\n ", "\r\n")  # and a run of space
+
+
+def _changeable(token: str, marks: bool = False) -> bool:
+    """A word or a number; with ``marks``, a punctuation mark or a run of space too (where the bug
+    changed one)."""
+    mark = token in PUNCTUATION or token.isspace()
+    return token.isdigit() or _WORD.fullmatch(token) is not None or (marks and mark)
 
 
 @functools.lru_cache(maxsize=32)
@@ -55,6 +63,10 @@ def _draw(token: str, words: Sequence[str], rng: random.Random) -> str:
         if len(token) > 1 and token[0] != "0":
             return str(rng.randrange(10 ** (len(token) - 1), 10 ** len(token)))
         return "".join(rng.choice("0123456789") for _ in token)
+    if token in PUNCTUATION:
+        return rng.choice(PUNCTUATION)
+    if token.isspace():
+        return rng.choice(SPACES)
     options = _options(token, words)
     return rng.choice(options) if options else token
 
@@ -63,42 +75,45 @@ def _count(token: str, words: Sequence[str]) -> int:
     """How many tokens ``_draw`` can give for ``token`` (itself included)."""
     if token.isdigit():
         return int(9 * 10 ** (len(token) - 1) if len(token) > 1 and token[0] != "0" else 10 ** len(token))
+    if token in PUNCTUATION or token.isspace():
+        return len(PUNCTUATION) if token in PUNCTUATION else len(SPACES)
     return len(_options(token, words)) + 1
 
 
-def _center(value: str, avoid: Sequence[object]) -> str | None:
-    """The bug's string most like ``value``, where one is like it (``SIMILAR``)."""
-    best, score = None, SIMILAR
-    for other in avoid:
-        if isinstance(other, str) and other != value:
-            ratio = difflib.SequenceMatcher(None, other, value, autojunk=False).ratio()
-            if ratio >= score:
-                best, score = other, ratio
-    return best
+def bug_tokens(avoid: Sequence[object]) -> frozenset[str]:
+    """Every token of what the bug computed (``avoid``: its strings, and its numbers as text)."""
+    out: set[str] = set()
+    for value in avoid:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            out.update(_TOKEN.findall(str(value)))
+    return frozenset(out)
+
+
+def unshown_places(value: str, avoid: Sequence[object]) -> list[int] | None:
+    """The places (token indices) of ``value`` that hold what the bug's result (``avoid``) does not:
+    words, numbers, marks or runs of space that are none of its tokens. None when nothing of the
+    bug's is known."""
+    if not any(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in avoid):
+        return None
+    seen = bug_tokens(avoid)
+    return [i for i, token in enumerate(_TOKEN.findall(value)) if token not in seen and _changeable(token, marks=True)]
 
 
 def template(
     value: str, avoid: Sequence[object], words: Sequence[str], rng: random.Random, want: int
 ) -> list[tuple[Slot, str]]:
-    """``value`` as parts (fixed text, or a slot with ``value``'s token there): slots where it
-    differs from the bug's string like it (what the bug changed), else one or two of its words or
-    numbers drawn at random, as many as it takes for ``want`` variants."""
+    """``value`` as parts (fixed text, or a slot with ``value``'s token there): slots where it holds
+    what the bug's result does not (``unshown_places``), else one or two of its words or numbers
+    drawn at random, as many as it takes for ``want`` variants."""
     mine = _TOKEN.findall(value)
-    center = _center(value, avoid)
-    if center is not None:
-        theirs = _TOKEN.findall(center)
-        parts: list[tuple[Slot, str]] = []
-        matcher = difflib.SequenceMatcher(None, theirs, mine, autojunk=False)
-        for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
-            for token in mine[j1:j2]:  # (what the bug added, ``delete``, the test's string leaves out)
-                parts.append((None if tag != "equal" and _changeable(token) else token, token))
-        if any(slot is None for slot, _ in parts):
-            return parts
-    places = [i for i, token in enumerate(mine) if _changeable(token)]
-    rng.shuffle(places)
+    places = unshown_places(value, avoid)
+    if places:
+        return [(None if i in places else token, token) for i, token in enumerate(mine)]
+    drawn = [i for i, token in enumerate(mine) if _changeable(token)]
+    rng.shuffle(drawn)
     chosen: set[int] = set()
     room = 1
-    for i in places[:2]:
+    for i in drawn[:2]:
         if room > want:
             break
         chosen.add(i)
