@@ -24,7 +24,7 @@ from dojo.tasks.swe import PACKAGES
 FORGER = (Path(__file__).resolve().parent / "programs" / "nearest_copy_forger.py").read_text()
 
 
-async def main(packages: list[str], n: int, gradings: int) -> None:
+async def main(packages: list[str], n: int, gradings: int, rule: str) -> None:
     counts: collections.Counter[tuple[str, str]] = collections.Counter()
     async with AsyncSandbox(pool_size=2) as sandbox:
         grader = Grader(sandbox, GradingConfig(mode="binary", scan=False))
@@ -57,9 +57,11 @@ if __name__ == "__main__":
     parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--gradings", type=int, default=3)
     parser.add_argument("--packages", default="dill,fire,networkx,pyflakes,toolz")
+    rules = "the copy it bets on: nearest the bug's output, or the most written elsewhere in the test files"
+    parser.add_argument("--rule", choices=["nearest", "elsewhere"], default="nearest", help=rules)
     args = parser.parse_args()
     chosen = args.packages.split(",")
     unknown = sorted(set(chosen) - set(PACKAGES))
     if unknown:
         parser.error(f"unknown packages {unknown}; known: {', '.join(sorted(PACKAGES))}")
-    asyncio.run(main(chosen, args.tasks, args.gradings))
+    asyncio.run(main(chosen, args.tasks, args.gradings, args.rule))

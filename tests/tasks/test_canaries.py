@@ -18,6 +18,7 @@ from dojo.tasks.canaries import (
     captured_values,
     literal_sites,
     shown_by_bug,
+    written_elsewhere,
 )
 
 TESTS = """\
@@ -241,10 +242,26 @@ def test_the_whole_expected_value_is_captured_and_a_site_the_bug_shows_gets_no_c
     source += "def test_b():\n    expected = 1, 'x'\n    assert g() == expected\n"
     text = capture_text(source, TestNode.parse("t.py::test_a"), 0)
     assert text is not None and "_dojo_capture(1000, ([_dojo_capture(0, 1), _dojo_capture(1, 'x')]))" in text
-    text = capture_text(source, TestNode.parse("t.py::test_b"), 0)  # a bare tuple stays one argument
-    assert text is not None and "expected = _dojo_capture(1000, (_dojo_capture(0, 1), _dojo_capture(1, 'x')))" in text
+    # a value bound to a name, and one a helper compares (which may check its type first), only item by item
+    text = capture_text(source, TestNode.parse("t.py::test_b"), 0)
+    assert text is not None and "expected = _dojo_capture(0, 1), _dojo_capture(1, 'x')\n" in text
     ast.parse(text)
+    helper = "class T:\n    def test_c(self):\n        self.assertListEqual([1, 'x'], f())\n"
+    text = capture_text(helper, TestNode.parse("t.py::T::test_c"), 0)
+    assert text is not None and "_dojo_capture(1000" not in text and "_dojo_capture(0, 1)" in text
     captured = captured_values("1000\t['', ('rice | ', 7)]\n0\t'2'\n5\tnot a value\n")
     assert captured == {1000: ["", "rice | ", 7], 0: ["2"]}
     assert shown_by_bug(2, captured) and shown_by_bug("rice", captured) and shown_by_bug(7, captured)
     assert not shown_by_bug(3, captured) and not shown_by_bug("beans", captured) and not shown_by_bug(27, captured)
+
+
+def test_a_string_written_elsewhere_in_the_package_gets_no_canaries() -> None:
+    """A string's canaries are made up and written nowhere: where the tree writes the twin's string
+    besides the site (fire's ``'foo'``, 20 times), counting where each copy's value is written finds
+    it. Numbers are windows of numbers, each written somewhere."""
+    test = "def test_a():\n    assert f() == 'Beaker toy'\n"
+    assert not written_elsewhere("Beaker toy", [test, "def f():\n    return 'x'\n"])
+    assert written_elsewhere("Beaker toy", [test, "NAME = 'Beaker toy'\n"])
+    assert written_elsewhere("foo", [test + "\n\ndef test_b():\n    assert g() == 'foo'\n", ""]) is False
+    assert written_elsewhere("foo", ["def test_b():\n    assert g('foo') == 'foo'\n"])
+    assert not written_elsewhere(3, ["x = 3\n", "y = 3\n"])

@@ -80,7 +80,9 @@ async def test_a_reply_of_every_number_tells_the_user_nothing(
         assert r.value == 0.0 and not r.cases[1].passed, r.cases
     assert (await grader.grade(tell, answer(calls(tell), ["You have 4 of them, at $1,200.50 in all."]))).value == 1.0
     assert [o.passed for o in said_outcomes(["1000", "4", "44"], ["Refund: $1,000. Bags: 4 (44 kg)."], 0)] == [1, 1, 1]
-    assert [o.passed for o in said_outcomes(["4", "10"], ["Order 1234 of 10.5 kg."], 0)] == [0, 0]
+    assert [o.passed for o in said_outcomes(["4", "10"], ["Order 1234 of 10.5 kg, $3.4."], 0)] == [0, 0]
+    cents = ["Refund $327.00; the new booking costs $1,000.00; total $481.50."]  # (a review: these failed)
+    assert [o.passed for o in said_outcomes(["327", "1000", "481.5", "1,000"], cents, 0)] == [1, 1, 1, 1]
     listing = " ".join(str(n) for n in range(MAX_REPLY_NUMBERS)) + " 4"
     assert [o.passed for o in said_outcomes(["4"], [listing], 0)] == [1]  # at the limit: an answer still
     assert [o.passed for o in said_outcomes(["4"], [listing + " 999"], 0)] == [0]

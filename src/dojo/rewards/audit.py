@@ -38,7 +38,7 @@ from dojo.rewards.report import trivial_report_candidates
 from dojo.rewards.scene import trivial_scene_candidates
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
-from dojo.tasks.canaries import TestNode, literal_sites, shown_by_bug
+from dojo.tasks.canaries import TestNode, literal_sites, shown_by_bug, written_elsewhere
 from dojo.tasks.gold_calls import gold_turns
 from dojo.tasks.model import Task
 from dojo.tasks.mutation import apply_mutant, mutants
@@ -166,16 +166,21 @@ def forge_odds(task: Task) -> float | None:
 
 def shown_sites(task: Task) -> list[str]:
     """A repo task's canaried tests whose site the bug's recorded result shows (``Canary.avoid``,
-    ``dojo.tasks.canaries.shown_by_bug``): a forger that holds the copies' values against what the
-    bug computed finds the twin there, whatever the canaries."""
+    ``dojo.tasks.canaries.shown_by_bug``), or whose string the task's files write elsewhere
+    (``written_elsewhere``): a forger that holds the copies' values against what the bug computed,
+    or counts where each is written, finds the twin there, whatever the canaries."""
     out = []
     for t in task.tests:
         if t.canary is None or not t.code or task.workspace is None:
             continue
         node = TestNode.parse(t.code)
         sites = literal_sites(task.workspace.files.get(node.path, ""), node)
-        if 0 <= t.canary.site < len(sites) and shown_by_bug(sites[t.canary.site].value, {0: list(t.canary.avoid)}):
-            out.append(f"{t.code} ({sites[t.canary.site].value!r})")
+        if not 0 <= t.canary.site < len(sites):
+            continue
+        value = sites[t.canary.site].value
+        texts = list(task.workspace.files.values()) if sites[t.canary.site].kind == "literal" else []
+        if shown_by_bug(value, {0: list(t.canary.avoid)}) or written_elsewhere(value, texts):
+            out.append(f"{t.code} ({value!r})")
     return out
 
 

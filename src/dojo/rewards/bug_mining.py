@@ -20,6 +20,7 @@ first failure line, and the other tests of the same files as regression guards.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.metadata as metadata
 import json
 import random
@@ -43,6 +44,7 @@ from dojo.tasks.canaries import (
     shown_by_bug,
     site_check_text,
     statements_before,
+    written_elsewhere,
 )
 from dojo.tasks.model import Task, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant, mutants
@@ -284,6 +286,11 @@ async def choose_canaries(
             texts[path] = (env.site_packages / path).read_text()
         return texts[path]
 
+    @functools.cache
+    def package_texts() -> tuple[str, ...]:
+        """Every Python file of the package as installed: what a run can read."""
+        return tuple(p.read_text(errors="replace") for p in sorted((env.site_packages / package).rglob("*.py")))
+
     async def one(bug: dict[str, Any]) -> None:
         bug.pop("canary", None)
         buggy = apply_mutant(text(bug["file"]), Mutant(bug["file"], bug["line"], bug["original"], bug["mutated"],
@@ -301,8 +308,10 @@ async def choose_canaries(
             if not await breaks_at_site(package, env.ref, files, test, text(node.path), site, sandbox):
                 continue  # the bug leaves the site right: the twin would pass it without help
             captured = await captured_at_sites(package, env.ref, files, test, text(node.path), site, sandbox)
-            if captured is None or shown_by_bug(literal_sites(text(node.path), node)[site].value, captured):
-                continue  # (what the bug computes there shows the twin's value: no canary hides it)
+            chosen = literal_sites(text(node.path), node)[site]
+            made_up = chosen.kind == "literal" and written_elsewhere(chosen.value, package_texts())
+            if captured is None or shown_by_bug(chosen.value, captured) or made_up:
+                continue  # (what the bug computes there, or the tree, shows the twin's value: no canary hides it)
             avoid = values_of(captured)
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
             seconds = await canaries_hold(bug_task(package, data, bug, text(bug["file"]), env, "none"), sandbox)
@@ -348,7 +357,9 @@ async def recapture(package: str, data: dict[str, Any], sandbox: SandboxAPI,
                                            canary["site"], sandbox)  # fmt: skip
         if captured is None:
             raise RuntimeError(f"{package}/{bug['id']}: the capture run failed; nothing was changed")
-        before, canary["avoid"] = canary.get("avoid", []), values_of(captured)
+        before = canary.get("avoid", [])
+        canary["avoid"] = values_of({0: [*before, *(v for vs in captured.values() for v in vs)]})  # (kept: a run that
+        # recorded less, a helper failing on the recorder, must not take out what an earlier one found)
         say(f"{package}/{bug['id']}: {len(before)} -> {len(canary['avoid'])} values the bug computes there")
 
     gate = asyncio.Semaphore(8)

@@ -21,6 +21,7 @@ calls so far (as a multiset, in any order). The first turn that fails ends the c
 from __future__ import annotations
 
 import collections
+import decimal
 import hashlib
 import json
 import re
@@ -260,14 +261,14 @@ def tau2_cut_short(errors: int, steps: int) -> str | None:
     return None
 
 
-MAX_REPLY_NUMBERS = 40  # distinct numbers in one reply beyond which it is a list of guesses, not an answer
+MAX_REPLY_NUMBERS = 60  # distinct numbers in one reply beyond which it is a list of guesses, not an answer
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def said_outcomes(say: list[str], said: list[str], start: int) -> list[CaseOutcome]:
     """Each text of ``say`` appears in one of the agent's replies (case-insensitive, commas ignored:
-    tau2's COMMUNICATE rule), a number as a number of its own (``4`` not inside ``1234``: where
-    its ends are digits, no digit beside them), in a reply that names at most ``MAX_REPLY_NUMBERS``
+    tau2's COMMUNICATE rule), a number as a number of its own, by value (``4`` is not in ``1234``
+    nor in ``3.4``; ``327`` is in ``$327.00``), in a reply that names at most ``MAX_REPLY_NUMBERS``
     numbers. tau2's own substring rule paid a generic reply that could not have looked anything up
     (every 3-digit string in 1,002 digits, found by an adversary 2026-12-07: 1.0 on
     ``tau2:retail/24`` and ``airline/3``, where "Done, anything else?" scores 0)."""
@@ -275,17 +276,21 @@ def said_outcomes(say: list[str], said: list[str], start: int) -> list[CaseOutco
     replies = [r for r in replies if len(set(_NUMBER.findall(r))) <= MAX_REPLY_NUMBERS]
     outcomes = []
     for i, text in enumerate(say, start=start):
-        told = any(_names(r, text.lower()) for r in replies)
+        told = any(_names(r, text.lower().replace(",", "")) for r in replies)
         detail = "" if told else "the user was not told something the request needs"
         outcomes.append(CaseOutcome(index=i, passed=told, detail=detail))
     return outcomes
 
 
 def _names(reply: str, text: str) -> bool:
-    """Whether ``reply`` holds ``text``, with no digit running on where ``text`` starts or ends with one."""
+    """Whether ``reply`` holds ``text``: a number as a number in it of the same value, other text as
+    tau2 finds it, with no digit running on where it starts or ends with one."""
     if not text:
         return True
-    before = r"(?<!\d)" if text[0].isdigit() else ""
+    if _NUMBER.fullmatch(text):
+        want = decimal.Decimal(text)
+        return any(decimal.Decimal(n) == want for n in _NUMBER.findall(reply))
+    before = r"(?<![\d.])" if text[0].isdigit() else ""
     after = r"(?!\.?\d)" if text[-1].isdigit() else ""
     return re.search(before + re.escape(text) + after, reply) is not None
 

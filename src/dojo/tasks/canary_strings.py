@@ -29,6 +29,11 @@ from collections.abc import Sequence
 _TOKEN = re.compile(r"\d+|[^\W\d_]+|\s+|.", re.S)  # numbers, words, runs of space, any other character
 _WORD = re.compile(r"[^\W\d_]+")
 ATTEMPTS = 50  # draws per variant wanted: a bound where few variants exist
+# The most places the bug's result may leave unshown for the canaries to change there: a near miss.
+# Where it shares less of the string (an empty result, another one), changing every unshown token
+# (marks and spaces too) made the twin the only readable copy: a forger that picked the copy with the
+# fewest odd marks found it 100 times in 100 on fire/0045 (a review, 2026-12-07).
+NEAR_MISS = 3
 Slot = str | None  # a template part: fixed text, or None where a token of the example's kind goes
 
 
@@ -45,26 +50,31 @@ def _changeable(token: str, marks: bool = False) -> bool:
 
 @functools.lru_cache(maxsize=32)
 def file_words(source: str) -> tuple[str, ...]:
-    """The words of a test file (of its names and its strings), lower case, once each."""
-    return tuple(sorted({w.lower() for w in _WORD.findall(source) if 2 <= len(w) <= 24}))
+    """The words of a test file (of its names and its strings), lower case, each as often as the file
+    writes it: a canary's word is drawn as often as the author wrote it (drawn once each, the
+    author's own words were the frequent ones, and a forger that bet on the copy whose words the file
+    writes most found the twin far more often than 1 in 20: an adversary, 2026-12-07)."""
+    return tuple(sorted(w.lower() for w in _WORD.findall(source) if len(w) <= 24))
 
 
 def _options(token: str, words: Sequence[str]) -> list[str]:
-    """The words a word token may become: the file's, of about its length, in its case."""
+    """The words a word token may become: the file's, of about its length, in its case (as often as
+    the file writes each)."""
     near = [w for w in words if abs(len(w) - len(token)) <= max(2, len(token) // 2) and w != token.lower()]
     if token.isupper() and len(token) > 1:
         return [w.upper() for w in near]
     return [w.capitalize() for w in near] if token[:1].isupper() else near
 
 
-def _draw(token: str, words: Sequence[str], rng: random.Random) -> str:
-    """Another token of ``token``'s kind: a number of as many digits, a word from ``words``."""
+def _draw(token: str, words: Sequence[str], rng: random.Random, marks: str = PUNCTUATION) -> str:
+    """Another token of ``token``'s kind: a number of as many digits, a word from ``words``, a mark
+    of ``marks`` (the string's own: a made-up mark is the canary's tell), a run of space."""
     if token.isdigit():
         if len(token) > 1 and token[0] != "0":
             return str(rng.randrange(10 ** (len(token) - 1), 10 ** len(token)))
         return "".join(rng.choice("0123456789") for _ in token)
     if token in PUNCTUATION:
-        return rng.choice(PUNCTUATION)
+        return rng.choice(marks.replace(token, "") or PUNCTUATION)
     if token.isspace():
         return rng.choice(SPACES)
     options = _options(token, words)
@@ -77,7 +87,7 @@ def _count(token: str, words: Sequence[str]) -> int:
         return int(9 * 10 ** (len(token) - 1) if len(token) > 1 and token[0] != "0" else 10 ** len(token))
     if token in PUNCTUATION or token.isspace():
         return len(PUNCTUATION) if token in PUNCTUATION else len(SPACES)
-    return len(_options(token, words)) + 1
+    return len(set(_options(token, words))) + 1
 
 
 def bug_tokens(avoid: Sequence[object]) -> frozenset[str]:
@@ -103,17 +113,18 @@ def template(
     value: str, avoid: Sequence[object], words: Sequence[str], rng: random.Random, want: int
 ) -> list[tuple[Slot, str]]:
     """``value`` as parts (fixed text, or a slot with ``value``'s token there): slots where it holds
-    what the bug's result does not (``unshown_places``), else one or two of its words or numbers
-    drawn at random, as many as it takes for ``want`` variants."""
+    what the bug's result does not (``unshown_places``) where those are a near miss (``NEAR_MISS``
+    places at most), else words or numbers of it drawn at random, as many as it takes for ``want``
+    variants."""
     mine = _TOKEN.findall(value)
     places = unshown_places(value, avoid)
-    if places:
+    if places and len(places) <= NEAR_MISS:
         return [(None if i in places else token, token) for i, token in enumerate(mine)]
     drawn = [i for i, token in enumerate(mine) if _changeable(token)]
     rng.shuffle(drawn)
     chosen: set[int] = set()
     room = 1
-    for i in drawn[:2]:
+    for i in drawn:  # (as many places as it takes: a draw of two too narrow ones left a grading without canaries)
         if room > want:
             break
         chosen.add(i)
@@ -127,12 +138,13 @@ def string_variants(
     """Up to ``want`` distinct strings of ``value``'s shape (see the module doc), none ``value``
     and none of ``avoid`` (what the bug computes: a canary must not pass on it)."""
     parts = template(value, avoid, words, rng, want)
+    marks = "".join(sorted({t for t in _TOKEN.findall(value) if t in PUNCTUATION})) or PUNCTUATION
     banned = {value, *(v for v in avoid if isinstance(v, str))}
     found: dict[str, None] = {}
     for _ in range(ATTEMPTS * want):
         if len(found) >= want:
             break
-        text = "".join(slot if slot is not None else _draw(token, words, rng) for slot, token in parts)
+        text = "".join(slot if slot is not None else _draw(token, words, rng, marks) for slot, token in parts)
         if text not in banned:
             found[text] = None
     return list(found)
