@@ -81,14 +81,15 @@ def test_the_twin_is_not_the_center_of_its_copies_and_every_copy_keeps_the_strin
 
 def test_the_twin_sits_at_every_likeness_rank_about_equally() -> None:
     """Against a bug's string like the test's, the twin's rank among the copies by likeness to it is
-    spread over the ranks the ties allow: never always first."""
+    spread over several ranks: rarely first, and no rank holds it in half the draws (a forger that
+    bets on one rank is paid less than one in two)."""
     value, bug = "rice | beans | chicken", "rice | beans | cheese"
     ranks: collections.Counter[int] = collections.Counter()
     for seed in range(DRAWS):
         copies = _copies(value, [bug], seed)
         scores = [_likeness(c, bug) for c in copies]
         ranks[sum(s > scores[0] for s in scores)] += 1
-    assert ranks[0] < DRAWS  # some canary is at least as like the bug's string in every draw, most often
+    assert ranks[0] < DRAWS / 10 and max(ranks.values()) < DRAWS / 2, ranks  # no rank that mostly holds the twin
 
 
 def test_no_canary_expects_the_test_string_or_the_bugs() -> None:
