@@ -26,7 +26,7 @@ import json
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ from dojo.tasks.canaries import (
 )
 from dojo.tasks.model import Task, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant, mutants
-from dojo.tasks.swe import PACKAGES, bug_task, swe_environment
+from dojo.tasks.swe import PACKAGES, bug_mutant, bug_task, swe_environment
 
 MINING_LIMITS = Limits(wall_time=60.0, cpu_time=60.0, memory=1 << 30, processes=64, disk=256 << 20)
 # Gradings of the reference that a canary site must pass: dill's test_diff keys a memo by id(), and
@@ -293,8 +293,7 @@ async def choose_canaries(
 
     async def one(bug: dict[str, Any]) -> None:
         bug.pop("canary", None)
-        buggy = apply_mutant(text(bug["file"]), Mutant(bug["file"], bug["line"], bug["original"], bug["mutated"],
-                                                        bug["kind"]))  # fmt: skip
+        buggy = apply_mutant(text(bug["file"]), bug_mutant(bug))
         candidates = []  # the cheapest first: sites near the top of their test (statements_before)
         for order, test in enumerate(bug["failing"]):
             node = TestNode.parse(test)
@@ -327,6 +326,12 @@ async def choose_canaries(
         test, site = bug["canary"]["test"], bug["canary"]["site"]
         say(f"{package}/{bug['id']}: canaries on {test} (site {site}, reference {seconds:.2f} s)")
 
+    await each_bug(data, one, width)
+    return data
+
+
+async def each_bug(data: dict[str, Any], one: Callable[[dict[str, Any]], Awaitable[None]], width: int) -> None:
+    """``one`` for every bug of ``data``, ``width`` at a time."""
     gate = asyncio.Semaphore(width)
 
     async def bounded(bug: dict[str, Any]) -> None:
@@ -334,7 +339,6 @@ async def choose_canaries(
             await one(bug)
 
     await asyncio.gather(*(bounded(b) for b in data["bugs"]))
-    return data
 
 
 async def recapture(package: str, data: dict[str, Any], sandbox: SandboxAPI,
@@ -349,8 +353,7 @@ async def recapture(package: str, data: dict[str, Any], sandbox: SandboxAPI,
         canary = bug.get("canary")
         if canary is None:
             return
-        original = (env.site_packages / bug["file"]).read_text()
-        buggy = apply_mutant(original, Mutant(bug["file"], bug["line"], bug["original"], bug["mutated"], bug["kind"]))
+        buggy = apply_mutant((env.site_packages / bug["file"]).read_text(), bug_mutant(bug))
         test = TestNode.parse(canary["test"])
         source = (env.site_packages / test.path).read_text()
         captured = await captured_at_sites(package, env.ref, {bug["file"]: buggy}, canary["test"], source,
@@ -362,13 +365,7 @@ async def recapture(package: str, data: dict[str, Any], sandbox: SandboxAPI,
         # recorded less, a helper failing on the recorder, must not take out what an earlier one found)
         say(f"{package}/{bug['id']}: {len(before)} -> {len(canary['avoid'])} values the bug computes there")
 
-    gate = asyncio.Semaphore(8)
-
-    async def bounded(bug: dict[str, Any]) -> None:
-        async with gate:
-            await one(bug)
-
-    await asyncio.gather(*(bounded(b) for b in data["bugs"]))
+    await each_bug(data, one, 8)
     return data
 
 

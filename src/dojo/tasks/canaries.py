@@ -228,6 +228,23 @@ def _expectation_names(node: ast.AST) -> list[ast.Name]:
     return [] if any(_value(s) for s in compared if s is not names[0]) else names
 
 
+def _expected(fn: ast.FunctionDef | ast.AsyncFunctionDef, plain: bool = False) -> list[ast.expr]:
+    """The written-out values ``fn``'s assertions expect (``_expectations``, and values bound to a
+    name they compare, ``_bound_values``); ``plain``: only those a plain ``==`` compares (``assert``,
+    ``PLAIN_EQUALS``), none bound to a name. Not the decorators: a parametrized test's ids come from
+    them."""
+    found: list[ast.expr] = [] if plain else [*_bound_values(fn).values()]
+    for stmt in fn.body:
+        for sub in ast.walk(stmt):
+            if (
+                not plain
+                or isinstance(sub, ast.Assert)
+                or (isinstance(sub, ast.Call) and _call_name(sub) in PLAIN_EQUALS)
+            ):
+                found += _expectations(sub)
+    return found
+
+
 @functools.lru_cache(maxsize=256)
 def literal_sites(source: str, node: TestNode) -> list[Site]:
     """The expected values of ``node``'s function that its canaries may change, in source order.
@@ -236,12 +253,8 @@ def literal_sites(source: str, node: TestNode) -> list[Site]:
     fn = None if tree is None else _function(tree, node)
     if fn is None:
         return []
-    expected: list[ast.expr] = [*_bound_values(fn).values()]
-    for stmt in fn.body:  # (not the decorators: a parametrized test's ids come from them)
-        for sub in ast.walk(stmt):
-            expected += _expectations(sub)
     sites = set()
-    for side in expected:
+    for side in _expected(fn):
         for part, value, kind in _changeable(side):
             if part.end_lineno != part.lineno or part.end_col_offset is None:
                 continue  # a string over several lines
@@ -582,25 +595,13 @@ def _expectation_of(source: str, node: TestNode, site: Site) -> tuple[tuple[int,
     fn = None if tree is None else _function(tree, node)
     if fn is None:
         return None
-    expected: list[ast.expr] = []  # (under a plain ``==`` only: a helper that checks the type of what it
-    for stmt in fn.body:  # is given, ``assertListEqual``, networkx's ``edges_equal``, fails on the recorder)
-        for sub in ast.walk(stmt):
-            plain = isinstance(sub, ast.Assert) or (isinstance(sub, ast.Call) and _call_name(sub) in PLAIN_EQUALS)
-            expected += _expectations(sub) if plain else []
-    for side in expected:
-        if side.end_lineno is None or side.end_col_offset is None:
-            continue
-        start, end = (side.lineno, side.col_offset), (side.end_lineno, side.end_col_offset)
-        if (
-            start <= (site.line, site.start)
-            and (site.line, site.end) <= end
-            and (start, end)
-            != (
-                (site.line, site.start),
-                (site.line, site.end),
-            )
-        ):
-            return start, end
+    site_span = ((site.line, site.start), (site.line, site.end))
+    for side in _expected(fn, plain=True):  # (a helper that checks the type of what it is given,
+        if side.end_lineno is None or side.end_col_offset is None:  # ``assertListEqual``, networkx's
+            continue  # ``edges_equal``, fails on the recorder)
+        span = ((side.lineno, side.col_offset), (side.end_lineno, side.end_col_offset))
+        if span[0] <= site_span[0] and site_span[1] <= span[1] and span != site_span:
+            return span
     return None
 
 

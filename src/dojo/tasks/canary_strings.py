@@ -138,7 +138,7 @@ def string_variants(
     """Up to ``want`` distinct strings of ``value``'s shape (see the module doc), none ``value``
     and none of ``avoid`` (what the bug computes: a canary must not pass on it)."""
     parts = template(value, avoid, words, rng, want)
-    marks = "".join(sorted({t for t in _TOKEN.findall(value) if t in PUNCTUATION})) or PUNCTUATION
+    marks = "".join(sorted({token for _, token in parts if token in PUNCTUATION})) or PUNCTUATION
     banned = {value, *(v for v in avoid if isinstance(v, str))}
     found: dict[str, None] = {}
     for _ in range(ATTEMPTS * want):

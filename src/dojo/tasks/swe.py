@@ -121,9 +121,14 @@ def load_swe(package: str, *, context: str = "function", n: int | None = None, s
     return tasks
 
 
+def bug_mutant(bug: dict[str, Any]) -> Mutant:
+    """The one-line change a recorded bug is (its file, line, original and mutated text)."""
+    return Mutant(bug["file"], bug["line"], bug["original"], bug["mutated"], bug["kind"])
+
+
 def bug_task(package: str, data: dict[str, Any], bug: dict[str, Any], original: str, env: Environment,
              context: str) -> Task:  # fmt: skip
-    m = Mutant(bug["file"], bug["line"], bug["original"], bug["mutated"], bug["kind"])
+    m = bug_mutant(bug)
     buggy = apply_mutant(original, m)
     lo, hi = unique_block(buggy, m.line)
     lines = buggy.splitlines(keepends=True)
