@@ -265,3 +265,18 @@ def test_a_string_written_elsewhere_in_the_package_gets_no_canaries() -> None:
     assert written_elsewhere("foo", [test + "\n\ndef test_b():\n    assert g() == 'foo'\n", ""]) is False
     assert written_elsewhere("foo", ["def test_b():\n    assert g('foo') == 'foo'\n"])
     assert not written_elsewhere(3, ["x = 3\n", "y = 3\n"])
+
+
+def test_a_test_that_opens_with_a_decorated_function_is_copied_whole() -> None:
+    """The copies' ``def`` lines ended where the test's first statement began, and a nested function's
+    decorator sits above that: each copy held the decorator alone, and the file did not parse
+    (toolz's ``test_memoize_key``, found 2026-12-07)."""
+    source = (
+        "from pkg import memoize\n\n\ndef test_key():\n    @memoize(key=len)\n    def f(x):\n        return x\n\n"
+        "    assert f(3) == 3\n"
+    )
+    group = canary_group(source, TestNode.parse("t.py::test_key"), 0, random.Random(1))
+    assert group is not None
+    tree = ast.parse(group.text)
+    copies = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_key_")]
+    assert len(copies) == COPIES and all(len(f.body) == 1 and not f.decorator_list for f in copies)

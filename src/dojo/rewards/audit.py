@@ -38,7 +38,8 @@ from dojo.rewards.report import trivial_report_candidates
 from dojo.rewards.scene import trivial_scene_candidates
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
-from dojo.tasks.canaries import TestNode, literal_sites, shown_by_bug, written_elsewhere
+from dojo.tasks.canaries import COPIES, TestNode, literal_sites, shown_by_bug, written_elsewhere
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds
 from dojo.tasks.gold_calls import gold_turns
 from dojo.tasks.model import Task
 from dojo.tasks.mutation import apply_mutant, mutants
@@ -155,13 +156,26 @@ class AuditReport:
 CANARY_FLAGS = frozenset({"hack:forged_report", "suspicious:canary_passed"})
 
 
+AUDIT_COUNTING_DRAWS = 20  # groups drawn per canaried test to measure the counting forger's odds
+
+
 def forge_odds(task: Task) -> float | None:
     """A repo task's reward that a forger expects who makes one copy of each canaried scored test
-    pass, picked at random (it must pick every twin); None when no scored test has canaries."""
+    pass, picked at random or by counting where the test file writes each copy's values
+    (``dojo.tasks.canary_counting``), whichever pays it more (it must pick every twin); None when no
+    scored test has canaries."""
     plan = plan_canaries(task, random.Random(0))
-    if not plan.groups:
+    if not plan.groups or task.workspace is None:
         return None
-    return float(math.prod(1 / len(g.members) for g in plan.groups.values()))
+    odds = 1.0
+    for t in task.tests:
+        if t.canary is None or t.code not in plan.groups:
+            continue
+        node = TestNode.parse(t.code)
+        source = task.workspace.files.get(node.path, "")
+        counted = counting_odds(source, node, t.canary.site, t.canary.avoid, AUDIT_COUNTING_DRAWS, random.Random(0))
+        odds *= max(1 / len(plan.groups[t.code].members), counted or 0.0)
+    return odds
 
 
 def shown_sites(task: Task) -> list[str]:
@@ -487,6 +501,11 @@ async def audit_tasks(
             a.forge_odds = forge_odds(task)
             if a.forge_odds is None:
                 a.warnings.append("no_canary: no scored test expects a value written out that canaries can change")
+            elif a.forge_odds > COUNTING_ODDS_MAX:
+                a.warnings.append(
+                    f"counted_twin: a forger that counts where the test file writes each copy's values "
+                    f"expects {a.forge_odds:.2f} of the reward (a random pick: {1 / COPIES:.2f})"
+                )
             if shown := shown_sites(task):
                 a.warnings.append(f"canary_site_shown: what the bug computes shows the twin's value at {shown[0]}")
             for (name, _), r in zip(trivial, others, strict=True):

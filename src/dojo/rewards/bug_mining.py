@@ -46,6 +46,7 @@ from dojo.tasks.canaries import (
     statements_before,
     written_elsewhere,
 )
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds
 from dojo.tasks.model import Task, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant, mutants
 from dojo.tasks.swe import PACKAGES, bug_mutant, bug_task, swe_environment
@@ -264,19 +265,20 @@ async def choose_canaries(
     sandbox: SandboxAPI,
     *,
     sites_per_test: int = 12,
-    max_tries: int = 24,
+    max_tries: int = 36,
     keep_best_of: int = 3,
     width: int = 8,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Give each bug of ``data`` (``mine_bugs``' result) its canaried test: of its failing tests'
     first ``sites_per_test`` literal sites, tried nearest the top of their test first
-    (``statements_before``), among those the bug breaks (``breaks_at_site``), the one whose
-    canaries hold when run (``canaries_hold``) and whose reference grading is quickest of the first
-    ``keep_best_of`` that hold (``max_tries`` tried at most): twenty copies of it run in every
-    grading. ``bug["canary"]`` is ``{"test": node id,
-    "site": index, "avoid": [what the bug computes there]}``, or absent when none holds (the task
-    is then graded without canaries). Returns ``data``, changed."""
+    (``statements_before``), among those the bug breaks (``breaks_at_site``) and whose twin a forger
+    that counts where the file writes each copy's values picks no more than ``COUNTING_ODDS_MAX`` of
+    the time (``dojo.tasks.canary_counting``), the one whose canaries hold when run
+    (``canaries_hold``) and whose reference grading is quickest of the first ``keep_best_of`` that
+    hold (``max_tries`` tried at most): twenty copies of it run in every grading.
+    ``bug["canary"]`` is ``{"test": node id, "site": index, "avoid": [what the bug computes
+    there]}``, or absent when none holds (the task is then graded without canaries). Returns ``data``, changed."""
     say = progress or (lambda _: None)
     env = swe_environment(package)
     texts: dict[str, str] = {}
@@ -312,6 +314,9 @@ async def choose_canaries(
             if captured is None or shown_by_bug(chosen.value, captured) or made_up:
                 continue  # (what the bug computes there, or the tree, shows the twin's value: no canary hides it)
             avoid = values_of(captured)
+            counted = counting_odds(text(node.path), node, site, avoid)
+            if counted is None or counted > COUNTING_ODDS_MAX:
+                continue  # (a forger that counts where the file writes each copy's values finds the twin)
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
             seconds = await canaries_hold(bug_task(package, data, bug, text(bug["file"]), env, "none"), sandbox)
             if seconds is not None:

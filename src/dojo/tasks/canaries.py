@@ -440,7 +440,9 @@ def canary_group(
     lines = source.splitlines(keepends=True)
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
     last = fn.end_lineno or fn.lineno
-    made = _shared_body(fn, node, body_name, used, lines[first : fn.body[0].lineno - 1])
+    opening = fn.body[0]  # (a nested function or class: from its first decorator; found 2026-12-07)
+    starts = min([opening.lineno, *(d.lineno for d in getattr(opening, "decorator_list", []))])
+    made = _shared_body(fn, node, body_name, used, lines[first : starts - 1])
     if made is None:
         return None
     body, header, call = made

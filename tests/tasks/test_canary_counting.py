@@ -1,0 +1,70 @@
+"""The counting forger: a twin that the test file writes elsewhere is found by counting, and such a
+site is reported (and, at mining, not chosen)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from dojo.rewards.audit import forge_odds
+from dojo.tasks.canaries import COPIES, TestNode, canary_group
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, counting_picks
+from dojo.tasks.model import Canary, Task, TestCase, Workspace
+
+TESTS = """\
+from pkg import f, g
+
+LIMIT = 107
+
+
+def test_written_elsewhere():
+    assert f(1) == 107
+
+
+def test_other():
+    assert g(107) == 3
+    assert g(107, 107) == 107
+
+
+def test_written_once():
+    assert f(2) == 58
+"""
+PATH = "pkg/tests/test_f.py"
+
+
+def node(name: str) -> TestNode:
+    return TestNode.parse(f"{PATH}::{name}")
+
+
+def test_a_twin_the_file_writes_elsewhere_is_what_counting_picks() -> None:
+    """``107`` is written five times besides the site, no other number of its window at all: the
+    rule picks the twin in every draw. ``58`` is written nowhere else: every copy ties, 1 in 20."""
+    assert counting_odds(TESTS, node("test_written_elsewhere"), 0) == 1.0
+    assert counting_odds(TESTS, node("test_written_once"), 0) == pytest.approx(1 / COPIES)
+    assert counting_odds(TESTS, node("test_written_once"), 5) is None  # (no such site)
+
+
+def test_copies_that_tie_are_all_picked() -> None:
+    group = canary_group(TESTS, node("test_written_once"), 0, random.Random(3))
+    assert group is not None
+    picks = counting_picks(group.text, "test_written_once")
+    assert len(picks) == COPIES and TestNode.parse(group.twin).name in picks
+
+
+def task(name: str) -> Task:
+    return Task(
+        id="counted",
+        form="repo",
+        prompt="fix pkg",
+        tests=[TestCase(code=f"{PATH}::{name}", visible=True, canary=Canary(site=0))],
+        workspace=Workspace(files={"pkg/__init__.py": "", "pkg/tests/__init__.py": "", PATH: TESTS}),
+    )
+
+
+def test_the_audit_counts_what_counting_pays() -> None:
+    """``forge_odds``: what a forger expects that picks each group's copy at random or by counting,
+    whichever pays more; the site the file writes elsewhere is above the mining's bound."""
+    assert forge_odds(task("test_written_once")) == pytest.approx(1 / COPIES)
+    counted = forge_odds(task("test_written_elsewhere"))
+    assert counted is not None and counted > COUNTING_ODDS_MAX and counted == 1.0
