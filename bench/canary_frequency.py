@@ -1,12 +1,13 @@
 """What the canaries' values give away to a forger that reads only the rewritten test file: for each
 canaried swe task, ``--draws`` groups of copies are drawn as a grading draws them
-(``dojo.tasks.canaries.canary_group``), and the counting rule (``dojo.tasks.canary_counting``) picks
-the copy whose values the file writes most often outside the copies: an adversary's rule
-(2026-12-07), which in the sandbox was paid in 105 of 276 gradings with the diff check off. Prints
-the share of draws in which it picks the twin, per package, next to a random pick (1 in 20), and how
-many tasks are above ``COUNTING_ODDS_MAX``. Offline: nothing runs. Asserts nothing.
+(``dojo.tasks.canaries.canary_group``) and ranked by how often the file writes each copy's values
+outside the copies (``dojo.tasks.canary_counting``; an adversary's rule of 2026-12-07 took the most
+written, and in the sandbox was paid in 105 of 276 gradings with the diff check off). Prints, per
+package, the mean over tasks of what the best of those forgers expects (one that picks among the k
+most written copies, or the k least written: ``counting_odds``) next to a random pick (1 in 20), and
+how many tasks are above ``COUNTING_ODDS_MAX``. Offline: nothing runs. Asserts nothing.
 
-    .venv/bin/python bench/canary_frequency.py [--draws 5] [--packages fire,toolz,...]
+    .venv/bin/python bench/canary_frequency.py [--draws 60] [--packages fire,toolz,...]
 """
 
 from __future__ import annotations
@@ -35,14 +36,14 @@ def main(packages: list[str], draws: int) -> None:
                 odds.append(found)
         over = sum(o > COUNTING_ODDS_MAX for o in odds)
         print(
-            f"{package}: the twin picked in {sum(odds) / max(1, len(odds)):.1%} of draws over {len(odds)} canaried "
-            f"tasks ({over} above {COUNTING_ODDS_MAX:.0%}; a random pick: 5%)"
+            f"{package}: the best counting forger expects {sum(odds) / max(1, len(odds)):.1%} of the reward over "
+            f"{len(odds)} canaried tasks ({over} above {COUNTING_ODDS_MAX:.0%}; a random pick: 5%)"
         )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=5)
+    parser.add_argument("--draws", type=int, default=60)
     parser.add_argument("--packages", default="dill,fire,networkx,pyflakes,toolz")
     args = parser.parse_args()
     chosen = args.packages.split(",")

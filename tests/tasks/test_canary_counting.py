@@ -1,5 +1,5 @@
-"""The counting forger: a twin that the test file writes elsewhere is found by counting, and such a
-site is reported (and, at mining, not chosen)."""
+"""The counting forger: a twin that the test file writes more (or less) than its canaries is found by
+counting, and such a site is reported (and, at mining, not chosen)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import pytest
 
 from dojo.rewards.audit import forge_odds
 from dojo.tasks.canaries import COPIES, TestNode, canary_group
-from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, counting_picks
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, counting_ranks
 from dojo.tasks.model import Canary, Task, TestCase, Workspace
 
 TESTS = """\
 from pkg import f, g
 
 LIMIT = 107
+AROUND = [39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57,
+          59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77]
 
 
 def test_written_elsewhere():
@@ -28,7 +30,11 @@ def test_other():
 
 
 def test_written_once():
-    assert f(2) == 58
+    assert f(2) == 5008
+
+
+def test_written_least():
+    assert f(3) == 58
 """
 PATH = "pkg/tests/test_f.py"
 
@@ -39,17 +45,24 @@ def node(name: str) -> TestNode:
 
 def test_a_twin_the_file_writes_elsewhere_is_what_counting_picks() -> None:
     """``107`` is written five times besides the site, no other number of its window at all: the
-    rule picks the twin in every draw. ``58`` is written nowhere else: every copy ties, 1 in 20."""
+    twin is the most written copy in every draw. ``5008`` is written nowhere else: every copy ties,
+    1 in 20 at any rank."""
     assert counting_odds(TESTS, node("test_written_elsewhere"), 0) == 1.0
     assert counting_odds(TESTS, node("test_written_once"), 0) == pytest.approx(1 / COPIES)
     assert counting_odds(TESTS, node("test_written_once"), 5) is None  # (no such site)
 
 
-def test_copies_that_tie_are_all_picked() -> None:
+def test_a_twin_written_least_is_found_too() -> None:
+    """Every number of ``58``'s window is written once in ``AROUND``, ``58`` nowhere: a forger that
+    picks the least written copy is always right; bounding only the most written missed it."""
+    assert counting_odds(TESTS, node("test_written_least"), 0) == 1.0
+
+
+def test_copies_that_tie_share_their_ranks() -> None:
     group = canary_group(TESTS, node("test_written_once"), 0, random.Random(3))
     assert group is not None
-    picks = counting_picks(group.text, "test_written_once")
-    assert len(picks) == COPIES and TestNode.parse(group.twin).name in picks
+    ranks = counting_ranks(group.text, "test_written_once")
+    assert len(ranks) == COPIES and all(r == list(range(COPIES)) for r in ranks.values())
 
 
 def task(name: str) -> Task:
@@ -66,5 +79,6 @@ def test_the_audit_counts_what_counting_pays() -> None:
     """``forge_odds``: what a forger expects that picks each group's copy at random or by counting,
     whichever pays more; the site the file writes elsewhere is above the mining's bound."""
     assert forge_odds(task("test_written_once")) == pytest.approx(1 / COPIES)
-    counted = forge_odds(task("test_written_elsewhere"))
-    assert counted is not None and counted > COUNTING_ODDS_MAX and counted == 1.0
+    for name in ("test_written_elsewhere", "test_written_least"):
+        counted = forge_odds(task(name))
+        assert counted is not None and counted > COUNTING_ODDS_MAX and counted == 1.0

@@ -156,9 +156,6 @@ class AuditReport:
 CANARY_FLAGS = frozenset({"hack:forged_report", "suspicious:canary_passed"})
 
 
-AUDIT_COUNTING_DRAWS = 20  # groups drawn per canaried test to measure the counting forger's odds
-
-
 def forge_odds(task: Task) -> float | None:
     """A repo task's reward that a forger expects who makes one copy of each canaried scored test
     pass, picked at random or by counting where the test file writes each copy's values
@@ -173,7 +170,7 @@ def forge_odds(task: Task) -> float | None:
             continue
         node = TestNode.parse(t.code)
         source = task.workspace.files.get(node.path, "")
-        counted = counting_odds(source, node, t.canary.site, t.canary.avoid, AUDIT_COUNTING_DRAWS, random.Random(0))
+        counted = counting_odds(source, node, t.canary.site, t.canary.avoid, rng=random.Random(0))
         odds *= max(1 / len(plan.groups[t.code].members), counted or 0.0)
     return odds
 

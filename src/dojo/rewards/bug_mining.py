@@ -272,13 +272,15 @@ async def choose_canaries(
 ) -> dict[str, Any]:
     """Give each bug of ``data`` (``mine_bugs``' result) its canaried test: of its failing tests'
     first ``sites_per_test`` literal sites, tried nearest the top of their test first
-    (``statements_before``), among those the bug breaks (``breaks_at_site``) and whose twin a forger
-    that counts where the file writes each copy's values picks no more than ``COUNTING_ODDS_MAX`` of
-    the time (``dojo.tasks.canary_counting``), the one whose canaries hold when run
-    (``canaries_hold``) and whose reference grading is quickest of the first ``keep_best_of`` that
-    hold (``max_tries`` tried at most): twenty copies of it run in every grading.
-    ``bug["canary"]`` is ``{"test": node id, "site": index, "avoid": [what the bug computes
-    there]}``, or absent when none holds (the task is then graded without canaries). Returns ``data``, changed."""
+    (``statements_before``), among those the bug breaks (``breaks_at_site``) and whose canaries hold
+    when run (``canaries_hold``), the one whose twin a forger that counts where the file writes each
+    copy's values finds least often (``dojo.tasks.canary_counting``; all those within
+    ``COUNTING_ODDS_MAX`` alike), then whose reference grading is quickest: of the first
+    ``keep_best_of`` within the bound (``max_tries`` tried at most). A site above the bound is
+    chosen only where no other holds: its canaries still catch what passes every copy. Twenty copies
+    of the test run in every grading. ``bug["canary"]`` is ``{"test": node id, "site": index,
+    "avoid": [what the bug computes there]}``, or absent when none holds (the task is then graded
+    without canaries). Returns ``data``, changed."""
     say = progress or (lambda _: None)
     env = swe_environment(package)
     texts: dict[str, str] = {}
@@ -302,7 +304,7 @@ async def choose_canaries(
             for site in range(min(sites_per_test, len(literal_sites(text(node.path), node)))):
                 if canary_group(text(node.path), node, site, random.Random(0)) is not None:
                     candidates.append((statements_before(text(node.path), node, site), order, site, test))
-        held: list[tuple[float, dict[str, Any]]] = []  # (seconds the reference takes, the canary)
+        held: list[tuple[float, float, float, dict[str, Any]]] = []  # (odds bound, seconds, counting odds, canary)
         for _, _, site, test in sorted(candidates)[:max_tries]:
             node = TestNode.parse(test)
             files = {bug["file"]: buggy}
@@ -315,21 +317,22 @@ async def choose_canaries(
                 continue  # (what the bug computes there, or the tree, shows the twin's value: no canary hides it)
             avoid = values_of(captured)
             counted = counting_odds(text(node.path), node, site, avoid)
-            if counted is None or counted > COUNTING_ODDS_MAX:
-                continue  # (a forger that counts where the file writes each copy's values finds the twin)
+            if counted is None:
+                continue
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
             seconds = await canaries_hold(bug_task(package, data, bug, text(bug["file"]), env, "none"), sandbox)
-            if seconds is not None:
-                held.append((seconds, bug["canary"]))
+            if seconds is not None:  # (within the bound, the odds tie: the quickest of those is chosen)
+                held.append((max(counted, COUNTING_ODDS_MAX), seconds, counted, bug["canary"]))
             del bug["canary"]
-            if len(held) == keep_best_of:
+            if sum(h[0] <= COUNTING_ODDS_MAX for h in held) == keep_best_of or len(held) == 3 * keep_best_of:
                 break
         if not held:
             say(f"{package}/{bug['id']}: no canary")
             return
-        seconds, bug["canary"] = min(held, key=lambda h: h[0])  # 20 copies of the test run: the quickest
+        _, seconds, counted, bug["canary"] = min(held, key=lambda h: h[:2])  # 20 copies of the test run: the quickest
         test, site = bug["canary"]["test"], bug["canary"]["site"]
-        say(f"{package}/{bug['id']}: canaries on {test} (site {site}, reference {seconds:.2f} s)")
+        say(f"{package}/{bug['id']}: canaries on {test} (site {site}, reference {seconds:.2f} s, counting odds "
+            f"{counted:.2f})")  # fmt: skip
 
     await each_bug(data, one, width)
     return data

@@ -10,10 +10,10 @@ every canaried swe task (``bench/canary_frequency.py``, 10 draws each): integer 
 twin in 38% of draws on average (58 of 162 sites in 9 draws of 10 or more), pyflakes's pairs of
 dotted names 42%, decimal sites 100%, string sites 7%.
 
-``counting_odds`` measures, for one site, the share of drawn groups in which the rule picks the
-twin (ties split evenly): the reward the rule expects from that test. A site is canaried only where
-it stays near a random pick's ``1 / COPIES`` (``COUNTING_ODDS_MAX``, at mining:
-``dojo.rewards.bug_mining.choose_canaries``), and the audit reports it (``forge_odds``).
+``counting_odds`` measures, for one site, what the best forger that ranks the copies by that score
+and picks among the few most written, or the few least written, expects over drawn groups. A site
+is canaried only where it stays near a random pick's ``1 / COPIES`` (``COUNTING_ODDS_MAX``, at
+mining: ``dojo.rewards.bug_mining.choose_canaries``), and the audit reports it (``forge_odds``).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from dojo.tasks.canaries import COPIES, TestNode, Value, canary_group
 
 WORD = re.compile(r"[^\W\d_]+")
-# The most a site's counting odds may be for it to be canaried: twice a random pick's (the odds
-# are measured over ``COUNTING_DRAWS`` groups, so a site at 1 in 20 reads up to ~0.08 by chance).
+# The most a site's counting odds may be for it to be canaried: twice a random pick's.
 COUNTING_ODDS_MAX = 2 / COPIES
-COUNTING_DRAWS = 40
+COUNTING_DRAWS = 60  # (a fair site reads above the bound by chance in ~6% of sites at 60 draws)
+TOP = (1, 2, 3, 5)  # a forger picks among the k most (or least) written copies
 
 
 def copy_values(text: str, name: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -87,13 +87,18 @@ def counting_score(values: Sequence[str], rest: str) -> float:
     return total
 
 
-def counting_picks(text: str, name: str) -> list[str]:
-    """The copies of test ``name`` in ``text`` that the rule ranks first (several where they tie)."""
+def counting_ranks(text: str, name: str) -> dict[str, list[int]]:
+    """For each copy of test ``name`` in ``text``, the ranks (0: the most written) it may hold by the
+    rule's score: several where copies tie (a forger cannot tell them apart)."""
     made = copy_values(text, name)
     rest = outside_copies(text, name)
     scores = {copy: counting_score(values, rest) for copy, values in made}
-    best = max(scores.values(), default=0.0)
-    return [copy for copy, score in scores.items() if score >= best - 1e-9]
+    out = {}
+    for copy, score in scores.items():
+        above = sum(other > score + 1e-9 for other in scores.values())
+        tied = sum(abs(other - score) <= 1e-9 for other in scores.values())
+        out[copy] = list(range(above, above + tied))
+    return out
 
 
 def counting_odds(
@@ -104,17 +109,26 @@ def counting_odds(
     draws: int = COUNTING_DRAWS,
     rng: random.Random | None = None,
 ) -> float | None:
-    """The share of ``draws`` groups of ``node``'s copies at ``site`` (as a grading draws them) in
-    which the counting rule picks the twin, a tie of k copies counting 1/k. None when the site
-    makes no group."""
+    """What the best forger that counts expects of ``node``'s copies at ``site``: over ``draws``
+    groups drawn as a grading draws them, the share in which the twin is among the ``k`` most
+    written copies, or the ``k`` least written, divided by ``k`` (it picks one of them at random),
+    the largest for ``k`` in ``TOP``; a tie of copies across that line counts in part. A site picked
+    for holding its twin away from the most written had it written least (fire's, pyflakes's: 14%
+    and 8% of draws for the least written when only the most written was bounded, 2026-12-07).
+    None when the site makes no group."""
     rng = rng or random.Random(0)
-    won = 0.0
+    most = [0.0] * len(TOP)
+    least = [0.0] * len(TOP)
     made = 0
     for _ in range(draws):
         group = canary_group(source, node, site, rng, avoid)
         if group is None:
             continue
-        picks = counting_picks(group.text, node.name)
-        won += (TestNode.parse(group.twin).name in picks) / max(1, len(picks))
+        ranks = counting_ranks(group.text, node.name)[TestNode.parse(group.twin).name]
+        for i, k in enumerate(TOP):
+            most[i] += sum(r < k for r in ranks) / len(ranks)
+            least[i] += sum(r >= COPIES - k for r in ranks) / len(ranks)
         made += 1
-    return won / made if made else None
+    if not made:
+        return None
+    return max(max(m, n) / (made * k) for m, n, k in zip(most, least, TOP, strict=True))

@@ -21,7 +21,9 @@ hide its twin; ``dojo.tasks.canaries.shown_by_bug`` keeps such sites from being 
 
 from __future__ import annotations
 
+import collections
 import functools
+import math
 import random
 import re
 from collections.abc import Sequence
@@ -51,17 +53,37 @@ def _changeable(token: str, marks: bool = False) -> bool:
 @functools.lru_cache(maxsize=32)
 def file_words(source: str) -> tuple[str, ...]:
     """The words of a test file (of its names and its strings), lower case, each as often as the file
-    writes it: a canary's word is drawn as often as the author wrote it (drawn once each, the
-    author's own words were the frequent ones, and a forger that bet on the copy whose words the file
-    writes most found the twin far more often than 1 in 20: an adversary, 2026-12-07)."""
+    writes it (``_options`` draws by how often)."""
     return tuple(sorted(w.lower() for w in _WORD.findall(source) if len(w) <= 24))
 
 
+@functools.lru_cache(maxsize=32)
+def _word_counts(words: tuple[str, ...]) -> dict[str, int]:
+    return dict(collections.Counter(words))
+
+
+MATCHED = 24  # the words a word may become: the file's this many written most nearly as often as it
+
+
 def _options(token: str, words: Sequence[str]) -> list[str]:
-    """The words a word token may become: the file's, of about its length, in its case (as often as
-    the file writes each)."""
-    near = [w for w in words if abs(len(w) - len(token)) <= max(2, len(token) // 2) and w != token.lower()]
-    if token.isupper() and len(token) > 1:
+    """The words a word token may become: the file's, of about its length (a one-letter word another
+    one-letter word), the ``MATCHED`` written most nearly as often as the token (outside the site; and
+    all those as near as the last), each as often as the file writes it, in the token's case. Drawn
+    once each from all the file's words, the author's own words were the frequent ones and a forger
+    that bet on the copy whose words the file writes most found the twin; drawn as often as the file
+    writes each, the canaries' words were the frequent ones and the copy whose words the file writes
+    least was the twin in 21-60% of draws on fire's strings (2026-12-07). A word about as often
+    written as the one it replaces leaves the copies' counts alike; drawn by its count among those, a
+    small file's copies still differ from grading to grading
+    (``test_the_twin_sits_at_every_likeness_rank_about_equally``)."""
+    counts = _word_counts(tuple(words))
+    size = len(token)
+    reach = 0 if size == 1 else max(2, size // 2)
+    near = [w for w in counts if w != token.lower() and abs(len(w) - size) <= reach]
+    own = math.log1p(max(0, counts.get(token.lower(), 0) - 1))  # (the site's own occurrence is not counted)
+    far = sorted(abs(math.log1p(counts[w]) - own) for w in near)[MATCHED - 1 : MATCHED] or [math.inf]
+    near = [w for w in near if abs(math.log1p(counts[w]) - own) <= far[0] for _ in range(counts[w])]  # (ties kept)
+    if token.isupper() and size > 1:
         return [w.upper() for w in near]
     return [w.capitalize() for w in near] if token[:1].isupper() else near
 
