@@ -88,19 +88,22 @@ async def test_each_run_draws_its_own_unseeded_numpy_numbers() -> None:
 
 
 async def test_a_runs_arrow_allocations_fault_in_no_huge_pages() -> None:
-    """pyarrow's allocator (mimalloc) asked for 2 MB transparent huge pages: every run forked from
-    a ``dojo-data`` zygote zeroed a fresh one at its first arrow allocation (~3 ms of a ~25 ms run).
-    The zygote turns that off before pyarrow loads (``ALLOCATOR_VARIABLES``). Where the kernel has
-    transparent huge pages off altogether, this holds either way."""
+    """pyarrow's default pool (mimalloc) asked for 2 MB transparent huge pages: every run forked from
+    a ``dojo-data`` zygote zeroed fresh ones at its first arrow allocations. The zygote makes the
+    system allocator arrow's pool (``ALLOCATOR_VARIABLES``), and huge pages stay on for the process
+    (numpy's large arrays ask for them). Where the kernel has transparent huge pages off altogether,
+    the first holds either way."""
     source = (
         "import numpy as np, pyarrow as pa\n"
         "arrays = [pa.array(np.arange(200_000)) for _ in range(30)]\n"
         "print(pa.default_memory_pool().backend_name)\n"
         "print(next(line for line in open('/proc/self/smaps_rollup') if line.startswith('AnonHugePages')))\n"
+        "status = [line for line in open('/proc/self/status') if line.startswith('THP_enabled')]\n"
+        "print((status or ['THP_enabled: 1'])[0])\n"
     )
     program = Program(language="python", source=source, environment=environment_ref(DATA_ENVIRONMENT))
     async with AsyncSandbox(pool_size=1, environment_pool_size=1) as sandbox:
         result = await sandbox.run(program)
-    backend, huge = result.stdout.split("\n")[:2]
-    assert result.ok and backend == "mimalloc", result.stderr
-    assert huge.split()[1] == "0", huge
+    backend, huge, enabled = [line for line in result.stdout.splitlines() if line.strip()][:3]
+    assert result.ok and backend == "system", result.stderr
+    assert huge.split()[1] == "0" and enabled.split()[1] == "1", (huge, enabled)

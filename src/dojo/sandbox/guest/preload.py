@@ -24,13 +24,15 @@ PYTHON_PRELOAD = (
 THREAD_POOL_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                          "VECLIB_MAXIMUM_THREADS", "RAYON_NUM_THREADS", "POLARS_MAX_THREADS")  # fmt: skip
 
-# What the zygote's allocators are told before an environment's modules load. mimalloc (pyarrow's
-# default pool) asks for transparent huge pages: each forked run's first arrow allocation then
-# faulted in a fresh 2 MB page and zeroed it, in a process that lives ~20 ms. Measured (2026-12-07,
-# a level-4 data-analysis reference forked from a zygote like dojo-data's, 30 runs, 3 rounds): the
-# run's first pass spent 12.2-14.3 ms in the kernel with huge pages, 9.0-11.7 without; an audit of
-# 400 data-analysis tasks, 47.4 against 52.3 ms of machine CPU a task (medians of 3).
-ALLOCATOR_VARIABLES = {"MIMALLOC_ALLOW_THP": "0"}
+# What the zygote's allocators are told before an environment's modules load: pyarrow's pool is
+# the system allocator (glibc), not mimalloc. mimalloc asks for transparent huge pages: each forked
+# run's first arrow allocations faulted in fresh 2 MB pages and zeroed them, in a process that lives
+# ~20 ms. Turning that off in mimalloc (MIMALLOC_ALLOW_THP=0) turns huge pages off for the whole
+# process (prctl PR_SET_THP_DISABLE): numpy's 64 MB arrays then took 73 ms a round against 19 (a
+# review, 2026-12-07). Measured (2026-12-07, audits of 400 data-analysis tasks, interleaved, 3
+# rounds): 52.4 ms of machine CPU a task (median) with the system pool, 56.3 with mimalloc as it
+# comes, 56.5 with its huge pages off.
+ALLOCATOR_VARIABLES = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 
 # A run's path, rehearsed once by the zygote (``preload``): a typed function, a class, comprehensions,
 # an f-string, print.
