@@ -9,7 +9,7 @@ import pytest
 
 from dojo.rewards.audit import forge_odds
 from dojo.tasks.canaries import COPIES, TestNode, canary_group
-from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, counting_ranks
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, counting_ranks, counting_score
 from dojo.tasks.model import Canary, Task, TestCase, Workspace
 
 TESTS = """\
@@ -61,7 +61,7 @@ def test_a_twin_written_least_is_found_too() -> None:
 def test_copies_that_tie_share_their_ranks() -> None:
     group = canary_group(TESTS, node("test_written_once"), 0, random.Random(3))
     assert group is not None
-    ranks = counting_ranks(group.text, "test_written_once")
+    ranks = counting_ranks(group)
     assert len(ranks) == COPIES and all(r == list(range(COPIES)) for r in ranks.values())
 
 
@@ -82,3 +82,18 @@ def test_the_audit_counts_what_counting_pays() -> None:
     for name in ("test_written_elsewhere", "test_written_least"):
         counted = forge_odds(task(name))
         assert counted is not None and counted > COUNTING_ODDS_MAX and counted == 1.0
+
+
+def test_a_test_whose_def_is_followed_by_a_comment_is_counted_without_its_copies() -> None:
+    """The copies were cut out of the file by a pattern of two-line copies; a copy that keeps the
+    test's comment is three lines, and all twenty calls stayed in what was counted (a review,
+    2026-12-07: 10 of the 237 swe tasks, their odds understated)."""
+    source = TESTS + "\n\ndef test_commented():\n    # the answer\n    assert f(4) == 107\n"
+    group = canary_group(source, node("test_commented"), 0, random.Random(2))
+    assert group is not None and "_v0=" not in group.outside and "test_commented_" not in group.outside
+    assert counting_odds(source, node("test_commented"), 0) == 1.0
+
+
+def test_a_string_is_counted_in_either_quotes() -> None:
+    double, single = 'x = "rice"\ny = "rice"\n', "x = 'rice'\ny = 'rice'\n"
+    assert counting_score(["'rice'"], double) == counting_score(["'rice'"], single) > counting_score(["'rice'"], "")

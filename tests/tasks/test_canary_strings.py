@@ -111,3 +111,14 @@ def test_where_the_bug_changed_a_space_or_a_mark_the_canaries_change_it() -> Non
     assert bug not in variants and max(_likeness(v, bug) for v in variants) >= near  # the twin is not the nearest
     marks = string_variants("a | b", ["a ; b"], WORDS, random.Random(4), COPIES - 1)
     assert len(marks) == COPIES - 1 and all(v[:2] == "a " and v[3:] == " b" for v in marks)
+
+
+def test_a_word_written_only_in_the_string_is_changed_last() -> None:
+    """Every word a canary can take is written somewhere in the file; a word written only in the
+    site's string, changed, left the twin the least written copy. Where the string has words the file
+    writes elsewhere, those change."""
+    source = SOURCE + "\nEXTRA = 'quick brown the'\n"
+    words = file_words(source)
+    for seed in range(20):
+        variants = string_variants("the quick brown fox", [], words, random.Random(seed), COPIES - 1)
+        assert variants and all(v.endswith(" fox") for v in variants), variants

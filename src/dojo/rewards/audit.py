@@ -156,23 +156,31 @@ class AuditReport:
 CANARY_FLAGS = frozenset({"hack:forged_report", "suspicious:canary_passed"})
 
 
+# The audit's own measure of the counting forger: draws of its own (mining measured 60 with seed 0 and
+# kept the lowest reading, so those draws would echo it) and more of them: at 60, a fair site read
+# above 0.1 in ~7% of sites and one at 0.15 below it in ~18% (a review, 2026-12-07).
+AUDIT_COUNTING_DRAWS = 200
+AUDIT_COUNTING_SEED = 1
+
+
 def forge_odds(task: Task) -> float | None:
     """A repo task's reward that a forger expects who makes one copy of each canaried scored test
     pass, picked at random or by counting where the test file writes each copy's values
     (``dojo.tasks.canary_counting``), whichever pays it more (it must pick every twin); None when no
     scored test has canaries."""
-    plan = plan_canaries(task, random.Random(0))
-    if not plan.groups or task.workspace is None:
+    if task.workspace is None:
         return None
+    plan = plan_canaries(task, random.Random(0))
     odds = 1.0
     for t in task.tests:
         if t.canary is None or t.code not in plan.groups:
             continue
         node = TestNode.parse(t.code)
         source = task.workspace.files.get(node.path, "")
-        counted = counting_odds(source, node, t.canary.site, t.canary.avoid, rng=random.Random(0))
+        rng = random.Random(AUDIT_COUNTING_SEED)
+        counted = counting_odds(source, node, t.canary.site, t.canary.avoid, AUDIT_COUNTING_DRAWS, rng)
         odds *= max(1 / len(plan.groups[t.code].members), counted or 0.0)
-    return odds
+    return odds if plan.groups else None
 
 
 def shown_sites(task: Task) -> list[str]:
@@ -495,7 +503,7 @@ async def audit_tasks(
             else:
                 a.problems.append(f"reference_fails: {bad.verdict} {bad.passed}/{bad.total}: {(bad.error or '')[:200]}")
         if task.form == "repo":
-            a.forge_odds = forge_odds(task)
+            a.forge_odds = await asyncio.to_thread(forge_odds, task)  # (~0.1-1 s of CPU: the loop goes on)
             if a.forge_odds is None:
                 a.warnings.append("no_canary: no scored test expects a value written out that canaries can change")
             elif a.forge_odds > COUNTING_ODDS_MAX:

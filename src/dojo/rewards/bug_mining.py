@@ -259,6 +259,9 @@ def refill_canaried(data: dict[str, Any], extra: dict[str, Any]) -> tuple[dict[s
     return {**data, "mined": {**mined, "refilled": refills}, "bugs": bugs}, len(replaced)
 
 
+HELD_AT_MOST = 9  # sites whose canaries hold that a bug tries when none is within the counting bound
+
+
 async def choose_canaries(
     package: str,
     data: dict[str, Any],
@@ -316,7 +319,7 @@ async def choose_canaries(
             if captured is None or shown_by_bug(chosen.value, captured) or made_up:
                 continue  # (what the bug computes there, or the tree, shows the twin's value: no canary hides it)
             avoid = values_of(captured)
-            counted = counting_odds(text(node.path), node, site, avoid)
+            counted = await asyncio.to_thread(counting_odds, text(node.path), node, site, avoid)  # (CPU: off the loop)
             if counted is None:
                 continue
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
@@ -324,7 +327,7 @@ async def choose_canaries(
             if seconds is not None:  # (within the bound, the odds tie: the quickest of those is chosen)
                 held.append((max(counted, COUNTING_ODDS_MAX), seconds, counted, bug["canary"]))
             del bug["canary"]
-            if sum(h[0] <= COUNTING_ODDS_MAX for h in held) == keep_best_of or len(held) == 3 * keep_best_of:
+            if sum(h[0] <= COUNTING_ODDS_MAX for h in held) == keep_best_of or len(held) == HELD_AT_MOST:
                 break
         if not held:
             say(f"{package}/{bug['id']}: no canary")

@@ -393,6 +393,8 @@ class CanaryGroup:
     twin: str
     canaries: list[str]
     values: tuple[Value, ...]  # the twin's: what a message shown to the policy must not say
+    given: tuple[tuple[str, ...], ...] = ()  # each copy's values as written, in file order (copy 1 first)
+    outside: str = ""  # ``text`` without the copies: what a forger counts values in (``canary_counting``)
 
     @property
     def members(self) -> list[str]:
@@ -446,13 +448,15 @@ def canary_group(
     if made is None:
         return None
     body, header, call = made
-    copies = []
+    copies, written = [], []
     for name, combo in zip(names, combos, strict=True):
-        given = ", ".join(
-            f"_v{i}={str(vals[k]) if chosen.kind == 'name' else _literal_text(vals[k])}"
-            for i, (chosen, vals, k) in enumerate(zip(used, choices, combo, strict=True))
+        texts = tuple(
+            str(vals[k]) if chosen.kind == "name" else _literal_text(vals[k])
+            for chosen, vals, k in zip(used, choices, combo, strict=True)
         )
+        given = ", ".join(f"_v{i}={t}" for i, t in enumerate(texts))
         copies.append(header.replace("\0", name, 1) + call.replace("\0", given, 1))
+        written.append(texts)
     gap = "\n" if lines[first][:1].isspace() else "\n\n"
     text = "".join(lines[:first]) + gap.join([body, *copies]) + "".join(lines[last:])
     twin = names[combos.index(tuple(0 for _ in used))]
@@ -462,6 +466,8 @@ def canary_group(
         twin=node.renamed(twin),
         canaries=[node.renamed(n) for n in names if n != twin],
         values=tuple(c.value for c in used),
+        given=tuple(written),
+        outside="".join(lines[:first]) + body + "".join(lines[last:]),
     )
 
 

@@ -11,9 +11,10 @@ twin in 38% of draws on average (58 of 162 sites in 9 draws of 10 or more), pyfl
 dotted names 42%, decimal sites 100%, string sites 7%.
 
 ``counting_odds`` measures, for one site, what the best forger that ranks the copies by that score
-and picks among the few most written, or the few least written, expects over drawn groups. A site
-is canaried only where it stays near a random pick's ``1 / COPIES`` (``COUNTING_ODDS_MAX``, at
-mining: ``dojo.rewards.bug_mining.choose_canaries``), and the audit reports it (``forge_odds``).
+and picks among the few most written, or the few least written, expects over drawn groups. Mining
+(``dojo.rewards.bug_mining.choose_canaries``) prefers a site within ``COUNTING_ODDS_MAX`` of a
+bug's sites (twice a random pick's ``1 / COPIES``), and keeps one above it only where no other
+holds; the audit reports every task's figure (``forge_odds``, warning ``counted_twin``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import random
 import re
 from collections.abc import Sequence
 
-from dojo.tasks.canaries import COPIES, TestNode, Value, canary_group
+from dojo.tasks.canaries import COPIES, CanaryGroup, TestNode, Value, canary_group
 
 WORD = re.compile(r"[^\W\d_]+")
 # The most a site's counting odds may be for it to be canaried: twice a random pick's.
@@ -35,27 +36,7 @@ COUNTING_DRAWS = 60  # (a fair site reads above the bound by chance in ~6% of si
 TOP = (1, 2, 3, 5)  # a forger picks among the k most (or least) written copies
 
 
-def copy_values(text: str, name: str) -> list[tuple[str, tuple[str, ...]]]:
-    """(copy name, the source of each value it passes) for each copy of test ``name`` in ``text``
-    (a group's rewritten file), in file order."""
-    out = []
-    for fn in ast.walk(ast.parse(text)):
-        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and re.fullmatch(re.escape(name) + r"_\d+", fn.name):
-            statement = fn.body[0]
-            call = statement.value if isinstance(statement, ast.Expr) else None
-            if isinstance(call, ast.Await):
-                call = call.value
-            if isinstance(call, ast.Call):
-                given = sorted((k for k in call.keywords if (k.arg or "").startswith("_v")), key=lambda k: k.arg or "")
-                out.append((fn.name, tuple(ast.unparse(k.value) for k in given)))
-    return out
-
-
-def outside_copies(text: str, name: str) -> str:
-    """``text`` without the copies of test ``name``: what a forger counts values in."""
-    return re.sub(rf"\n[ \t]*(?:@.*\n[ \t]*)*def {re.escape(name)}_\d+\(.*\n.*\n", "\n", text)
-
-
+@functools.lru_cache(maxsize=4096)
 def _written(value: str, rest: str) -> int:
     return len(re.findall(rf"(?<![\w.]){re.escape(value)}(?![\w.])", rest))
 
@@ -65,10 +46,17 @@ def _word_counts(rest: str) -> collections.Counter[str]:
     return collections.Counter(w.lower() for w in WORD.findall(rest))
 
 
+def _quoted(value: str) -> tuple[str, ...]:
+    """A string as a file may write it: in single quotes (``repr``) or in double quotes."""
+    single = repr(value)
+    double = '"' + single[1:-1].replace('"', '\\"').replace("\\'", "'") + '"' if single[0] == "'" else single
+    return tuple(dict.fromkeys([single, double]))
+
+
 def counting_score(values: Sequence[str], rest: str) -> float:
     """How much ``rest`` writes of a copy's values (their source texts): the adversary's rule.
-    Numbers by how often their text is written, dotted names likewise, strings by the whole string,
-    each of its words and its one-letter words."""
+    Numbers by how often their text is written, dotted names likewise, strings by the whole string
+    (in either quotes), each of its words and its one-letter words."""
     counts = _word_counts(rest)
     total = 0.0
     for text in values:
@@ -77,7 +65,7 @@ def counting_score(values: Sequence[str], rest: str) -> float:
         except (ValueError, SyntaxError):
             value = None
         if isinstance(value, str):
-            total += 3 * math.log(1 + rest.count(repr(value)))
+            total += 3 * math.log(1 + sum(rest.count(q) for q in _quoted(value)))
             words = WORD.findall(value)
             total += sum(math.log(1 + counts[w.lower()]) for w in words) + 5 * sum(len(w) == 1 for w in words)
         elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -87,12 +75,12 @@ def counting_score(values: Sequence[str], rest: str) -> float:
     return total
 
 
-def counting_ranks(text: str, name: str) -> dict[str, list[int]]:
-    """For each copy of test ``name`` in ``text``, the ranks (0: the most written) it may hold by the
-    rule's score: several where copies tie (a forger cannot tell them apart)."""
-    made = copy_values(text, name)
-    rest = outside_copies(text, name)
-    scores = {copy: counting_score(values, rest) for copy, values in made}
+def counting_ranks(group: CanaryGroup) -> dict[str, list[int]]:
+    """For each copy of ``group`` (by test name), the ranks (0: the most written) it may hold by the
+    rule's score, counted in the file outside the copies: several where copies tie (a forger cannot
+    tell them apart)."""
+    names = [TestNode.parse(member).name for member in group.members]
+    scores = {name: counting_score(given, group.outside) for name, given in zip(names, group.given, strict=True)}
     out = {}
     for copy, score in scores.items():
         above = sum(other > score + 1e-9 for other in scores.values())
@@ -124,7 +112,7 @@ def counting_odds(
         group = canary_group(source, node, site, rng, avoid)
         if group is None:
             continue
-        ranks = counting_ranks(group.text, node.name)[TestNode.parse(group.twin).name]
+        ranks = counting_ranks(group)[TestNode.parse(group.twin).name]
         for i, k in enumerate(TOP):
             most[i] += sum(r < k for r in ranks) / len(ranks)
             least[i] += sum(r >= COPIES - k for r in ranks) / len(ranks)

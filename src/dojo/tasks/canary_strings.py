@@ -73,8 +73,9 @@ def _options(token: str, words: Sequence[str]) -> list[str]:
     that bet on the copy whose words the file writes most found the twin; drawn as often as the file
     writes each, the canaries' words were the frequent ones and the copy whose words the file writes
     least was the twin in 21-60% of draws on fire's strings (2026-12-07). A word about as often
-    written as the one it replaces leaves the copies' counts alike; drawn by its count among those, a
-    small file's copies still differ from grading to grading
+    written as the one it replaces leaves the copies' counts alike (not for a word the file writes only
+    in the site: ``template`` changes such a word last); drawn by its count among those, a small
+    file's copies still differ from grading to grading
     (``test_the_twin_sits_at_every_likeness_rank_about_equally``)."""
     counts = _word_counts(tuple(words))
     size = len(token)
@@ -144,6 +145,10 @@ def template(
         return [(None if i in places else token, token) for i, token in enumerate(mine)]
     drawn = [i for i, token in enumerate(mine) if _changeable(token)]
     rng.shuffle(drawn)
+    # a word the file writes only here goes last: every word a canary can take is written somewhere,
+    # so changing it leaves the twin the least written copy (a review, 2026-12-07: 0.28 of draws)
+    counts = _word_counts(tuple(words))
+    drawn.sort(key=lambda i: _WORD.fullmatch(mine[i]) is not None and counts.get(mine[i].lower(), 0) <= 1)
     chosen: set[int] = set()
     room = 1
     for i in drawn:  # (as many places as it takes: a draw of two too narrow ones left a grading without canaries)
