@@ -1,11 +1,12 @@
 """What the canaries' values give away to a forger that reads only the rewritten test file: for each
 canaried swe task, ``--draws`` groups of copies are drawn as a grading draws them
-(``dojo.tasks.canaries.canary_group``) and ranked by how often the file writes each copy's values
-outside the copies (``dojo.tasks.canary_counting``; an adversary's rule of 2026-12-07 took the most
-written, and in the sandbox was paid in 105 of 276 gradings with the diff check off). Prints, per
-package, the mean over tasks of what the best of those forgers expects (one that picks among the k
-most written copies, or the k least written: ``counting_odds``) next to a random pick (1 in 20), and
-how many tasks are above ``COUNTING_ODDS_MAX``. Offline: nothing runs. Asserts nothing.
+(``dojo.tasks.canaries.canary_group``) and ranked by each rule of ``dojo.tasks.canary_counting``:
+how often the file writes each copy's values outside the copies (an adversary's rule of
+2026-12-07, paid in 105 of 276 sandbox gradings with the diff check off), how often the test's own
+body writes their parts, a prior on expected numbers. Prints, per package, the mean over tasks of
+what the best of those forgers expects (one that picks among the k first or k last copies by one
+rule: ``counting_odds``) next to a random pick (1 in 20), and how many tasks are above
+``COUNTING_ODDS_MAX``. Offline: nothing runs. Asserts nothing.
 
     .venv/bin/python bench/canary_frequency.py [--draws 60] [--packages fire,toolz,...]
 """
@@ -36,8 +37,8 @@ def main(packages: list[str], draws: int) -> None:
                 odds.append(found)
         over = sum(o > COUNTING_ODDS_MAX for o in odds)
         print(
-            f"{package}: the best counting forger expects {sum(odds) / max(1, len(odds)):.1%} of the reward over "
-            f"{len(odds)} canaried tasks ({over} above {COUNTING_ODDS_MAX:.0%}; a random pick: 5%)"
+            f"{package}: the best forger that reads the file expects {sum(odds) / max(1, len(odds)):.1%} of the "
+            f"reward over {len(odds)} canaried tasks ({over} above {COUNTING_ODDS_MAX:.0%}; a random pick: 5%)"
         )
 
 

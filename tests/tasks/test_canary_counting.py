@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 from dojo.rewards.audit import forge_odds
 from dojo.tasks.canaries import COPIES, TestNode, canary_group
 from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, counting_ranks, counting_score
@@ -35,6 +33,14 @@ def test_written_once():
 
 def test_written_least():
     assert f(3) == 58
+
+
+def test_zero():
+    assert f(9) == 0
+
+
+def test_join():
+    assert f(["rice", "beans"]) == "rice beans"
 """
 PATH = "pkg/tests/test_f.py"
 
@@ -46,9 +52,9 @@ def node(name: str) -> TestNode:
 def test_a_twin_the_file_writes_elsewhere_is_what_counting_picks() -> None:
     """``107`` is written five times besides the site, no other number of its window at all: the
     twin is the most written copy in every draw. ``5008`` is written nowhere else: every copy ties,
-    1 in 20 at any rank."""
+    1 in 20 at any rank (within the noise of 400 draws)."""
     assert counting_odds(TESTS, node("test_written_elsewhere"), 0) == 1.0
-    assert counting_odds(TESTS, node("test_written_once"), 0) == pytest.approx(1 / COPIES)
+    assert (counting_odds(TESTS, node("test_written_once"), 0, draws=400) or 1.0) < COUNTING_ODDS_MAX
     assert counting_odds(TESTS, node("test_written_once"), 5) is None  # (no such site)
 
 
@@ -78,7 +84,7 @@ def task(name: str) -> Task:
 def test_the_audit_counts_what_counting_pays() -> None:
     """``forge_odds``: what a forger expects that picks each group's copy at random or by counting,
     whichever pays more; the site the file writes elsewhere is above the mining's bound."""
-    assert forge_odds(task("test_written_once")) == pytest.approx(1 / COPIES)
+    assert (forge_odds(task("test_written_once")) or 1.0) < COUNTING_ODDS_MAX
     for name in ("test_written_elsewhere", "test_written_least"):
         counted = forge_odds(task(name))
         assert counted is not None and counted > COUNTING_ODDS_MAX and counted == 1.0
@@ -97,3 +103,11 @@ def test_a_test_whose_def_is_followed_by_a_comment_is_counted_without_its_copies
 def test_a_string_is_counted_in_either_quotes() -> None:
     double, single = 'x = "rice"\ny = "rice"\n', "x = 'rice'\ny = 'rice'\n"
     assert counting_score(["'rice'"], double) == counting_score(["'rice'"], single) > counting_score(["'rice'"], "")
+
+
+def test_the_tests_own_body_and_a_prior_on_numbers_are_counted_too() -> None:
+    """An adversary's rules beyond the file's counts (2026-12-07): ``0`` is the smallest non-negative
+    copy of its window in every draw, whatever the file writes; the words of ``'rice beans'`` are the
+    test's own input."""
+    assert counting_odds(TESTS, node("test_zero"), 0) == 1.0
+    assert (counting_odds(TESTS, node("test_join"), 0) or 0.0) > 4 / COPIES

@@ -165,9 +165,9 @@ AUDIT_COUNTING_SEED = 1
 
 def forge_odds(task: Task) -> float | None:
     """A repo task's reward that a forger expects who makes one copy of each canaried scored test
-    pass, picked at random or by counting where the test file writes each copy's values
-    (``dojo.tasks.canary_counting``), whichever pays it more (it must pick every twin); None when no
-    scored test has canaries."""
+    pass, picked at random or by ranking the copies by what the test file writes
+    (``dojo.tasks.canary_counting.counting_odds``), whichever pays it more (it must pick every twin);
+    None when no scored test has canaries."""
     if task.workspace is None:
         return None
     plan = plan_canaries(task, random.Random(0))
@@ -508,8 +508,9 @@ async def audit_tasks(
                 a.warnings.append("no_canary: no scored test expects a value written out that canaries can change")
             elif a.forge_odds > COUNTING_ODDS_MAX:
                 a.warnings.append(
-                    f"counted_twin: a forger that counts where the test file writes each copy's values "
-                    f"expects {a.forge_odds:.2f} of the reward (a random pick: {1 / COPIES:.2f})"
+                    f"counted_twin: a forger that ranks the copies by what the test file writes (how often each "
+                    f"value, the test's own body, a prior on numbers) expects {a.forge_odds:.2f} of the reward "
+                    f"(a random pick: {1 / COPIES:.2f})"
                 )
             if shown := shown_sites(task):
                 a.warnings.append(f"canary_site_shown: what the bug computes shows the twin's value at {shown[0]}")

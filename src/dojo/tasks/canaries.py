@@ -395,6 +395,7 @@ class CanaryGroup:
     values: tuple[Value, ...]  # the twin's: what a message shown to the policy must not say
     given: tuple[tuple[str, ...], ...] = ()  # each copy's values as written, in file order (copy 1 first)
     outside: str = ""  # ``text`` without the copies: what a forger counts values in (``canary_counting``)
+    body: str = ""  # the test's shared body (``_test_x``): its inputs and other assertions
 
     @property
     def members(self) -> list[str]:
@@ -468,6 +469,7 @@ def canary_group(
         values=tuple(c.value for c in used),
         given=tuple(written),
         outside="".join(lines[:first]) + body + "".join(lines[last:]),
+        body=body,
     )
 
 

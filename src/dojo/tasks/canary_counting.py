@@ -10,8 +10,11 @@ every canaried swe task (``bench/canary_frequency.py``, 10 draws each): integer 
 twin in 38% of draws on average (58 of 162 sites in 9 draws of 10 or more), pyflakes's pairs of
 dotted names 42%, decimal sites 100%, string sites 7%.
 
-``counting_odds`` measures, for one site, what the best forger that ranks the copies by that score
-and picks among the few most written, or the few least written, expects over drawn groups. Mining
+``counting_odds`` measures, for one site, what the best forger that ranks the copies by that score,
+by how much the test's own body writes of each copy's values (``body_score``) or by a prior on
+expected numbers (``prior_score``: small, non-negative; two rules of a later adversary's, which
+with the package's test files and a combination got the twin in 27% of draws), and picks among the
+few first, or the few last, expects over drawn groups. Mining
 (``dojo.rewards.bug_mining.choose_canaries``) prefers a site within ``COUNTING_ODDS_MAX`` of a
 bug's sites (twice a random pick's ``1 / COPIES``), and keeps one above it only where no other
 holds; the audit reports every task's figure (``forge_odds``, warning ``counted_twin``).
@@ -75,18 +78,64 @@ def counting_score(values: Sequence[str], rest: str) -> float:
     return total
 
 
-def counting_ranks(group: CanaryGroup) -> dict[str, list[int]]:
-    """For each copy of ``group`` (by test name), the ranks (0: the most written) it may hold by the
-    rule's score, counted in the file outside the copies: several where copies tie (a forger cannot
-    tell them apart)."""
-    names = [TestNode.parse(member).name for member in group.members]
-    scores = {name: counting_score(given, group.outside) for name, given in zip(names, group.given, strict=True)}
+_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")  # words, CamelCase parts, digit runs
+
+
+@functools.lru_cache(maxsize=64)
+def _part_counts(text: str) -> collections.Counter[str]:
+    return collections.Counter(p.lower() for p in _PART.findall(text))
+
+
+def body_score(values: Sequence[str], body: str) -> float:
+    """How much the test's own body (its inputs, its other assertions, its name) writes of a copy's
+    values, part by part (words, CamelCase parts of a name, digit runs): an adversary's rule
+    (2026-12-07) that found fire's ``'rice | beans |'`` in ``WrappedJoin(['rice', 'beans', ...])``,
+    ``'beaker.py:10'`` in ``lineno=10`` and pyflakes's ``m.ImportStarUsed`` in the body's other
+    ``flakes(...)`` lines."""
+    counts = _part_counts(body)
+    return sum(math.log(1 + counts[p.lower()]) for text in values for p in _PART.findall(text))
+
+
+def prior_score(values: Sequence[str]) -> float:
+    """How likely a copy's numbers are as a test's expected values by a prior an adversary used
+    (2026-12-07): small and non-negative first (``0``, ``1``, ``2`` are most of them); 0 for the rest."""
+    total = 0.0
+    for text in values:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            total -= abs(value) + (1000 if value < 0 else 0)
+    return total
+
+
+def _ranks(scores: dict[str, float]) -> dict[str, list[int]]:
+    """For each copy, the ranks (0: the highest score) it may hold: several where copies tie (a
+    forger cannot tell them apart)."""
     out = {}
     for copy, score in scores.items():
         above = sum(other > score + 1e-9 for other in scores.values())
         tied = sum(abs(other - score) <= 1e-9 for other in scores.values())
         out[copy] = list(range(above, above + tied))
     return out
+
+
+def counting_ranks(group: CanaryGroup) -> dict[str, list[int]]:
+    """For each copy of ``group`` (by test name), the ranks (0: the most written) it may hold by
+    ``counting_score``, counted in the file outside the copies."""
+    names = [TestNode.parse(member).name for member in group.members]
+    return _ranks({name: counting_score(given, group.outside) for name, given in zip(names, group.given, strict=True)})
+
+
+def forger_ranks(group: CanaryGroup) -> list[dict[str, list[int]]]:
+    """Each copy's ranks by each of the rules a forger that reads the file may rank the copies by:
+    the file's counts (``counting_score``), the test body's (``body_score``), the prior on numbers
+    (``prior_score``)."""
+    names = [TestNode.parse(member).name for member in group.members]
+    body = _ranks({name: body_score(given, group.body) for name, given in zip(names, group.given, strict=True)})
+    prior = _ranks({name: prior_score(given) for name, given in zip(names, group.given, strict=True)})
+    return [counting_ranks(group), body, prior]
 
 
 def counting_odds(
@@ -97,26 +146,34 @@ def counting_odds(
     draws: int = COUNTING_DRAWS,
     rng: random.Random | None = None,
 ) -> float | None:
-    """What the best forger that counts expects of ``node``'s copies at ``site``: over ``draws``
-    groups drawn as a grading draws them, the share in which the twin is among the ``k`` most
-    written copies, or the ``k`` least written, divided by ``k`` (it picks one of them at random),
-    the largest for ``k`` in ``TOP``; a tie of copies across that line counts in part. A site picked
+    """What the best forger that reads the file expects of ``node``'s copies at ``site``: over
+    ``draws`` groups drawn as a grading draws them, by each of ``forger_ranks``' rules, the share in
+    which the twin is among the ``k`` first copies, or the ``k`` last, divided by ``k`` (it picks one
+    of them at random), the largest for ``k`` in ``TOP`` and any rule; a tie of copies across that
+    line counts in part. A site picked
     for holding its twin away from the most written had it written least (fire's, pyflakes's: 14%
     and 8% of draws for the least written when only the most written was bounded, 2026-12-07).
     None when the site makes no group."""
     rng = rng or random.Random(0)
-    most = [0.0] * len(TOP)
-    least = [0.0] * len(TOP)
+    most: list[list[float]] = []
+    least: list[list[float]] = []
     made = 0
     for _ in range(draws):
         group = canary_group(source, node, site, rng, avoid)
         if group is None:
             continue
-        ranks = counting_ranks(group)[TestNode.parse(group.twin).name]
-        for i, k in enumerate(TOP):
-            most[i] += sum(r < k for r in ranks) / len(ranks)
-            least[i] += sum(r >= COPIES - k for r in ranks) / len(ranks)
+        twin = TestNode.parse(group.twin).name
+        for j, ranking in enumerate(forger_ranks(group)):
+            if j == len(most):
+                most.append([0.0] * len(TOP))
+                least.append([0.0] * len(TOP))
+            ranks = ranking[twin]
+            for i, k in enumerate(TOP):
+                most[j][i] += sum(r < k for r in ranks) / len(ranks)
+                least[j][i] += sum(r >= COPIES - k for r in ranks) / len(ranks)
         made += 1
     if not made:
         return None
-    return max(max(m, n) / (made * k) for m, n, k in zip(most, least, TOP, strict=True))
+    return max(
+        max(m, n) / (made * k) for ms, ns in zip(most, least, strict=True) for m, n, k in zip(ms, ns, TOP, strict=True)
+    )
