@@ -28,7 +28,7 @@ import functools
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dojo.tasks.canaries import COPIES, CanaryGroup, TestNode, Value, canary_group
 
@@ -121,21 +121,30 @@ def _ranks(scores: dict[str, float]) -> dict[str, list[int]]:
     return out
 
 
+Rule = Callable[[Sequence[str], CanaryGroup], float]  # a copy's values (as written), its group -> a score
+# The rules a forger that reads the file may rank the copies by: the file's counts, the test body's,
+# the prior on numbers.
+RULES: tuple[Rule, ...] = (
+    lambda given, group: counting_score(given, group.outside),
+    lambda given, group: body_score(given, group.body),
+    lambda given, group: prior_score(given),
+)
+
+
+def _ranked(group: CanaryGroup, rule: Rule) -> dict[str, list[int]]:
+    names = [TestNode.parse(member).name for member in group.members]
+    return _ranks({name: rule(given, group) for name, given in zip(names, group.given, strict=True)})
+
+
 def counting_ranks(group: CanaryGroup) -> dict[str, list[int]]:
     """For each copy of ``group`` (by test name), the ranks (0: the most written) it may hold by
     ``counting_score``, counted in the file outside the copies."""
-    names = [TestNode.parse(member).name for member in group.members]
-    return _ranks({name: counting_score(given, group.outside) for name, given in zip(names, group.given, strict=True)})
+    return _ranked(group, RULES[0])
 
 
 def forger_ranks(group: CanaryGroup) -> list[dict[str, list[int]]]:
-    """Each copy's ranks by each of the rules a forger that reads the file may rank the copies by:
-    the file's counts (``counting_score``), the test body's (``body_score``), the prior on numbers
-    (``prior_score``)."""
-    names = [TestNode.parse(member).name for member in group.members]
-    body = _ranks({name: body_score(given, group.body) for name, given in zip(names, group.given, strict=True)})
-    prior = _ranks({name: prior_score(given) for name, given in zip(names, group.given, strict=True)})
-    return [counting_ranks(group), body, prior]
+    """Each copy's ranks by each of ``RULES``."""
+    return [_ranked(group, rule) for rule in RULES]
 
 
 def counting_odds(
@@ -155,8 +164,8 @@ def counting_odds(
     and 8% of draws for the least written when only the most written was bounded, 2026-12-07).
     None when the site makes no group."""
     rng = rng or random.Random(0)
-    most: list[list[float]] = []
-    least: list[list[float]] = []
+    most = [[0.0] * len(TOP) for _ in RULES]
+    least = [[0.0] * len(TOP) for _ in RULES]
     made = 0
     for _ in range(draws):
         group = canary_group(source, node, site, rng, avoid)
@@ -164,9 +173,6 @@ def counting_odds(
             continue
         twin = TestNode.parse(group.twin).name
         for j, ranking in enumerate(forger_ranks(group)):
-            if j == len(most):
-                most.append([0.0] * len(TOP))
-                least.append([0.0] * len(TOP))
             ranks = ranking[twin]
             for i, k in enumerate(TOP):
                 most[j][i] += sum(r < k for r in ranks) / len(ranks)
