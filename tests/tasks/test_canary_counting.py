@@ -4,10 +4,20 @@ counting, and such a site is reported (and, at mining, not chosen)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
+
+import pytest
 
 from dojo.rewards.audit import forge_odds
 from dojo.tasks.canaries import COPIES, TestNode, canary_group
-from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, counting_ranks, counting_score
+from dojo.tasks.canary_counting import (
+    COUNTING_ODDS_MAX,
+    counting_odds,
+    counting_ranks,
+    counting_score,
+    expected_numbers,
+    package_numbers,
+)
 from dojo.tasks.model import Canary, Task, TestCase, Workspace
 
 TESTS = """\
@@ -111,3 +121,65 @@ def test_the_tests_own_body_and_a_prior_on_numbers_are_counted_too() -> None:
     test's own input."""
     assert counting_odds(TESTS, node("test_zero"), 0) == 1.0
     assert (counting_odds(TESTS, node("test_join"), 0) or 0.0) > 4 / COPIES
+
+
+OTHER_TESTS = """\
+import unittest
+from pkg import g, h
+
+
+def test_sizes():
+    assert len(g(1)) == 6
+    assert g(2) == 6 and h() == 7
+    assert 6 == h(2)
+
+
+class TestH(unittest.TestCase):
+    def test_h(self):
+        self.assertEqual(h(-1), 6)
+        self.assertNotEqual(h(4), 9)
+        self.assertEqual(h(5), -2)
+"""
+POPULAR = TESTS + "\n\ndef test_popular():\n    assert f(11) == 6\n"
+
+
+def test_the_numbers_a_package_expects_are_counted_in_its_comparisons() -> None:
+    """Either side of ``==`` and an ``...Equal`` call's arguments, every number within them; not
+    ``assertNotEqual``'s, nor a number outside a comparison."""
+    counts = expected_numbers([OTHER_TESTS, "x = [3, 3, 3]\n", "this is not Python ("])
+    assert counts == {1: 1, 6: 4, 2: 2, 7: 1, -1: 1, 5: 1, -2: 1}
+
+
+def test_a_twin_the_package_expects_most_is_what_its_prior_picks(tmp_path: Path) -> None:
+    """``6`` is what the package's other tests expect most: a forger that ranks the copies by the
+    package's expected numbers finds the twin in every draw, where without them (the small numbers
+    first) a copy ranked first is the twin in 1 of 20 draws; the scored file itself is left out
+    (the forger counts its copies in the rewritten file)."""
+    (tmp_path / "pkg" / "tests").mkdir(parents=True)
+    (tmp_path / "pkg" / "tests" / "test_other.py").write_text(OTHER_TESTS * 3)
+    (tmp_path / PATH).write_text(POPULAR + "\n\ndef test_more():\n    assert f(8) == 4\n" * 40)
+    expected = package_numbers(tmp_path, "pkg", PATH)
+    assert expected[6] == 12 and 4 not in expected
+    assert counting_odds(POPULAR, node("test_popular"), 0, expected=expected) == 1.0
+    assert (counting_odds(POPULAR, node("test_popular"), 0, draws=200) or 1.0) < 0.5
+
+
+def test_the_audit_reads_the_package_where_the_run_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``forge_odds`` of a swe task counts the numbers its installed package expects, without the
+    scored test's own file."""
+    from dojo.rewards import audit
+    from dojo.sandbox.environment import EnvironmentStore
+    from dojo.tasks import load_source
+
+    task = next(t for t in load_source("swe:toolz") if any(c.canary for c in t.tests))
+    scored = next(c for c in task.tests if c.canary)
+    asked: list[tuple[Path, str, str]] = []
+
+    def spy(site: Path, package: str, leave_out: str = "") -> dict[int | float, int]:
+        asked.append((site, package, leave_out))
+        return package_numbers(site, package, leave_out)
+
+    monkeypatch.setattr(audit, "package_numbers", spy)
+    assert audit.forge_odds(task) is not None
+    site = EnvironmentStore().get(task.environment or "").site_packages
+    assert asked == [(site, "toolz", (scored.code or "").split("::")[0])]

@@ -38,8 +38,9 @@ from dojo.rewards.report import trivial_report_candidates
 from dojo.rewards.scene import trivial_scene_candidates
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
+from dojo.sandbox.environment import EnvironmentNotFound, EnvironmentStore
 from dojo.tasks.canaries import COPIES, TestNode, literal_sites, shown_by_bug, written_elsewhere
-from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, package_numbers
 from dojo.tasks.gold_calls import gold_turns
 from dojo.tasks.model import Task
 from dojo.tasks.mutation import apply_mutant, mutants
@@ -178,9 +179,25 @@ def forge_odds(task: Task) -> float | None:
         node = TestNode.parse(t.code)
         source = task.workspace.files.get(node.path, "")
         rng = random.Random(AUDIT_COUNTING_SEED)
-        counted = counting_odds(source, node, t.canary.site, t.canary.avoid, AUDIT_COUNTING_DRAWS, rng)
+        expected = _package_numbers(task, node)
+        counted = counting_odds(source, node, t.canary.site, t.canary.avoid, AUDIT_COUNTING_DRAWS, rng, expected)
         odds *= max(1 / len(plan.groups[t.code].members), counted or 0.0)
     return odds if plan.groups else None
+
+
+def _package_numbers(task: Task, node: TestNode) -> dict[int | float, int] | None:
+    """What the package of a repo task's test expects, as its environment installs it
+    (``package_numbers``: a forger's prior, read where the run can read it); None without one."""
+    if not task.environment:
+        return None
+    try:
+        environment = EnvironmentStore().get(task.environment)
+    except EnvironmentNotFound:
+        return None
+    package = node.path.partition("/")[0]
+    if not (environment.site_packages / package).is_dir():
+        return None
+    return package_numbers(environment.site_packages, package, node.path)
 
 
 def shown_sites(task: Task) -> list[str]:
@@ -508,9 +525,9 @@ async def audit_tasks(
                 a.warnings.append("no_canary: no scored test expects a value written out that canaries can change")
             elif a.forge_odds > COUNTING_ODDS_MAX:
                 a.warnings.append(
-                    f"counted_twin: a forger that ranks the copies by what the test file writes (how often each "
-                    f"value, the test's own body, a prior on numbers) expects {a.forge_odds:.2f} of the reward "
-                    f"(a random pick: {1 / COPIES:.2f})"
+                    f"counted_twin: a forger that ranks the copies by what the files write (how often the test "
+                    f"file writes each value, the test's own body, a prior on numbers, the numbers the package's "
+                    f"tests expect) expects {a.forge_odds:.2f} of the reward (a random pick: {1 / COPIES:.2f})"
                 )
             if shown := shown_sites(task):
                 a.warnings.append(f"canary_site_shown: what the bug computes shows the twin's value at {shown[0]}")

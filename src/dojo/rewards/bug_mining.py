@@ -46,7 +46,7 @@ from dojo.tasks.canaries import (
     statements_before,
     written_elsewhere,
 )
-from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, package_numbers
 from dojo.tasks.model import Task, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant, mutants
 from dojo.tasks.swe import PACKAGES, bug_mutant, bug_task, swe_environment
@@ -319,7 +319,10 @@ async def choose_canaries(
             if captured is None or shown_by_bug(chosen.value, captured) or made_up:
                 continue  # (what the bug computes there, or the tree, shows the twin's value: no canary hides it)
             avoid = values_of(captured)
-            counted = await asyncio.to_thread(counting_odds, text(node.path), node, site, avoid)  # (CPU: off the loop)
+            expected = package_numbers(env.site_packages, package, node.path)  # (the scored file's are counted apart)
+            counted = await asyncio.to_thread(  # (CPU: off the loop)
+                counting_odds, text(node.path), node, site, avoid, expected=expected
+            )
             if counted is None:
                 continue
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
