@@ -15,11 +15,9 @@ from dojo.tasks.canaries import (
     TestNode,
     canary_group,
     capture_text,
-    captured_values,
     literal_sites,
-    shown_by_bug,
-    written_elsewhere,
 )
+from dojo.tasks.canary_shown import captured_values, shown_by_bug, written_elsewhere
 
 TESTS = """\
 import unittest
@@ -280,3 +278,17 @@ def test_a_test_that_opens_with_a_decorated_function_is_copied_whole() -> None:
     tree = ast.parse(group.text)
     copies = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_key_")]
     assert len(copies) == COPIES and all(len(f.body) == 1 and not f.decorator_list for f in copies)
+
+
+def test_the_tests_other_sites_that_expect_the_same_change_with_it() -> None:
+    """A value the test expects twice is read from one parameter at both places: the body the
+    copies share does not write the twin's value (a forger that counts what the body writes found
+    it there); where that leaves too few values (two names in the file), the other site stays."""
+    source = "def test_twice():\n    assert f(1) == 7\n    assert g(2) == 7\n    assert h() == 'seven'\n"
+    group = canary_group(source, TestNode.parse("t.py::test_twice"), 0, random.Random(0))
+    assert group is not None and group.body.count("== _v0") == 2 and "7" not in group.body
+    assert "== 'seven'" in group.body  # (another value: not linked)
+    ast.parse(group.text)
+    names = "import m\n\nOTHER = [m.B, m.C]\n\n\ndef test_n():\n" + "    flakes('x', m.A)\n" * 5
+    group = canary_group(names, TestNode.parse("t.py::test_n"), 0, random.Random(0))
+    assert group is not None and group.body.count("m.A") == 2  # (3 names, one site: too few; 3 sites of 5 change)

@@ -12,10 +12,12 @@ from dojo.rewards.audit import forge_odds
 from dojo.tasks.canaries import COPIES, TestNode, canary_group
 from dojo.tasks.canary_counting import (
     COUNTING_ODDS_MAX,
+    RULE_NAMES,
     counting_odds,
     counting_ranks,
     counting_score,
     expected_numbers,
+    forger_shares,
     package_numbers,
 )
 from dojo.tasks.model import Canary, Task, TestCase, Workspace
@@ -183,3 +185,24 @@ def test_the_audit_reads_the_package_where_the_run_can(monkeypatch: pytest.Monke
     assert audit.forge_odds(task) is not None
     site = EnvironmentStore().get(task.environment or "").site_packages
     assert asked == [(site, "toolz", (scored.code or "").split("::")[0])]
+
+
+BODY_TESTS = '''\
+"""Spares: rice mice dice nice vice lice price bean beam beat seat heat means deans jeans leans."""
+from pkg import wrapped
+
+
+def test_wrapped():
+    assert wrapped(["rice", "beans", "chicken", "cheese"], width=15) == "rice | beans |"
+'''
+
+
+def test_the_words_the_test_writes_do_not_tell_the_twin() -> None:
+    """``'rice | beans |'``'s words are the test's input: canaries that changed them to other words
+    of the file left the twin the copy whose words the test writes most (an adversary's rule,
+    2026-12-07). A word the test writes becomes another the test writes, so the copies tie."""
+    shares = forger_shares(BODY_TESTS, node("test_wrapped"), 0, draws=200)
+    assert shares is not None
+    body = RULE_NAMES.index("test body")
+    (most, least) = shares
+    assert most[body][0] < 2 / COPIES and least[body][0] < 2 / COPIES, (most[body], least[body])

@@ -39,8 +39,9 @@ from dojo.rewards.scene import trivial_scene_candidates
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
 from dojo.sandbox.environment import EnvironmentNotFound, EnvironmentStore
-from dojo.tasks.canaries import COPIES, TestNode, literal_sites, shown_by_bug, written_elsewhere
+from dojo.tasks.canaries import COPIES, TestNode, literal_sites
 from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, package_numbers
+from dojo.tasks.canary_shown import shown_by_bug, written_elsewhere
 from dojo.tasks.gold_calls import gold_turns
 from dojo.tasks.model import Task
 from dojo.tasks.mutation import apply_mutant, mutants

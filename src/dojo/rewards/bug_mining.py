@@ -39,14 +39,12 @@ from dojo.tasks.canaries import (
     TestNode,
     canary_group,
     capture_text,
-    captured_values,
     literal_sites,
-    shown_by_bug,
     site_check_text,
     statements_before,
-    written_elsewhere,
 )
 from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, package_numbers
+from dojo.tasks.canary_shown import captured_values, shown_by_bug, written_elsewhere
 from dojo.tasks.model import Task, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant, mutants
 from dojo.tasks.swe import PACKAGES, bug_mutant, bug_task, swe_environment

@@ -19,7 +19,11 @@ copy pass, picked at random, is right with probability ``1 / COPIES``.
 The values are drawn so that the package's value is not the odd one out: integers and decimals
 form a window of consecutive values (in the literal's own precision) in which the original's rank
 is uniform; strings are variants of the string (``canary_strings``), then other strings of the file;
-dotted names are other dotted names of the file. Which literal a test's canaries
+dotted names are other dotted names of the file, those the test writes as much as the site's first.
+The test's other sites that expect the same value change with it (they read the same parameter), so
+the test's body does not write the twin's value beside the copies (pyflakes's tests repeat the
+message types they expect); where that leaves too few values for the copies, they stay as they are.
+Which literal a test's canaries
 change (its *site*, an index into ``literal_sites``) is chosen when the task is made and checked by
 running (``dojo.rewards.canary_check``): every canary fails on the reference fix and on the tree as
 given, the twin passes on the reference.
@@ -37,7 +41,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from dojo.tasks.canary_strings import bug_tokens, file_words, string_variants, unshown_places
+from dojo.tasks.canary_strings import (
+    file_words,
+    share_written,
+    string_variants,
+    test_parts,
+)
 
 COPIES = 20  # the twin and 19 canaries: a forger that picks one copy at random gets 1/20 = 0.05 of the reward
 
@@ -325,13 +334,19 @@ Value = int | float | str
 
 
 def site_values(
-    site: Site, pool: list[str], rng: random.Random, avoid: Sequence[Value] = (), words: Sequence[str] = ()
+    site: Site,
+    pool: list[str],
+    rng: random.Random,
+    avoid: Sequence[Value] = (),
+    words: Sequence[str] = (),
+    written: frozenset[str] = frozenset(),
 ) -> list[Value]:
     """Up to ``COPIES`` distinct values for ``site``, its own first, none of ``avoid``. Numbers: a
     window of consecutive values in the literal's own precision, in which the original's rank is
     uniform; strings: variants of the string's shape (``canary_strings``, with ``words``, the test
-    file's), then, where too few, others from ``pool`` (``value_pool``); dotted names: others from
-    ``pool``, drawn at random."""
+    file's, keeping what the test's own text writes, ``written``), then, where too few, others from
+    ``pool`` (``value_pool``); dotted names: others from ``pool``, those the test's own text
+    writes about as much as the site's first, else drawn at random."""
     value = site.value
     banned = {v for v in avoid if v != value}
     if isinstance(value, (int, float)):
@@ -353,9 +368,13 @@ def site_values(
         while len(others) > COPIES - 1:  # trimmed at either end, at random
             others.pop(0 if rng.random() < 0.5 else -1)
         return [value, *others]
-    shaped = string_variants(value, list(banned), words, rng, COPIES - 1) if site.kind == "literal" else []
+    literal = site.kind == "literal"
+    shaped = string_variants(value, list(banned), words, rng, COPIES - 1, written) if literal else []
     others_s = [v for v in pool if v != value and v not in banned and v not in shaped]
-    return [value, *shaped, *rng.sample(others_s, min(len(others_s), COPIES - 1 - len(shaped)))]
+    drawn = rng.sample(others_s, len(others_s))
+    if not literal and written:  # names the test writes as much as it writes the twin first (a stable sort)
+        drawn.sort(key=lambda v: abs(share_written(v, written) - share_written(str(value), written)))
+    return [value, *shaped, *drawn[: COPIES - 1 - len(shaped)]]
 
 
 def _combinations(choices: list[list[Value]], rng: random.Random) -> list[tuple[int, ...]] | None:
@@ -421,17 +440,29 @@ def canary_group(
     sites = literal_sites(source, node)
     if fn is None or not 0 <= site < len(sites):
         return None
-    used: list[Site] = []
-    choices: list[list[Value]] = []
-    combos = None
-    for chosen in sites[site:]:
-        pool = value_pool(source, chosen) if isinstance(chosen.value, str) else []
-        values = site_values(chosen, pool, rng, avoid, file_words(source))
-        if len(values) < 2:
-            continue
-        used.append(chosen)
-        choices.append(values)
-        combos = _combinations(choices, rng)
+    for linked in (True, False):  # (linked: where no group forms so, as the sites stand)
+        used: list[Site] = []
+        links: list[list[Site]] = []  # each used site's others in the test that expect the same: changed with it
+        choices: list[list[Value]] = []
+        combos = None
+        for chosen in sites[site:]:
+            if linked and any(_same(chosen, u) for u in used):
+                continue  # (it changes with that one)
+            same = [other for other in sites if other != chosen and _same(other, chosen)] if linked else []
+            pool = value_pool(source, chosen) if isinstance(chosen.value, str) else []
+            worded = isinstance(chosen.value, str)  # (a string or a dotted name)
+            end = fn.end_lineno or fn.lineno
+            cuts = tuple((c.line, c.start, c.end) for c in (chosen, *same))
+            in_test = test_parts(source, fn.lineno, end, cuts) if worded else frozenset()
+            values = site_values(chosen, pool, rng, avoid, file_words(source), in_test)
+            if len(values) < 2:
+                continue
+            used.append(chosen)
+            links.append(same)
+            choices.append(values)
+            combos = _combinations(choices, rng)
+            if combos is not None:
+                break
         if combos is not None:
             break
     if combos is None:
@@ -445,7 +476,7 @@ def canary_group(
     last = fn.end_lineno or fn.lineno
     opening = fn.body[0]  # (a nested function or class: from its first decorator; found 2026-12-07)
     starts = min([opening.lineno, *(d.lineno for d in getattr(opening, "decorator_list", []))])
-    made = _shared_body(fn, node, body_name, used, lines[first : starts - 1])
+    made = _shared_body(fn, node, body_name, used, lines[first : starts - 1], links)
     if made is None:
         return None
     body, header, call = made
@@ -471,6 +502,11 @@ def canary_group(
         outside="".join(lines[:first]) + body + "".join(lines[last:]),
         body=body,
     )
+
+
+def _same(a: Site, b: Site) -> bool:
+    """Two sites that expect the same value, written the same way (``1`` is not ``True`` nor ``1.0``)."""
+    return a.kind == b.kind and type(a.value) is type(b.value) and a.value == b.value
 
 
 def _as_source(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
@@ -508,15 +544,20 @@ def _captured(site: int) -> Callable[[ast.expr], ast.expr]:
 
 
 def _shared_body(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef, node: TestNode, body_name: str, used: list[Site], header: list[str]
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    node: TestNode,
+    body_name: str,
+    used: list[Site],
+    header: list[str],
+    links: list[list[Site]] | None = None,
 ) -> tuple[str, str, str] | None:
     """The test as one function that every copy calls, and the text of a copy: (the body: the test
     renamed ``body_name``, undecorated, its sites read from keyword-only parameters ``_v0``...; a
     copy's decorators and ``def`` line with ``\\0`` for its name; its one statement, a call of the
     body with ``\\0`` for the values). Each copy is two lines, so pytest rewrites the test's
     assertions once, not once a copy (rewriting them was most of a canaried run: 0.44 of 0.88 s
-    for one toolz test). None when the test cannot be split so (a body on its ``def`` line, a
-    method that takes no ``self``)."""
+    for one toolz test). ``links``: each used site's other sites, read from its parameter too. None
+    when the test cannot be split so (a body on its ``def`` line, a method that takes no ``self``)."""
     if fn.body[0].lineno == fn.lineno or not header:
         return None
     args = fn.args
@@ -532,8 +573,9 @@ def _shared_body(
     tree = copy.deepcopy(fn)
     tree.name = body_name
     tree.decorator_list = []
-    replaced = _replace_sites(tree, {(s.line, s.start, s.end): _parameter(f"_v{k}") for k, s in enumerate(used)})
-    if replaced != len(used):
+    linked = links or [[] for _ in used]
+    positions = {(s.line, s.start, s.end): _parameter(f"_v{k}") for k, u in enumerate(used) for s in [u, *linked[k]]}
+    if len(positions) != len(used) + sum(map(len, linked)) or _replace_sites(tree, positions) != len(positions):
         return None
     tree.args.kwonlyargs += [ast.arg(f"_v{k}") for k in range(len(used))]
     tree.args.kw_defaults += [None] * len(used)
@@ -613,60 +655,6 @@ def _expectation_of(source: str, node: TestNode, site: Site) -> tuple[tuple[int,
         if span[0] <= site_span[0] and site_span[1] <= span[1] and span != site_span:
             return span
     return None
-
-
-def captured_values(text: str) -> dict[int, list[Value]]:
-    """What a capture run wrote (``dojo.tasks.canary_capture.CAPTURED``): capture index -> the
-    numbers and strings compared with it (those inside a list, tuple, set or dict compared whole)."""
-    out: dict[int, list[Value]] = {}
-    for line in text.splitlines():
-        index, _, shown = line.partition("\t")
-        try:
-            value = ast.literal_eval(shown)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            continue
-        if index.isdigit():
-            out.setdefault(int(index), []).extend(_leaves(value))
-    return out
-
-
-def shown_by_bug(value: Value, captured: dict[int, list[Value]]) -> bool:
-    """Whether what the tree as given computes where a test expects ``value`` (``captured_values``
-    of a capture run, the whole expected value's too) shows it: a number's text among its tokens
-    (``'2'`` for ``2``), a string inside one of its strings or with every word, number, mark and
-    run of space of it among their tokens (``['rice |', 'beans |']`` for ``'rice | beans |'``,
-    ``canary_strings.unshown_places``). A forger that holds the copies' values against what the bug
-    computed then finds the twin, whatever the canaries: an adversary's forger did on 9 of 20
-    ``swe:fire`` tasks with such sites (2026-12-07). Such a site gets no canaries."""
-    leaves = [leaf for found in captured.values() for leaf in found]
-    if isinstance(value, str):
-        places = unshown_places(value, leaves)
-        return any(isinstance(leaf, str) and value and value in leaf for leaf in leaves) or places == []
-    text = str(value)
-    return any(str(leaf) == text for leaf in leaves) or text in bug_tokens(leaves)
-
-
-def written_elsewhere(value: Value, texts: Sequence[str]) -> bool:
-    """Whether a string site's value is written in ``texts`` (the test file, the package's files)
-    besides the site itself. A string's canaries are made up (``canary_strings``) and written
-    nowhere, so a forger that counts where each copy's value is written finds the twin; fire's
-    ``'foo'`` was written 20 times in the package (2026-12-07, 67 of the 92 string sites). Such a
-    site gets no canaries. Numbers form windows of numbers, each written somewhere, and a dotted
-    name's canaries are the file's other names: no such tell (callers ask for literal sites only)."""
-    return isinstance(value, str) and sum(text.count(value) for text in texts) > 1
-
-
-def _leaves(value: object, depth: int = 0) -> list[Value]:
-    """The numbers and strings of a value, those of its items too (keys and values of a dict)."""
-    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        return [value]
-    if depth > 8:
-        return []
-    if isinstance(value, dict):
-        return [leaf for pair in value.items() for part in pair for leaf in _leaves(part, depth + 1)]
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [leaf for item in value for leaf in _leaves(item, depth + 1)]
-    return []
 
 
 def _literal_text(value: Value) -> str:

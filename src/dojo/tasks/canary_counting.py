@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from dojo.tasks.canaries import COPIES, CanaryGroup, TestNode, Value, canary_group
+from dojo.tasks.canary_strings import PART
 
 WORD = re.compile(r"[^\W\d_]+")
 # The most a site's counting odds may be for it to be canaried: twice a random pick's.
@@ -81,12 +82,9 @@ def counting_score(values: Sequence[str], rest: str) -> float:
     return total
 
 
-_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")  # words, CamelCase parts, digit runs
-
-
 @functools.lru_cache(maxsize=64)
 def _part_counts(text: str) -> collections.Counter[str]:
-    return collections.Counter(p.lower() for p in _PART.findall(text))
+    return collections.Counter(p.lower() for p in PART.findall(text))
 
 
 def body_score(values: Sequence[str], body: str) -> float:
@@ -96,7 +94,7 @@ def body_score(values: Sequence[str], body: str) -> float:
     ``'beaker.py:10'`` in ``lineno=10`` and pyflakes's ``m.ImportStarUsed`` in the body's other
     ``flakes(...)`` lines."""
     counts = _part_counts(body)
-    return sum(math.log(1 + counts[p.lower()]) for text in values for p in _PART.findall(text))
+    return sum(math.log(1 + counts[p.lower()]) for text in values for p in PART.findall(text))
 
 
 def prior_score(values: Sequence[str]) -> float:

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 _TOKEN = re.compile(r"\d+|[^\W\d_]+|\s+|.", re.S)  # numbers, words, runs of space, any other character
 _WORD = re.compile(r"[^\W\d_]+")
+PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")  # words, CamelCase parts, digit runs
 ATTEMPTS = 50  # draws per variant wanted: a bound where few variants exist
 # The most places the bug's result may leave unshown for the canaries to change there: a near miss.
 # Where it shares less of the string (an empty result, another one), changing every unshown token
@@ -57,6 +58,40 @@ def file_words(source: str) -> tuple[str, ...]:
     return tuple(sorted(w.lower() for w in _WORD.findall(source) if len(w) <= 24))
 
 
+def text_parts(text: str) -> frozenset[str]:
+    """The parts of ``text`` (its words, the CamelCase parts of its names, its digit runs), lower case."""
+    return frozenset(p.lower() for p in PART.findall(text))
+
+
+def _written_by_test(token: str, written: frozenset[str]) -> bool:
+    """Whether the test's own text (``written``: its ``text_parts`` outside the site) writes a part of ``token``."""
+    return bool(written) and any(p.lower() in written for p in PART.findall(token))
+
+
+@functools.lru_cache(maxsize=256)
+def test_parts(source: str, first: int, last: int, cuts: tuple[tuple[int, int, int], ...]) -> frozenset[str]:
+    """The ``text_parts`` of a test's own lines (``first`` to ``last``: its name, its inputs, its
+    other assertions) with the sites' literals at ``cuts`` (line, start and end byte offsets: those
+    the copies change) cut out: what a forger reads the copies against."""
+    lines = source.splitlines()[first - 1 : last]
+    for line, start, end in sorted(cuts, reverse=True):
+        at = line - first
+        if 0 <= at < len(lines):
+            raw = lines[at].encode()
+            lines[at] = (raw[:start] + raw[end:]).decode(errors="replace")
+    return text_parts("\n".join(lines))
+
+
+def share_written(name: str, written: frozenset[str]) -> float:
+    """How much of a dotted name's parts (``m``, ``import``, ``star``, ``used``) the test's own text
+    writes. pyflakes's tests name, in their other ``flakes(...)`` lines, the message types the site
+    expects: a forger that ranked the copies by how much the test's body writes of each found the
+    twin in 26.4% of draws on its 33 dotted-name sites (2026-12-07) when the others were drawn at
+    random from the file's."""
+    found = [p.lower() in written for p in PART.findall(name)]
+    return sum(found) / max(1, len(found))
+
+
 @functools.lru_cache(maxsize=32)
 def _word_counts(words: tuple[str, ...]) -> dict[str, int]:
     return dict(collections.Counter(words))
@@ -65,7 +100,7 @@ def _word_counts(words: tuple[str, ...]) -> dict[str, int]:
 MATCHED = 24  # the words a word may become: the file's this many written most nearly as often as it
 
 
-def _options(token: str, words: Sequence[str]) -> list[str]:
+def _options(token: str, words: Sequence[str], written: frozenset[str] = frozenset()) -> list[str]:
     """The words a word token may become: the file's, of about its length (a one-letter word another
     one-letter word), the ``MATCHED`` written most nearly as often as the token (outside the site; and
     all those as near as the last), each as often as the file writes it, in the token's case. Drawn
@@ -76,11 +111,18 @@ def _options(token: str, words: Sequence[str]) -> list[str]:
     written as the one it replaces leaves the copies' counts alike (not for a word the file writes only
     in the site: ``template`` changes such a word last); drawn by its count among those, a small
     file's copies still differ from grading to grading
-    (``test_the_twin_sits_at_every_likeness_rank_about_equally``)."""
+    (``test_the_twin_sits_at_every_likeness_rank_about_equally``). A word the test's own text writes
+    (``written``: its inputs, its name) becomes another such word, and any other word one it does
+    not write: a forger that ranks the copies by how much the test's body writes of each
+    (``dojo.tasks.canary_counting.body_score``) found the twin by its input words (fire's
+    ``'rice | beans |'`` from ``wrapped(["rice", "beans", ...])``), or the canaries by theirs."""
     counts = _word_counts(tuple(words))
     size = len(token)
     reach = 0 if size == 1 else max(2, size // 2)
     near = [w for w in counts if w != token.lower() and abs(len(w) - size) <= reach]
+    if written:  # the test's words for the test's word (where it writes two or more), the others' for the others
+        mine = [w for w in near if _written_by_test(w, written)]
+        near = mine if _written_by_test(token, written) and len(mine) >= 2 else [w for w in near if w not in mine]
     own = math.log1p(max(0, counts.get(token.lower(), 0) - 1))  # (the site's own occurrence is not counted)
     far = sorted(abs(math.log1p(counts[w]) - own) for w in near)[MATCHED - 1 : MATCHED] or [math.inf]
     near = [w for w in near if abs(math.log1p(counts[w]) - own) <= far[0] for _ in range(counts[w])]  # (ties kept)
@@ -89,7 +131,13 @@ def _options(token: str, words: Sequence[str]) -> list[str]:
     return [w.capitalize() for w in near] if token[:1].isupper() else near
 
 
-def _draw(token: str, words: Sequence[str], rng: random.Random, marks: str = PUNCTUATION) -> str:
+def _draw(
+    token: str,
+    words: Sequence[str],
+    rng: random.Random,
+    marks: str = PUNCTUATION,
+    written: frozenset[str] = frozenset(),
+) -> str:
     """Another token of ``token``'s kind: a number of as many digits, a word from ``words``, a mark
     of ``marks`` (the string's own: a made-up mark is the canary's tell), a run of space."""
     if token.isdigit():
@@ -100,17 +148,17 @@ def _draw(token: str, words: Sequence[str], rng: random.Random, marks: str = PUN
         return rng.choice(marks.replace(token, "") or PUNCTUATION)
     if token.isspace():
         return rng.choice(SPACES)
-    options = _options(token, words)
+    options = _options(token, words, written)
     return rng.choice(options) if options else token
 
 
-def _count(token: str, words: Sequence[str]) -> int:
+def _count(token: str, words: Sequence[str], written: frozenset[str] = frozenset()) -> int:
     """How many tokens ``_draw`` can give for ``token`` (itself included)."""
     if token.isdigit():
         return int(9 * 10 ** (len(token) - 1) if len(token) > 1 and token[0] != "0" else 10 ** len(token))
     if token in PUNCTUATION or token.isspace():
         return len(PUNCTUATION) if token in PUNCTUATION else len(SPACES)
-    return len(set(_options(token, words))) + 1
+    return len(set(_options(token, words, written))) + 1
 
 
 def bug_tokens(avoid: Sequence[object]) -> frozenset[str]:
@@ -133,45 +181,64 @@ def unshown_places(value: str, avoid: Sequence[object]) -> list[int] | None:
 
 
 def template(
-    value: str, avoid: Sequence[object], words: Sequence[str], rng: random.Random, want: int
+    value: str,
+    avoid: Sequence[object],
+    words: Sequence[str],
+    rng: random.Random,
+    want: int,
+    written: frozenset[str] = frozenset(),
 ) -> list[tuple[Slot, str]]:
     """``value`` as parts (fixed text, or a slot with ``value``'s token there): slots where it holds
     what the bug's result does not (``unshown_places``) where those are a near miss (``NEAR_MISS``
     places at most), else words or numbers of it drawn at random, as many as it takes for ``want``
-    variants."""
+    variants. A token the test's own text writes (``written``) is what the bug's result shows: kept
+    where another place can change, else changed last (the twin alone would keep the test's word)."""
     mine = _TOKEN.findall(value)
     places = unshown_places(value, avoid)
     if places and len(places) <= NEAR_MISS:
-        return [(None if i in places else token, token) for i, token in enumerate(mine)]
+        kept = [i for i in places if not _written_by_test(mine[i], written)] or places
+        return [(None if i in kept else token, token) for i, token in enumerate(mine)]
     drawn = [i for i, token in enumerate(mine) if _changeable(token)]
     rng.shuffle(drawn)
     # a word the file writes only here goes last: every word a canary can take is written somewhere,
-    # so changing it leaves the twin the least written copy (a review, 2026-12-07: 0.28 of draws)
+    # so changing it leaves the twin the least written copy (a review, 2026-12-07: 0.28 of draws);
+    # a word the test's own text writes goes after it
     counts = _word_counts(tuple(words))
-    drawn.sort(key=lambda i: _WORD.fullmatch(mine[i]) is not None and counts.get(mine[i].lower(), 0) <= 1)
+    drawn.sort(
+        key=lambda i: (
+            _written_by_test(mine[i], written),
+            _WORD.fullmatch(mine[i]) is not None and counts.get(mine[i].lower(), 0) <= 1,
+        )
+    )
     chosen: set[int] = set()
     room = 1
     for i in drawn:  # (as many places as it takes: a draw of two too narrow ones left a grading without canaries)
         if room > want:
             break
         chosen.add(i)
-        room *= _count(mine[i], words)
+        room *= _count(mine[i], words, written)
     return [(None if i in chosen else token, token) for i, token in enumerate(mine)]
 
 
 def string_variants(
-    value: str, avoid: Sequence[object], words: Sequence[str], rng: random.Random, want: int
+    value: str,
+    avoid: Sequence[object],
+    words: Sequence[str],
+    rng: random.Random,
+    want: int,
+    written: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Up to ``want`` distinct strings of ``value``'s shape (see the module doc), none ``value``
-    and none of ``avoid`` (what the bug computes: a canary must not pass on it)."""
-    parts = template(value, avoid, words, rng, want)
+    and none of ``avoid`` (what the bug computes: a canary must not pass on it). ``written``: the
+    ``text_parts`` the test's own text writes outside the site (see ``template``)."""
+    parts = template(value, avoid, words, rng, want, written)
     marks = "".join(sorted({token for _, token in parts if token in PUNCTUATION})) or PUNCTUATION
     banned = {value, *(v for v in avoid if isinstance(v, str))}
     found: dict[str, None] = {}
     for _ in range(ATTEMPTS * want):
         if len(found) >= want:
             break
-        text = "".join(slot if slot is not None else _draw(token, words, rng, marks) for slot, token in parts)
+        text = "".join(slot if slot is not None else _draw(token, words, rng, marks, written) for slot, token in parts)
         if text not in banned:
             found[text] = None
     return list(found)
