@@ -98,6 +98,13 @@ def _word_counts(words: tuple[str, ...]) -> dict[str, int]:
 
 
 MATCHED = 24  # the words a word may become: the file's this many written most nearly as often as it
+# How near in how often the file writes them (log(1 + count)) two words must be, at least two of them, for
+# a word the test writes to become another the test writes (else any word): with no bound, the test's
+# keywords too (``'self | def |'`` for ``'rice | beans |'``: the twin the least written copy); within 0.7,
+# too few such words were left and the test's body told the twin again. Measured on the recorded string
+# sites (40 draws each, 2026-12-07), what the best rule expects: 30.6% before the test's words were
+# kept apart, 35.7% at 0.7, 28.7% at 1.5, 26.7% at 3.0 (a word written ~20 times as often is no match).
+ALIKE = 3.0
 
 
 def _options(token: str, words: Sequence[str], written: frozenset[str] = frozenset()) -> list[str]:
@@ -113,17 +120,20 @@ def _options(token: str, words: Sequence[str], written: frozenset[str] = frozens
     file's copies still differ from grading to grading
     (``test_the_twin_sits_at_every_likeness_rank_about_equally``). A word the test's own text writes
     (``written``: its inputs, its name) becomes another such word, and any other word one it does
-    not write: a forger that ranks the copies by how much the test's body writes of each
+    not write, among those written about as often (``ALIKE``) where there are two: a forger that
+    ranks the copies by how much the test's body writes of each
     (``dojo.tasks.canary_counting.body_score``) found the twin by its input words (fire's
     ``'rice | beans |'`` from ``wrapped(["rice", "beans", ...])``), or the canaries by theirs."""
     counts = _word_counts(tuple(words))
     size = len(token)
     reach = 0 if size == 1 else max(2, size // 2)
     near = [w for w in counts if w != token.lower() and abs(len(w) - size) <= reach]
-    if written:  # the test's words for the test's word (where it writes two or more), the others' for the others
-        mine = [w for w in near if _written_by_test(w, written)]
-        near = mine if _written_by_test(token, written) and len(mine) >= 2 else [w for w in near if w not in mine]
     own = math.log1p(max(0, counts.get(token.lower(), 0) - 1))  # (the site's own occurrence is not counted)
+    if written:  # the test's words for the test's word, the others' for the others, where two are about as written
+        test = _written_by_test(token, written)
+        alike = [w for w in near if _written_by_test(w, written) == test and abs(math.log1p(counts[w]) - own) <= ALIKE]
+        if len(alike) >= 2:
+            near = alike
     far = sorted(abs(math.log1p(counts[w]) - own) for w in near)[MATCHED - 1 : MATCHED] or [math.inf]
     near = [w for w in near if abs(math.log1p(counts[w]) - own) <= far[0] for _ in range(counts[w])]  # (ties kept)
     if token.isupper() and size > 1:
