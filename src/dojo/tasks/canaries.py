@@ -440,33 +440,6 @@ def canary_group(
     sites = literal_sites(source, node)
     if fn is None or not 0 <= site < len(sites):
         return None
-    for linked in (True, False):  # (linked: where no group forms so, as the sites stand)
-        used: list[Site] = []
-        links: list[list[Site]] = []  # each used site's others in the test that expect the same: changed with it
-        choices: list[list[Value]] = []
-        combos = None
-        for chosen in sites[site:]:
-            if linked and any(_same(chosen, u) for u in used):
-                continue  # (it changes with that one)
-            same = [other for other in sites if other != chosen and _same(other, chosen)] if linked else []
-            pool = value_pool(source, chosen) if isinstance(chosen.value, str) else []
-            worded = isinstance(chosen.value, str)  # (a string or a dotted name)
-            end = fn.end_lineno or fn.lineno
-            cuts = tuple((c.line, c.start, c.end) for c in (chosen, *same))
-            in_test = test_parts(source, fn.lineno, end, cuts) if worded else frozenset()
-            values = site_values(chosen, pool, rng, avoid, file_words(source), in_test)
-            if len(values) < 2:
-                continue
-            used.append(chosen)
-            links.append(same)
-            choices.append(values)
-            combos = _combinations(choices, rng)
-            if combos is not None:
-                break
-        if combos is not None:
-            break
-    if combos is None:
-        return None
     names = [f"{node.name}_{i + 1}" for i in range(COPIES)]
     body_name = "_" + node.name
     if _defined_names(source) & set(names) or re.search(rf"\b{re.escape(body_name)}\b", source):
@@ -476,7 +449,14 @@ def canary_group(
     last = fn.end_lineno or fn.lineno
     opening = fn.body[0]  # (a nested function or class: from its first decorator; found 2026-12-07)
     starts = min([opening.lineno, *(d.lineno for d in getattr(opening, "decorator_list", []))])
-    made = _shared_body(fn, node, body_name, used, lines[first : starts - 1], links)
+    made = None
+    for linked in (True, False):  # (linked: unless no group forms so, or the test cannot be split so)
+        drawn = _drawn_sites(source, fn, sites[site:], sites if linked else [], rng, avoid)
+        if drawn is not None:
+            used, links, choices, combos = drawn
+            made = _shared_body(fn, node, body_name, used, lines[first : starts - 1], links)
+            if made is not None:
+                break
     if made is None:
         return None
     body, header, call = made
@@ -502,6 +482,41 @@ def canary_group(
         outside="".join(lines[:first]) + body + "".join(lines[last:]),
         body=body,
     )
+
+
+def _drawn_sites(
+    source: str,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    candidates: list[Site],
+    linkable: list[Site],
+    rng: random.Random,
+    avoid: Sequence[Value],
+) -> tuple[list[Site], list[list[Site]], list[list[Value]], list[tuple[int, ...]]] | None:
+    """The sites a group changes (of ``candidates``, in order, as many as ``COPIES`` copies take),
+    each with the sites of ``linkable`` that expect the same value (changed with it), each one's
+    values (``site_values``), and the copies' combinations of them (``_combinations``). None when
+    the candidates have too few values."""
+    used: list[Site] = []
+    links: list[list[Site]] = []
+    choices: list[list[Value]] = []
+    end = fn.end_lineno or fn.lineno
+    for chosen in candidates:
+        if any(_same(chosen, u) for u in used if linkable):
+            continue  # (it changes with that one)
+        same = [other for other in linkable if other != chosen and _same(other, chosen)]
+        pool = value_pool(source, chosen) if isinstance(chosen.value, str) else []
+        cuts = tuple((c.line, c.start, c.end) for c in (chosen, *same))
+        in_test = test_parts(source, fn.lineno, end, cuts) if isinstance(chosen.value, str) else frozenset()
+        values = site_values(chosen, pool, rng, avoid, file_words(source), in_test)  # (in_test: a string's, a name's)
+        if len(values) < 2:
+            continue
+        used.append(chosen)
+        links.append(same)
+        choices.append(values)
+        combos = _combinations(choices, rng)
+        if combos is not None:
+            return used, links, choices, combos
+    return None
 
 
 def _same(a: Site, b: Site) -> bool:
