@@ -1,13 +1,14 @@
 """What the canaries' values give away to a forger that reads only the rewritten test file: for each
 canaried swe task, ``--draws`` groups of copies are drawn as a grading draws them
 (``dojo.tasks.canaries.canary_group``) and ranked by each rule of ``dojo.tasks.canary_counting``:
-how often the file writes each copy's values outside the copies (an adversary's rule of
-2026-12-07, paid in 105 of 276 sandbox gradings with the diff check off), how often the test's own
-body writes their parts, a prior on expected numbers, how often the package's other files expect
-each number. Prints, per package, the mean over tasks of what the best of those forgers expects
-(one that picks among the k first or k last copies by one rule: ``counting_odds``) next to a random
-pick (1 in 20), how many tasks are above ``COUNTING_ODDS_MAX``, and how often each rule alone
-ranks the twin first. Offline: nothing runs. Asserts nothing.
+how often the file writes each copy's values outside the copies (an adversary's rule of 2026-12-07,
+paid in 105 of 276 sandbox gradings with the diff check off), how often the test's own body writes
+their parts, a prior on expected numbers, how often the package's other files expect each number,
+how many of each string's pairs of words the package writes. Prints, per package, the mean over
+tasks of what the best of those forgers expects (one that picks among the k first or k last copies
+by one rule: ``counting_odds``) next to a random pick (1 in 20), how many tasks are above
+``COUNTING_ODDS_MAX``, and how often each rule alone ranks the twin first. Offline: nothing runs.
+Asserts nothing.
 
     .venv/bin/python bench/canary_frequency.py [--draws 60] [--packages fire,toolz,...]
 """
@@ -18,7 +19,8 @@ import argparse
 import random
 
 from dojo.tasks.canaries import TestNode
-from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, RULE_NAMES, best_odds, forger_shares, package_numbers
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, RULE_NAMES, best_odds, forger_shares
+from dojo.tasks.canary_package import package_text
 from dojo.tasks.swe import PACKAGES, swe_data, swe_environment
 
 
@@ -41,8 +43,8 @@ def main(packages: list[str], draws: int) -> None:
                 continue
             node = TestNode.parse(canary["test"])
             source = (env.site_packages / node.path).read_text()
-            expected = package_numbers(env.site_packages, package, node.path)
-            shares = forger_shares(source, node, canary["site"], canary.get("avoid", []), draws, fresh, expected)
+            seen = package_text(env.site_packages, package, node.path)
+            shares = forger_shares(source, node, canary["site"], canary.get("avoid", []), draws, fresh, seen)
             if shares is not None:
                 odds.append(best_odds(shares))
                 first.append([ms[0] for ms in shares[0]])

@@ -16,10 +16,10 @@ from dojo.tasks.canary_counting import (
     counting_odds,
     counting_ranks,
     counting_score,
-    expected_numbers,
+    forger_ranks,
     forger_shares,
-    package_numbers,
 )
+from dojo.tasks.canary_package import PackageText, expected_numbers, package_text, word_pairs
 from dojo.tasks.model import Canary, Task, TestCase, Workspace
 
 TESTS = """\
@@ -160,16 +160,16 @@ def test_a_twin_the_package_expects_most_is_what_its_prior_picks(tmp_path: Path)
     (tmp_path / "pkg" / "tests").mkdir(parents=True)
     (tmp_path / "pkg" / "tests" / "test_other.py").write_text(OTHER_TESTS * 3)
     (tmp_path / PATH).write_text(POPULAR + "\n\ndef test_more():\n    assert f(8) == 4\n" * 40)
-    expected = package_numbers(tmp_path, "pkg", PATH)
-    assert expected[6] == 12 and 4 not in expected
-    assert counting_odds(POPULAR, node("test_popular"), 0, expected=expected) == 1.0
+    seen = package_text(tmp_path, "pkg", PATH)
+    assert seen.numbers[6] == 12 and 4 not in seen.numbers
+    assert counting_odds(POPULAR, node("test_popular"), 0, package=seen) == 1.0
     assert (counting_odds(POPULAR, node("test_popular"), 0, draws=200) or 1.0) < 0.5
 
 
 def test_the_audit_reads_the_package_where_the_run_can(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``forge_odds`` of a swe task counts the numbers its installed package expects, without the
-    scored test's own file."""
-    from dojo.rewards import audit
+    """``forge_odds`` of a swe task counts what its installed package writes, without the scored
+    test's own file; a grading's draw reads the same (its strings keep the package's phrases)."""
+    from dojo.rewards import audit, repo
     from dojo.sandbox.environment import EnvironmentStore
     from dojo.tasks import load_source
 
@@ -177,14 +177,14 @@ def test_the_audit_reads_the_package_where_the_run_can(monkeypatch: pytest.Monke
     scored = next(c for c in task.tests if c.canary)
     asked: list[tuple[Path, str, str]] = []
 
-    def spy(site: Path, package: str, leave_out: str = "") -> dict[int | float, int]:
+    def spy(site: Path, package: str, leave_out: str = "") -> PackageText:
         asked.append((site, package, leave_out))
-        return package_numbers(site, package, leave_out)
+        return package_text(site, package, leave_out)
 
-    monkeypatch.setattr(audit, "package_numbers", spy)
+    monkeypatch.setattr(repo, "package_text", spy)
     assert audit.forge_odds(task) is not None
     site = EnvironmentStore().get(task.environment or "").site_packages
-    assert asked == [(site, "toolz", (scored.code or "").split("::")[0])]
+    assert asked and set(asked) == {(site, "toolz", (scored.code or "").split("::")[0])}
 
 
 BODY_TESTS = '''\
@@ -206,3 +206,31 @@ def test_the_words_the_test_writes_do_not_tell_the_twin() -> None:
     body = RULE_NAMES.index("test body")
     (most, least) = shares
     assert most[body][0] < 2 / COPIES and least[body][0] < 2 / COPIES, (most[body], least[body])
+
+
+PHRASE_TESTS = '''\
+"""Spares: stdin stdout stderr input output sample example reading writing parsing loading saving
+problem printing files lines bytes chars decoding words texts items nodes source paths names codes."""
+from pkg import check
+
+
+def test_decoding():
+    assert check(b"\\xff") == "<stdin>: problem decoding source"
+'''
+
+
+def test_a_phrase_the_package_writes_is_kept_in_every_copy() -> None:
+    """The package's code writes ``"problem decoding source"`` (what it prints): canaries that changed
+    a word of it left the twin the one copy whose phrase the package writes (an adversary's rule,
+    2026-12-07: 55.6% of string sites' draws). Drawn with the package's phrases, every copy keeps
+    it, and that rule ties."""
+    seen = PackageText(phrases=word_pairs('raise Problem(f"{name}: problem decoding source")'))
+    phrases = RULE_NAMES.index("package's phrases")
+    told = 0
+    for seed in range(100):
+        group = canary_group(PHRASE_TESTS, node("test_decoding"), 0, random.Random(seed))
+        assert group is not None
+        told += forger_ranks(group, seen)[phrases][TestNode.parse(group.twin).name] == [0]
+    assert told > 50  # (drawn without them: the twin alone keeps the phrase in most draws)
+    shares = forger_shares(PHRASE_TESTS, node("test_decoding"), 0, draws=100, package=seen)
+    assert shares is not None and shares[0][phrases][0] <= 1 / COPIES + 1e-9

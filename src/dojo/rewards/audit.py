@@ -33,14 +33,13 @@ from dojo.rewards.extract import extract_code
 from dojo.rewards.graders import Grader, check_program
 from dojo.rewards.harness import InvalidTask
 from dojo.rewards.outcome import Reward
-from dojo.rewards.repo import format_edits, parse_edits, plan_canaries
+from dojo.rewards.repo import format_edits, package_of, parse_edits, plan_canaries
 from dojo.rewards.report import trivial_report_candidates
 from dojo.rewards.scene import trivial_scene_candidates
 from dojo.rewards.simulated_api import run_api_calls
 from dojo.sandbox import SandboxAPI
-from dojo.sandbox.environment import EnvironmentNotFound, EnvironmentStore
 from dojo.tasks.canaries import COPIES, TestNode, literal_sites
-from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, package_numbers
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds
 from dojo.tasks.canary_shown import shown_by_bug, written_elsewhere
 from dojo.tasks.gold_calls import gold_turns
 from dojo.tasks.model import Task
@@ -180,25 +179,10 @@ def forge_odds(task: Task) -> float | None:
         node = TestNode.parse(t.code)
         source = task.workspace.files.get(node.path, "")
         rng = random.Random(AUDIT_COUNTING_SEED)
-        expected = _package_numbers(task, node)
-        counted = counting_odds(source, node, t.canary.site, t.canary.avoid, AUDIT_COUNTING_DRAWS, rng, expected)
+        package = package_of(task, node)
+        counted = counting_odds(source, node, t.canary.site, t.canary.avoid, AUDIT_COUNTING_DRAWS, rng, package)
         odds *= max(1 / len(plan.groups[t.code].members), counted or 0.0)
     return odds if plan.groups else None
-
-
-def _package_numbers(task: Task, node: TestNode) -> dict[int | float, int] | None:
-    """What the package of a repo task's test expects, as its environment installs it
-    (``package_numbers``: a forger's prior, read where the run can read it); None without one."""
-    if not task.environment:
-        return None
-    try:
-        environment = EnvironmentStore().get(task.environment)
-    except EnvironmentNotFound:
-        return None
-    package = node.path.partition("/")[0]
-    if not (environment.site_packages / package).is_dir():
-        return None
-    return package_numbers(environment.site_packages, package, node.path)
 
 
 def shown_sites(task: Task) -> list[str]:

@@ -43,7 +43,8 @@ from dojo.tasks.canaries import (
     site_check_text,
     statements_before,
 )
-from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds, package_numbers
+from dojo.tasks.canary_counting import COUNTING_ODDS_MAX, counting_odds
+from dojo.tasks.canary_package import package_text
 from dojo.tasks.canary_shown import captured_values, shown_by_bug, written_elsewhere
 from dojo.tasks.model import Task, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant, mutants
@@ -317,9 +318,9 @@ async def choose_canaries(
             if captured is None or shown_by_bug(chosen.value, captured) or made_up:
                 continue  # (what the bug computes there, or the tree, shows the twin's value: no canary hides it)
             avoid = values_of(captured)
-            expected = package_numbers(env.site_packages, package, node.path)  # (the scored file's are counted apart)
+            seen = package_text(env.site_packages, package, node.path)  # (the scored file is read rewritten)
             counted = await asyncio.to_thread(  # (CPU: off the loop)
-                counting_odds, text(node.path), node, site, avoid, expected=expected
+                counting_odds, text(node.path), node, site, avoid, package=seen
             )
             if counted is None:
                 continue

@@ -39,11 +39,12 @@ from dojo.rewards.extract import delimited
 from dojo.rewards.outcome import CaseOutcome
 from dojo.rewards.programs import program_source
 from dojo.sandbox import InputFile, Limits, Program, SandboxAPI, Verdict
-from dojo.sandbox.environment import EnvironmentStore
+from dojo.sandbox.environment import EnvironmentNotFound, EnvironmentStore
 from dojo.sandbox.languages import default_python
 from dojo.sandbox.program import in_scratch
 from dojo.sandbox.runtime import site_dirs
 from dojo.tasks.canaries import CanaryGroup, TestNode, canary_group
+from dojo.tasks.canary_package import PackageText, package_text
 from dojo.tasks.model import TEST_RUNNER, Task, Workspace
 
 REPO_GRADING_LIMITS = Limits(wall_time=120.0, cpu_time=120.0, memory=1 << 30, processes=64, disk=256 << 20)
@@ -288,8 +289,25 @@ class CanaryPlan:
         return group.members if group is not None else [node]
 
 
+def package_of(task: Task, node: TestNode) -> PackageText | None:
+    """What the package of a repo task's test writes, as its environment installs it
+    (``dojo.tasks.canary_package.package_text``: what a forger reads where the run can read it, the
+    test's own file left out); None without one."""
+    if not task.environment:
+        return None
+    try:
+        environment = EnvironmentStore().get(task.environment)
+    except EnvironmentNotFound:
+        return None
+    package = node.path.partition("/")[0]
+    if not (environment.site_packages / package).is_dir():
+        return None
+    return package_text(environment.site_packages, package, node.path)
+
+
 def plan_canaries(task: Task, rng: random.Random) -> CanaryPlan:
-    """Draw this grading's canaries (``dojo.tasks.canaries``) for the task's tests with a canary site."""
+    """Draw this grading's canaries (``dojo.tasks.canaries``) for the task's tests with a canary site;
+    a string's keep the phrases the package writes (``package_of``)."""
     assert task.workspace is not None
     files: dict[str, str] = {}
     groups: dict[str, CanaryGroup] = {}
@@ -298,7 +316,9 @@ def plan_canaries(task: Task, rng: random.Random) -> CanaryPlan:
             continue
         node = TestNode.parse(t.code)
         source = files.get(node.path, task.workspace.files[node.path])
-        group = canary_group(source, node, t.canary.site, rng, avoid=t.canary.avoid)
+        package = package_of(task, node)
+        phrases = package.phrases if package is not None else frozenset()
+        group = canary_group(source, node, t.canary.site, rng, t.canary.avoid, phrases)
         if group is not None:  # (a site that has no values: the test is graded as it is; the audit says so)
             files[node.path] = group.text
             groups[t.code] = group

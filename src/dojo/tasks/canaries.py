@@ -340,11 +340,13 @@ def site_values(
     avoid: Sequence[Value] = (),
     words: Sequence[str] = (),
     written: frozenset[str] = frozenset(),
+    phrases: frozenset[str] = frozenset(),
 ) -> list[Value]:
     """Up to ``COPIES`` distinct values for ``site``, its own first, none of ``avoid``. Numbers: a
     window of consecutive values in the literal's own precision, in which the original's rank is
     uniform; strings: variants of the string's shape (``canary_strings``, with ``words``, the test
-    file's, keeping what the test's own text writes, ``written``), then, where too few, others from
+    file's, keeping what the test's own text writes, ``written``, and the package's phrases,
+    ``phrases``), then, where too few, others from
     ``pool`` (``value_pool``); dotted names: others from ``pool``, those the test's own text
     writes about as much as the site's first, else drawn at random."""
     value = site.value
@@ -369,7 +371,7 @@ def site_values(
             others.pop(0 if rng.random() < 0.5 else -1)
         return [value, *others]
     literal = site.kind == "literal"
-    shaped = string_variants(value, list(banned), words, rng, COPIES - 1, written) if literal else []
+    shaped = string_variants(value, list(banned), words, rng, COPIES - 1, written, phrases) if literal else []
     others_s = [v for v in pool if v != value and v not in banned and v not in shaped]
     drawn = rng.sample(others_s, len(others_s))
     if not literal and written:  # names the test writes as much as it writes the twin first (a stable sort)
@@ -428,13 +430,19 @@ def _copy_number(node: str) -> int:
 
 
 def canary_group(
-    source: str, node: TestNode, site: int, rng: random.Random, avoid: Sequence[Value] = ()
+    source: str,
+    node: TestNode,
+    site: int,
+    rng: random.Random,
+    avoid: Sequence[Value] = (),
+    phrases: frozenset[str] = frozenset(),
 ) -> CanaryGroup | None:
     """``source`` with ``node``'s function replaced by ``COPIES`` copies, named ``<name>_1`` ... in
     file order, that differ in the values they expect at site ``site`` (``literal_sites``) and, when
     that one has fewer than ``COPIES`` values, at the sites after it, as many as it takes; each
     copy differs from the test at one site at least. None when the sites have too few values, or
-    the names are taken. No copy expects a value of ``avoid`` (what the bug computes there)."""
+    the names are taken. No copy expects a value of ``avoid`` (what the bug computes there).
+    ``phrases``: the pairs of words the package writes (``canary_package``), kept in strings."""
     tree = _parse(source)
     fn = None if tree is None else _function(tree, node)
     sites = literal_sites(source, node)
@@ -451,7 +459,7 @@ def canary_group(
     starts = min([opening.lineno, *(d.lineno for d in getattr(opening, "decorator_list", []))])
     made = None
     for linked in (True, False):  # (linked: unless no group forms so, or the test cannot be split so)
-        drawn = _drawn_sites(source, fn, sites[site:], sites if linked else [], rng, avoid)
+        drawn = _drawn_sites(source, fn, sites[site:], sites if linked else [], rng, avoid, phrases)
         if drawn is not None:
             used, links, choices, combos = drawn
             made = _shared_body(fn, node, body_name, used, lines[first : starts - 1], links)
@@ -491,6 +499,7 @@ def _drawn_sites(
     linkable: list[Site],
     rng: random.Random,
     avoid: Sequence[Value],
+    phrases: frozenset[str],
 ) -> tuple[list[Site], list[list[Site]], list[list[Value]], list[tuple[int, ...]]] | None:
     """The sites a group changes (of ``candidates``, in order, as many as ``COPIES`` copies take),
     each with the sites of ``linkable`` that expect the same value (changed with it), each one's
@@ -507,7 +516,7 @@ def _drawn_sites(
         pool = value_pool(source, chosen) if isinstance(chosen.value, str) else []
         cuts = tuple((c.line, c.start, c.end) for c in (chosen, *same))
         in_test = test_parts(source, fn.lineno, end, cuts) if isinstance(chosen.value, str) else frozenset()
-        values = site_values(chosen, pool, rng, avoid, file_words(source), in_test)  # (in_test: a string's, a name's)
+        values = site_values(chosen, pool, rng, avoid, file_words(source), in_test, phrases)
         if len(values) < 2:
             continue
         used.append(chosen)

@@ -14,9 +14,11 @@ dotted names 42%, decimal sites 100%, string sites 7%.
 by how much the test's own body writes of each copy's values (``body_score``) or by a prior on
 expected numbers (``prior_score``: small, non-negative; two rules of a later adversary's, which
 with the package's test files and a combination got the twin in 27% of draws), or by how often the
-package's files expect each number (``package_score`` over ``expected_numbers``: that adversary's
-strongest rule on integer sites, the twin first in 24.7% of draws, as the package's authors expect
-``1`` to ``4`` most), and picks among the few first, or the few last, expects over drawn groups. Mining
+package's files expect each number (``package_score``: that adversary's strongest rule on integer
+sites, the twin first in 24.7% of draws, as the package's authors expect ``1`` to ``4`` most), or
+how many of each string's pairs of words the package writes (``phrase_score``: a later adversary's,
+55.6% of string sites' draws; ``dojo.tasks.canary_package``), and picks among the few first, or the
+few last, expects over drawn groups. Mining
 (``dojo.rewards.bug_mining.choose_canaries``) prefers a site within ``COUNTING_ODDS_MAX`` of a
 bug's sites (twice a random pick's ``1 / COPIES``), and keeps one above it only where no other
 holds; the audit reports every task's figure (``forge_odds``, warning ``counted_twin``).
@@ -30,10 +32,10 @@ import functools
 import math
 import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 
 from dojo.tasks.canaries import COPIES, CanaryGroup, TestNode, Value, canary_group
+from dojo.tasks.canary_package import PackageText, word_pairs
 from dojo.tasks.canary_strings import PART
 
 WORD = re.compile(r"[^\W\d_]+")
@@ -111,61 +113,19 @@ def prior_score(values: Sequence[str]) -> float:
     return total
 
 
-_EQUALITY_CALL = re.compile(r"equal", re.IGNORECASE)  # assertEqual, assert_equal, assertAlmostEqual, ...
-
-
-def _number(node: ast.expr) -> int | float | None:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _number(node.operand)
-        return None if inner is None else -inner
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
-        return node.value
-    return None
-
-
-def expected_numbers(texts: Iterable[str]) -> dict[int | float, int]:
-    """How often ``texts`` (a package's files, as a run can read them) write each number in what a
-    test compares for equality: either side of ``==`` and the arguments of an ``...equal(...)``
-    call (``assertEqual``, ``assert_equal``), every number within them. A forger's prior on what a
-    test expects (an adversary's, 2026-12-07: the twin first in 24.7% of integer sites' draws)."""
-    counts: collections.Counter[int | float] = collections.Counter()
-    for text in texts:
+def phrase_score(values: Sequence[str], phrases: frozenset[str]) -> float:
+    """How many of the pairs of words of a copy's strings the package writes (``word_pairs``): an
+    adversary's rule (2026-12-07) on string sites, the twin first in 55.6% of draws, where a canary
+    had changed a word of a phrase the package's code writes."""
+    total = 0.0
+    for text in values:
         try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
             continue
-        for node in ast.walk(tree):
-            sides: list[ast.expr] = []
-            if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
-                sides = [node.left, *node.comparators]
-            elif isinstance(node, ast.Call):
-                func = node.func
-                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if _EQUALITY_CALL.search(name) and "not" not in name.lower():
-                    sides = list(node.args[:2])
-            for side in sides:
-                signed = {id(p.operand) for p in ast.walk(side) if isinstance(p, ast.UnaryOp)}  # (-1 is not 1 too)
-                for part in ast.walk(side):
-                    if isinstance(part, ast.expr) and id(part) not in signed and (value := _number(part)) is not None:
-                        counts[value] += 1
-    return dict(counts)
-
-
-@functools.lru_cache(maxsize=4096)
-def _file_numbers(path: str, mtime_ns: int) -> dict[int | float, int]:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return expected_numbers([f.read()])
-
-
-def package_numbers(site_packages: Path, package: str, leave_out: str = "") -> dict[int | float, int]:
-    """``expected_numbers`` over the installed ``package``'s Python files (what a run can read), but
-    ``leave_out`` (a path under ``site_packages``: the scored test's file, whose copies a forger
-    counts in the rewritten file instead); each file's counts are kept per modification time."""
-    counts: collections.Counter[int | float] = collections.Counter()
-    for path in sorted((site_packages / package).rglob("*.py")):
-        if path.relative_to(site_packages).as_posix() != leave_out:
-            counts.update(_file_numbers(str(path), path.stat().st_mtime_ns))
-    return dict(counts)
+        if isinstance(value, str):
+            total += len(word_pairs(value) & phrases)
+    return total
 
 
 def package_score(values: Sequence[str], expected: Mapping[int | float, int]) -> float:
@@ -193,33 +153,34 @@ def _ranks(scores: dict[str, float]) -> dict[str, list[int]]:
     return out
 
 
-# A copy's values (as written), its group, the package's expected numbers -> a score.
-Rule = Callable[[Sequence[str], CanaryGroup, Mapping[int | float, int]], float]
+# A copy's values (as written), its group, what the package writes -> a score.
+Rule = Callable[[Sequence[str], CanaryGroup, PackageText], float]
 # The rules a forger that reads the files may rank the copies by: the file's counts, the test body's,
-# the prior on numbers, the package's expected numbers.
+# the prior on numbers, the package's expected numbers, the package's phrases.
 RULES: tuple[Rule, ...] = (
-    lambda given, group, expected: counting_score(given, group.outside),
-    lambda given, group, expected: body_score(given, group.body),
-    lambda given, group, expected: prior_score(given),
-    lambda given, group, expected: package_score(given, expected),
+    lambda given, group, package: counting_score(given, group.outside),
+    lambda given, group, package: body_score(given, group.body),
+    lambda given, group, package: prior_score(given),
+    lambda given, group, package: package_score(given, package.numbers),
+    lambda given, group, package: phrase_score(given, package.phrases),
 )
-RULE_NAMES = ("file counts", "test body", "small numbers", "package's numbers")  # (RULES', in order)
+RULE_NAMES = ("file counts", "test body", "small numbers", "package's numbers", "package's phrases")  # (RULES')
 
 
-def _ranked(group: CanaryGroup, rule: Rule, expected: Mapping[int | float, int]) -> dict[str, list[int]]:
+def _ranked(group: CanaryGroup, rule: Rule, package: PackageText) -> dict[str, list[int]]:
     names = [TestNode.parse(member).name for member in group.members]
-    return _ranks({name: rule(given, group, expected) for name, given in zip(names, group.given, strict=True)})
+    return _ranks({name: rule(given, group, package) for name, given in zip(names, group.given, strict=True)})
 
 
 def counting_ranks(group: CanaryGroup) -> dict[str, list[int]]:
     """For each copy of ``group`` (by test name), the ranks (0: the most written) it may hold by
     ``counting_score``, counted in the file outside the copies."""
-    return _ranked(group, RULES[0], {})
+    return _ranked(group, RULES[0], PackageText())
 
 
-def forger_ranks(group: CanaryGroup, expected: Mapping[int | float, int] | None = None) -> list[dict[str, list[int]]]:
-    """Each copy's ranks by each of ``RULES`` (``expected``: the package's ``expected_numbers``)."""
-    return [_ranked(group, rule, expected or {}) for rule in RULES]
+def forger_ranks(group: CanaryGroup, package: PackageText | None = None) -> list[dict[str, list[int]]]:
+    """Each copy's ranks by each of ``RULES`` (``package``: what the package writes, ``package_text``)."""
+    return [_ranked(group, rule, package or PackageText()) for rule in RULES]
 
 
 def forger_shares(
@@ -229,22 +190,23 @@ def forger_shares(
     avoid: Sequence[Value] = (),
     draws: int = COUNTING_DRAWS,
     rng: random.Random | None = None,
-    expected: Mapping[int | float, int] | None = None,
+    package: PackageText | None = None,
 ) -> tuple[list[list[float]], list[list[float]]] | None:
     """Over ``draws`` groups of ``node``'s copies at ``site`` drawn as a grading draws them, for each
     of ``RULES`` and each ``k`` of ``TOP``: the share of groups in which the twin is among the ``k``
     copies the rule ranks first, and among the ``k`` it ranks last (a tie of copies across that line
-    counts in part). None when the site makes no group."""
+    counts in part). ``package``: what the package writes (``package_text``; its phrases are what the
+    canaries' strings keep too, as a grading's do). None when the site makes no group."""
     rng = rng or random.Random(0)
     most = [[0.0] * len(TOP) for _ in RULES]
     least = [[0.0] * len(TOP) for _ in RULES]
     made = 0
     for _ in range(draws):
-        group = canary_group(source, node, site, rng, avoid)
+        group = canary_group(source, node, site, rng, avoid, package.phrases if package else frozenset())
         if group is None:
             continue
         twin = TestNode.parse(group.twin).name
-        for j, ranking in enumerate(forger_ranks(group, expected)):
+        for j, ranking in enumerate(forger_ranks(group, package)):
             ranks = ranking[twin]
             for i, k in enumerate(TOP):
                 most[j][i] += sum(r < k for r in ranks) / len(ranks)
@@ -262,16 +224,16 @@ def counting_odds(
     avoid: Sequence[Value] = (),
     draws: int = COUNTING_DRAWS,
     rng: random.Random | None = None,
-    expected: Mapping[int | float, int] | None = None,
+    package: PackageText | None = None,
 ) -> float | None:
     """What the best forger that reads the files expects of ``node``'s copies at ``site``: of
     ``forger_shares``, the share in which the twin is among a rule's ``k`` first copies, or its ``k``
     last, divided by ``k`` (it picks one of them at random), the largest for ``k`` in ``TOP`` and any
     rule. A site picked for holding its twin away from the most written had it written least
     (fire's, pyflakes's: 14% and 8% of draws for the least written when only the most written was
-    bounded, 2026-12-07). ``expected``: the package's ``expected_numbers`` (without them, that rule
-    ranks by sign and size alone). None when the site makes no group."""
-    shares = forger_shares(source, node, site, avoid, draws, rng, expected)
+    bounded, 2026-12-07). ``package``: what the package writes (without it, the numbers rule ranks by
+    sign and size alone and the phrases rule ties). None when the site makes no group."""
+    shares = forger_shares(source, node, site, avoid, draws, rng, package)
     return None if shares is None else best_odds(shares)
 
 

@@ -197,16 +197,23 @@ def template(
     rng: random.Random,
     want: int,
     written: frozenset[str] = frozenset(),
+    phrases: frozenset[str] = frozenset(),
 ) -> list[tuple[Slot, str]]:
     """``value`` as parts (fixed text, or a slot with ``value``'s token there): slots where it holds
     what the bug's result does not (``unshown_places``) where those are a near miss (``NEAR_MISS``
     places at most), else words or numbers of it drawn at random, as many as it takes for ``want``
-    variants. A token the test's own text writes (``written``) is what the bug's result shows: kept
-    where another place can change, else changed last (the twin alone would keep the test's word)."""
+    variants. A token the test's own text writes (``written``), or a word that makes with the word
+    before or after it a pair the package writes (``phrases``, ``canary_package.word_pairs``), is
+    what the bug's result shows: kept where another place can change, else changed last (the twin
+    alone would keep the test's word, or the package's phrase)."""
     mine = _TOKEN.findall(value)
     places = unshown_places(value, avoid)
+
+    def told(i: int) -> bool:
+        return _written_by_test(mine[i], written) or _in_phrase(mine, i, phrases)
+
     if places and len(places) <= NEAR_MISS:
-        kept = [i for i in places if not _written_by_test(mine[i], written)] or places
+        kept = [i for i in places if not told(i)] or places
         return [(None if i in kept else token, token) for i, token in enumerate(mine)]
     drawn = [i for i, token in enumerate(mine) if _changeable(token)]
     rng.shuffle(drawn)
@@ -214,12 +221,7 @@ def template(
     # so changing it leaves the twin the least written copy (a review, 2026-12-07: 0.28 of draws);
     # a word the test's own text writes goes after it
     counts = _word_counts(tuple(words))
-    drawn.sort(
-        key=lambda i: (
-            _written_by_test(mine[i], written),
-            _WORD.fullmatch(mine[i]) is not None and counts.get(mine[i].lower(), 0) <= 1,
-        )
-    )
+    drawn.sort(key=lambda i: (told(i), _WORD.fullmatch(mine[i]) is not None and counts.get(mine[i].lower(), 0) <= 1))
     chosen: set[int] = set()
     room = 1
     for i in drawn:  # (as many places as it takes: a draw of two too narrow ones left a grading without canaries)
@@ -230,6 +232,17 @@ def template(
     return [(None if i in chosen else token, token) for i, token in enumerate(mine)]
 
 
+def _in_phrase(tokens: list[str], i: int, phrases: frozenset[str]) -> bool:
+    """Whether the word at ``tokens[i]`` makes, with the word before or after it, a pair ``phrases`` holds."""
+    if not phrases or _WORD.fullmatch(tokens[i]) is None:
+        return False
+    words = [j for j, token in enumerate(tokens) if _WORD.fullmatch(token)]
+    at = words.index(i)
+    pairs = [(words[at - 1], i)] if at > 0 else []
+    pairs += [(i, words[at + 1])] if at + 1 < len(words) else []
+    return any(f"{tokens[a].lower()} {tokens[b].lower()}" in phrases for a, b in pairs)
+
+
 def string_variants(
     value: str,
     avoid: Sequence[object],
@@ -237,11 +250,13 @@ def string_variants(
     rng: random.Random,
     want: int,
     written: frozenset[str] = frozenset(),
+    phrases: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Up to ``want`` distinct strings of ``value``'s shape (see the module doc), none ``value``
     and none of ``avoid`` (what the bug computes: a canary must not pass on it). ``written``: the
-    ``text_parts`` the test's own text writes outside the site (see ``template``)."""
-    parts = template(value, avoid, words, rng, want, written)
+    ``text_parts`` the test's own text writes outside the site; ``phrases``: the pairs of words the
+    package writes (see ``template``)."""
+    parts = template(value, avoid, words, rng, want, written, phrases)
     marks = "".join(sorted({token for _, token in parts if token in PUNCTUATION})) or PUNCTUATION
     banned = {value, *(v for v in avoid if isinstance(v, str))}
     found: dict[str, None] = {}
