@@ -44,7 +44,7 @@ from dojo.sandbox.languages import default_python
 from dojo.sandbox.program import in_scratch
 from dojo.sandbox.runtime import site_dirs
 from dojo.tasks.canaries import CanaryGroup, TestNode, canary_group
-from dojo.tasks.canary_package import PackageText, package_text
+from dojo.tasks.canary_package import PackageText, package_phrases, package_text
 from dojo.tasks.model import TEST_RUNNER, Task, Workspace
 
 REPO_GRADING_LIMITS = Limits(wall_time=120.0, cpu_time=120.0, memory=1 << 30, processes=64, disk=256 << 20)
@@ -289,10 +289,10 @@ class CanaryPlan:
         return group.members if group is not None else [node]
 
 
-def package_of(task: Task, node: TestNode) -> PackageText | None:
+def package_of(task: Task, node: TestNode, numbers: bool = True) -> PackageText | None:
     """What the package of a repo task's test writes, as its environment installs it
     (``dojo.tasks.canary_package.package_text``: what a forger reads where the run can read it, the
-    test's own file left out); None without one."""
+    test's own file left out; without ``numbers``, its phrases alone); None without one."""
     if not task.environment:
         return None
     try:
@@ -302,6 +302,8 @@ def package_of(task: Task, node: TestNode) -> PackageText | None:
     package = node.path.partition("/")[0]
     if not (environment.site_packages / package).is_dir():
         return None
+    if not numbers:
+        return PackageText(phrases=package_phrases(environment.site_packages, package, node.path))
     return package_text(environment.site_packages, package, node.path)
 
 
@@ -316,7 +318,7 @@ def plan_canaries(task: Task, rng: random.Random) -> CanaryPlan:
             continue
         node = TestNode.parse(t.code)
         source = files.get(node.path, task.workspace.files[node.path])
-        package = package_of(task, node)
+        package = package_of(task, node, numbers=False)
         phrases = package.phrases if package is not None else frozenset()
         group = canary_group(source, node, t.canary.site, rng, t.canary.avoid, phrases)
         if group is not None:  # (a site that has no values: the test is graded as it is; the audit says so)
