@@ -292,3 +292,8 @@ def test_the_tests_other_sites_that_expect_the_same_change_with_it() -> None:
     names = "import m\n\nOTHER = [m.B, m.C]\n\n\ndef test_n():\n" + "    flakes('x', m.A)\n" * 5
     group = canary_group(names, TestNode.parse("t.py::test_n"), 0, random.Random(0))
     assert group is not None and group.body.count("m.A") == 2  # (3 names, one site: too few; 3 sites of 5 change)
+    # a dotted name never changes with its others: what the bug reports for one is not recorded, and
+    # a name written at every place passed on a bug that reports it at each (pyflakes/0031)
+    many = names.replace("[m.B, m.C]", "[" + ", ".join(f"m.N{i}" for i in range(25)) + "]")
+    group = canary_group(many, TestNode.parse("t.py::test_n"), 0, random.Random(0))
+    assert group is not None and group.body.count("m.A") == 4 and group.body.count("_v0") == 2

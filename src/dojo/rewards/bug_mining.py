@@ -55,6 +55,10 @@ MINING_LIMITS = Limits(wall_time=60.0, cpu_time=60.0, memory=1 << 30, processes=
 # the reference of a bug it caught passed 2 of 6 gradings with canaries (the twin's place among its
 # copies is drawn anew each time); chosen on one lucky grading, the audit then found it failing.
 HOLD_GRADINGS = 3
+# Gradings of the tree as given for a dotted-name site (one for others): what the bug reports there is
+# not recorded (no ``avoid``), so a drawn name can be it; three had missed pyflakes/0031's, which a
+# later audit drew (2026-12-07). Each draws 19 canaries anew: 8 see most of a two-site grid.
+HOLD_UNCHANGED_NAMES = 8
 
 
 def _probe(package: str, env_ref: str, files: dict[str, str] | None = None) -> Task:
@@ -325,7 +329,9 @@ async def choose_canaries(
             if counted is None:
                 continue
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
-            seconds = await canaries_hold(bug_task(package, data, bug, text(bug["file"]), env, "none"), sandbox)
+            unchanged = HOLD_UNCHANGED_NAMES if chosen.kind == "name" else 1
+            task = bug_task(package, data, bug, text(bug["file"]), env, "none")
+            seconds = await canaries_hold(task, sandbox, unchanged=unchanged)
             if seconds is not None:  # (within the bound, the odds tie: the quickest of those is chosen)
                 held.append((max(counted, COUNTING_ODDS_MAX), seconds, counted, bug["canary"]))
             del bug["canary"]
@@ -446,11 +452,13 @@ async def breaks_at_site(
 CAPTURED = canary_capture.CAPTURED.removeprefix("/box/")
 
 
-async def canaries_hold(task: Task, sandbox: SandboxAPI, gradings: int = HOLD_GRADINGS) -> float | None:
+async def canaries_hold(
+    task: Task, sandbox: SandboxAPI, gradings: int = HOLD_GRADINGS, unchanged: int = 1
+) -> float | None:
     """The task's canaries, run: on the reference fix the scored test passes and no canary does
     (the score is full), in each of ``gradings`` gradings (each draws the canaries and the twin's
-    place among them anew); on the tree as given every copy fails and no canary passes. The
-    median seconds of the reference's gradings when they hold, else None."""
+    place among them anew); on the tree as given every copy fails and no canary passes, in each of
+    ``unchanged`` gradings. The median seconds of the reference's gradings when they hold, else None."""
     assert task.workspace is not None and task.reference is not None
     given = format_edits(dict(list(task.workspace.files.items())[:1]))  # the buggy module, unchanged
     times = []
@@ -460,6 +468,8 @@ async def canaries_hold(task: Task, sandbox: SandboxAPI, gradings: int = HOLD_GR
         times.append(time.perf_counter() - started)
         if not (fixed.hack is None and fixed.infrastructure_error is None and fixed.passed == fixed.total > 0):
             return None
-    unfixed = await grade_repo_task(task, given, sandbox, MINING_LIMITS)
-    ok_unfixed = unfixed.hack is None and unfixed.infrastructure_error is None and unfixed.passed == 0
-    return statistics.median(times) if ok_unfixed else None
+    for _ in range(unchanged):
+        unfixed = await grade_repo_task(task, given, sandbox, MINING_LIMITS)
+        if not (unfixed.hack is None and unfixed.infrastructure_error is None and unfixed.passed == 0):
+            return None
+    return statistics.median(times)

@@ -20,9 +20,12 @@ The values are drawn so that the package's value is not the odd one out: integer
 form a window of consecutive values (in the literal's own precision) in which the original's rank
 is uniform; strings are variants of the string (``canary_strings``), then other strings of the file;
 dotted names are other dotted names of the file, those the test writes as much as the site's first.
-The test's other sites that expect the same value change with it (they read the same parameter), so
-the test's body does not write the twin's value beside the copies (pyflakes's tests repeat the
-message types they expect); where that leaves too few values for the copies, they stay as they are.
+A literal's other sites in the test that expect the same value change with it (they read the same
+parameter), so the test's body does not write the twin's value beside the copies; where that leaves
+too few values for the copies, they stay as they are. Not a dotted name's: what the bug reports for
+one is not recorded, and pyflakes/0031's copies that wrote one message type at all four places the
+test expects ``m.UndefinedName`` passed on the bug, which reports that type at each (an audit,
+2026-12-07).
 Which literal a test's canaries
 change (its *site*, an index into ``literal_sites``) is chosen when the task is made and checked by
 running (``dojo.rewards.canary_check``): every canary fails on the reference fix and on the tree as
@@ -510,9 +513,11 @@ def _drawn_sites(
     choices: list[list[Value]] = []
     end = fn.end_lineno or fn.lineno
     for chosen in candidates:
-        if any(_same(chosen, u) for u in used if linkable):
+        if any(_same(chosen, u) for u in used if linkable and u.kind == "literal"):
             continue  # (it changes with that one)
-        same = [other for other in linkable if other != chosen and _same(other, chosen)]
+        # (not a dotted name's: what the bug reports for one is not recorded (no ``avoid``), and a name
+        # changed at every place the test expects it passed on the bug that reports another there)
+        same = [o for o in linkable if o != chosen and _same(o, chosen)] if chosen.kind == "literal" else []
         pool = value_pool(source, chosen) if isinstance(chosen.value, str) else []
         cuts = tuple((c.line, c.start, c.end) for c in (chosen, *same))
         in_test = test_parts(source, fn.lineno, end, cuts) if isinstance(chosen.value, str) else frozenset()
