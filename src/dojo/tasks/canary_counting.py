@@ -145,12 +145,13 @@ def package_score(values: Sequence[str], expected: Mapping[int | float, int]) ->
 def _ranks(scores: dict[str, float]) -> dict[str, list[int]]:
     """For each copy, the ranks (0: the highest score) it may hold: several where copies tie (a
     forger cannot tell them apart)."""
-    out = {}
-    for copy, score in scores.items():
-        above = sum(other > score + 1e-9 for other in scores.values())
-        tied = sum(abs(other - score) <= 1e-9 for other in scores.values())
-        out[copy] = list(range(above, above + tied))
-    return out
+    return {copy: _ranks_of(score, list(scores.values())) for copy, score in scores.items()}
+
+
+def _ranks_of(score: float, scores: list[float]) -> list[int]:
+    above = sum(other > score + 1e-9 for other in scores)
+    tied = sum(abs(other - score) <= 1e-9 for other in scores)
+    return list(range(above, above + tied))
 
 
 # A copy's values (as written), its group, what the package writes -> a score.
@@ -205,9 +206,10 @@ def forger_shares(
         group = canary_group(source, node, site, rng, avoid, package.phrases if package else frozenset())
         if group is None:
             continue
-        twin = TestNode.parse(group.twin).name
-        for j, ranking in enumerate(forger_ranks(group, package)):
-            ranks = ranking[twin]
+        twin = group.members.index(group.twin)
+        for j, rule in enumerate(RULES):  # (the twin's ranks alone: what is counted)
+            scores = [rule(given, group, package or PackageText()) for given in group.given]
+            ranks = _ranks_of(scores[twin], scores)
             for i, k in enumerate(TOP):
                 most[j][i] += sum(r < k for r in ranks) / len(ranks)
                 least[j][i] += sum(r >= COPIES - k for r in ranks) / len(ranks)
