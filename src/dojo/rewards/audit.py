@@ -187,7 +187,7 @@ def forge_odds(task: Task) -> float | None:
 
 def shown_sites(task: Task) -> list[str]:
     """A repo task's canaried tests whose site the bug's recorded result shows (``Canary.avoid``,
-    ``dojo.tasks.canaries.shown_by_bug``), or whose string the task's files write elsewhere
+    ``dojo.tasks.canary_shown.shown_by_bug``), or whose string the task's files write elsewhere
     (``written_elsewhere``): a forger that holds the copies' values against what the bug computed,
     or counts where each is written, finds the twin there, whatever the canaries."""
     out = []

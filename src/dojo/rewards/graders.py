@@ -85,7 +85,7 @@ from dojo.rewards.simulated_api import (
 )
 from dojo.sandbox import ExecutionResult, InputFile, Limits, Program, SandboxAPI, Verdict
 from dojo.sandbox.compare import stdout_matches
-from dojo.tasks.canaries import redact
+from dojo.tasks.canary_shown import redact
 from dojo.tasks.gold_calls import gold_calls
 from dojo.tasks.model import Task
 from dojo.tasks.values import decode_value, returned_equal

@@ -634,15 +634,6 @@ def _shared_body(
     return body, header_text, call
 
 
-def redact(text: str, values: tuple[Value, ...]) -> str:
-    """``text`` without ``values`` written in it (a failure message that would name a canaried
-    test's expected values, and so tell its twin from the canaries)."""
-    spellings = {spelling for value in values for spelling in (repr(value), str(value))} - {""}
-    for spelling in sorted(spellings, key=len, reverse=True):
-        text = re.sub(rf"(?<![\w.]){re.escape(spelling)}(?![\w.])", "…", text)
-    return text
-
-
 CAPTURE_MODULE = "dojo_capture"  # dojo.tasks.canary_capture, as the tree's module of this name
 CAPTURE_SITES = 3  # a site and the ones after it that a group may change with it
 

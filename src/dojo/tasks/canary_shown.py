@@ -1,11 +1,12 @@
-"""What a repo test's expected value shows before any canary is drawn: what the tree as given
-computes there (a capture run's record, ``dojo.tasks.canary_capture``) and where the package's files
-write it. A site whose value either shows gets no canaries (``dojo.rewards.bug_mining``), and the
-audit reports one (``canary_site_shown``)."""
+"""What shows a repo test's expected value: what the tree as given computes there (a capture run's
+record, ``dojo.tasks.canary_capture``) and where the package's files write it (a site whose value
+either shows gets no canaries, ``dojo.rewards.bug_mining``; the audit reports one,
+``canary_site_shown``), and the messages shown to the policy (``redact``)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 
 from dojo.tasks.canary_strings import bug_tokens, unshown_places
@@ -65,3 +66,12 @@ def _leaves(value: object, depth: int = 0) -> list[Value]:
     if isinstance(value, (list, tuple, set, frozenset)):
         return [leaf for item in value for leaf in _leaves(item, depth + 1)]
     return []
+
+
+def redact(text: str, values: tuple[Value, ...]) -> str:
+    """``text`` without ``values`` written in it (a failure message that would name a canaried
+    test's expected values, and so tell its twin from the canaries)."""
+    spellings = {spelling for value in values for spelling in (repr(value), str(value))} - {""}
+    for spelling in sorted(spellings, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.]){re.escape(spelling)}(?![\w.])", "…", text)
+    return text

@@ -16,7 +16,7 @@ space). What every copy shares with the bug's result is the same, so nearness to
 them apart, nor which copy is the others' center. Where the bug's result is not known (nothing was
 recorded: it raised before the comparison), one or two of the string's words or numbers, drawn for
 each grading, are the places that change. A site whose every token the bug's result shows cannot
-hide its twin; ``dojo.tasks.canaries.shown_by_bug`` keeps such sites from being chosen.
+hide its twin; ``dojo.tasks.canary_shown.shown_by_bug`` keeps such sites from being chosen.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from dojo.sandbox.environment import Environment, EnvironmentStore
-from dojo.tasks.canaries import TestNode, canary_group, redact
+from dojo.tasks.canaries import TestNode, canary_group
+from dojo.tasks.canary_shown import redact
 from dojo.tasks.model import TEST_RUNNER, Canary, Task, TaskMetadata, TestCase, Workspace
 from dojo.tasks.mutation import Mutant, apply_mutant
 
