@@ -19,7 +19,7 @@ from dojo.tasks.canary_counting import (
     forger_ranks,
     forger_shares,
 )
-from dojo.tasks.canary_package import PackageText, expected_numbers, package_text, word_pairs
+from dojo.tasks.canary_package import PackageText, Phrases, expected_numbers, package_phrases, package_text, word_pairs
 from dojo.tasks.model import Canary, Task, TestCase, Workspace
 
 TESTS = """\
@@ -166,9 +166,14 @@ def test_a_twin_the_package_expects_most_is_what_its_prior_picks(tmp_path: Path)
     assert (counting_odds(POPULAR, node("test_popular"), 0, draws=200) or 1.0) < 0.5
 
 
+def _other_files(package: Path, leave_out: Path) -> str:
+    return "\n".join(p.read_text() for p in sorted(package.rglob("*.py")) if p != leave_out)
+
+
 def test_the_audit_reads_the_package_where_the_run_can(monkeypatch: pytest.MonkeyPatch) -> None:
     """``forge_odds`` of a swe task counts what its installed package writes, without the scored
-    test's own file; a grading's draw reads the same (its strings keep the package's phrases)."""
+    test's own file; a grading's draw reads the package's phrases the same way (its strings keep
+    them): a pair only the left-out file writes is none of them."""
     from dojo.rewards import audit, repo
     from dojo.sandbox.environment import EnvironmentStore
     from dojo.tasks import load_source
@@ -184,7 +189,21 @@ def test_the_audit_reads_the_package_where_the_run_can(monkeypatch: pytest.Monke
     monkeypatch.setattr(repo, "package_text", spy)
     assert audit.forge_odds(task) is not None
     site = EnvironmentStore().get(task.environment or "").site_packages
-    assert asked and set(asked) == {(site, "toolz", (scored.code or "").split("::")[0])}
+    path = (scored.code or "").split("::")[0]
+    assert asked and set(asked) == {(site, "toolz", path)}
+    drawn: list[tuple[Path, str, str]] = []
+
+    def phrases(site: Path, package: str, leave_out: str = "") -> Phrases:
+        drawn.append((site, package, leave_out))
+        return package_phrases(site, package, leave_out)
+
+    monkeypatch.setattr(repo, "package_phrases", phrases)
+    assert repo.plan_canaries(task, random.Random(0)).groups
+    assert drawn == [(site, "toolz", path)]
+    held = package_phrases(site, "toolz", path)
+    own = word_pairs((site / path).read_text())
+    assert any(pair in package_phrases(site, "toolz") for pair in own)
+    assert not any(pair in held for pair in own - word_pairs(_other_files(site / "toolz", site / path)))
 
 
 BODY_TESTS = '''\

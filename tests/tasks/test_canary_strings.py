@@ -11,7 +11,7 @@ import random
 import re
 
 from dojo.tasks.canaries import COPIES
-from dojo.tasks.canary_strings import file_words, string_variants
+from dojo.tasks.canary_strings import file_words, string_variants, text_parts
 
 SOURCE = '''
 def test_trace(self):
@@ -122,3 +122,13 @@ def test_a_word_written_only_in_the_string_is_changed_last() -> None:
     for seed in range(20):
         variants = string_variants("the quick brown fox", [], words, random.Random(seed), COPIES - 1)
         assert variants and all(v.endswith(" fox") for v in variants), variants
+
+
+def test_a_near_miss_changes_a_word_the_test_writes_when_the_others_give_too_few() -> None:
+    """The bug's ``'mice: 5'`` leaves ``rice`` and ``7`` unshown; ``rice`` is the test's input, so it
+    changes last, but ``7`` alone gives 9 strings: ``rice`` changes too, and the copies are all of
+    the string's shape (the file's other strings, filling in, were told apart; a review, 2026-12-07)."""
+    written = text_parts("wrapped(['rice'])")
+    variants = string_variants("rice: 7", ["mice: 5"], WORDS, random.Random(0), COPIES - 1, written)
+    assert len(variants) == COPIES - 1 and all(re.fullmatch(r"\w+: \d", v) for v in variants), variants
+    assert any(not v.startswith("rice") for v in variants)

@@ -322,10 +322,8 @@ async def choose_canaries(
             if captured is None or shown_by_bug(chosen.value, captured) or made_up:
                 continue  # (what the bug computes there, or the tree, shows the twin's value: no canary hides it)
             avoid = values_of(captured)
-            seen = package_text(env.site_packages, package, node.path)  # (the scored file is read rewritten)
-            counted = await asyncio.to_thread(  # (CPU: off the loop)
-                counting_odds, text(node.path), node, site, avoid, package=seen
-            )
+            source = text(node.path)
+            counted = await asyncio.to_thread(_site_odds, env.site_packages, package, source, node, site, avoid)
             if counted is None:
                 continue
             bug["canary"] = {"test": test, "site": site, "avoid": avoid}
@@ -347,6 +345,14 @@ async def choose_canaries(
 
     await each_bug(data, one, width)
     return data
+
+
+def _site_odds(
+    site_packages: Path, package: str, source: str, node: TestNode, site: int, avoid: list[Any]
+) -> float | None:
+    """``counting_odds`` of a site with what the package writes (its first read parses every file:
+    off the event loop, as the draws are); the scored file is read rewritten."""
+    return counting_odds(source, node, site, avoid, package=package_text(site_packages, package, node.path))
 
 
 async def each_bug(data: dict[str, Any], one: Callable[[dict[str, Any]], Awaitable[None]], width: int) -> None:

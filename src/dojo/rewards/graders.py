@@ -358,7 +358,8 @@ async def grade_repo_task(
     if refused:
         out.flags.append("suspicious:edited_protected_path")
     out.cases += [CaseOutcome(index=-1, passed=False, detail=f"edit ignored: {why}") for why in refused]
-    plan = plan_canaries(task, random.SystemRandom())  # drawn anew for each grading: nothing to learn
+    # drawn anew for each grading: nothing to learn (off the loop: a first draw reads the package's phrases)
+    plan = await asyncio.to_thread(plan_canaries, task, random.SystemRandom())
     # the scored tests (each canaried one as its copies, the twin not told apart) run first: if all
     # fail, the guards need not run
     scored = [node for t in task.tests if not t.guard for node in plan.node_ids(t.code or "")]

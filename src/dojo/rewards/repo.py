@@ -295,9 +295,10 @@ def package_of(task: Task, node: TestNode, numbers: bool = True) -> PackageText 
     test's own file left out; without ``numbers``, its phrases alone); None without one."""
     if not task.environment:
         return None
+    store = EnvironmentStore()
     try:
-        environment = EnvironmentStore().get(task.environment)
-    except EnvironmentNotFound:
+        environment = store.cached(task.environment) or store.get(task.environment)
+    except (EnvironmentNotFound, OSError, ValueError):  # (a store this machine cannot read: no package)
         return None
     package = node.path.partition("/")[0]
     if not (environment.site_packages / package).is_dir():

@@ -40,7 +40,7 @@ import functools
 import math
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -343,7 +343,7 @@ def site_values(
     avoid: Sequence[Value] = (),
     words: Sequence[str] = (),
     written: frozenset[str] = frozenset(),
-    phrases: frozenset[str] = frozenset(),
+    phrases: Container[str] = frozenset(),
 ) -> list[Value]:
     """Up to ``COPIES`` distinct values for ``site``, its own first, none of ``avoid``. Numbers: a
     window of consecutive values in the literal's own precision, in which the original's rank is
@@ -438,7 +438,7 @@ def canary_group(
     site: int,
     rng: random.Random,
     avoid: Sequence[Value] = (),
-    phrases: frozenset[str] = frozenset(),
+    phrases: Container[str] = frozenset(),
 ) -> CanaryGroup | None:
     """``source`` with ``node``'s function replaced by ``COPIES`` copies, named ``<name>_1`` ... in
     file order, that differ in the values they expect at site ``site`` (``literal_sites``) and, when
@@ -516,7 +516,7 @@ def _drawn_sites(
     linkable: list[Site],
     rng: random.Random,
     avoid: Sequence[Value],
-    phrases: frozenset[str],
+    phrases: Container[str],
 ) -> tuple[list[Site], list[list[Site]], list[list[Value]], list[tuple[int, ...]]] | None:
     """The sites a group changes (of ``candidates``, in order, as many as ``COPIES`` copies take),
     each with the sites of ``linkable`` that expect the same value (changed with it), each one's
@@ -533,7 +533,8 @@ def _drawn_sites(
         # changed at every place the test expects it passed on the bug that reports another there)
         same = [o for o in linkable if o != chosen and _same(o, chosen)] if chosen.kind == "literal" else []
         pool = value_pool(source, chosen) if isinstance(chosen.value, str) else []
-        cuts = tuple((c.line, c.start, c.end) for c in (chosen, *same))
+        changed = [chosen, *same, *used, *(s for link in links for s in link)]  # (each read from a parameter)
+        cuts = tuple((c.line, c.start, c.end) for c in changed)
         in_test = test_parts(source, fn.lineno, end, cuts) if isinstance(chosen.value, str) else frozenset()
         values = site_values(chosen, pool, rng, avoid, file_words(source), in_test, phrases)
         if len(values) < 2:

@@ -32,7 +32,7 @@ import functools
 import math
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 
 from dojo.tasks.canaries import COPIES, CanaryGroup, TestNode, Value, canary_group
 from dojo.tasks.canary_package import PackageText, word_pairs
@@ -113,7 +113,7 @@ def prior_score(values: Sequence[str]) -> float:
     return total
 
 
-def phrase_score(values: Sequence[str], phrases: frozenset[str]) -> float:
+def phrase_score(values: Sequence[str], phrases: Container[str]) -> float:
     """How many of the pairs of words of a copy's strings the package writes (``word_pairs``): an
     adversary's rule (2026-12-07) on string sites, the twin first in 55.6% of draws, where a canary
     had changed a word of a phrase the package's code writes."""
@@ -124,7 +124,7 @@ def phrase_score(values: Sequence[str], phrases: frozenset[str]) -> float:
         except (ValueError, SyntaxError):
             continue
         if isinstance(value, str):
-            total += len(word_pairs(value) & phrases)
+            total += sum(pair in phrases for pair in word_pairs(value))
     return total
 
 

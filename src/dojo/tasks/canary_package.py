@@ -14,7 +14,7 @@ import collections
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,13 +85,37 @@ def _files(site_packages: Path, package: str, leave_out: str) -> list[tuple[str,
     return [(str(p), p.stat().st_mtime_ns) for p in found if p.relative_to(site_packages).as_posix() != leave_out]
 
 
-@functools.lru_cache(maxsize=256)
-def package_phrases(site_packages: Path, package: str, leave_out: str = "") -> frozenset[str]:
-    """``word_pairs`` of the installed ``package``'s Python files (what a run can read), but
+@dataclass(frozen=True, eq=False)
+class Phrases:
+    """The pairs of words a package's files write (``word_pairs``), but one file's (``left``):
+    looked up with ``in``. One count a package (how many of its files write each pair) serves every
+    file left out: a set a file had held networkx's ~140,000 pairs for each of its 41 canaried
+    test files, ~170 MB a process (a review, 2026-12-07)."""
+
+    counts: Mapping[str, int] = field(default_factory=dict)
+    left: frozenset[str] = frozenset()
+
+    def __contains__(self, pair: object) -> bool:
+        return isinstance(pair, str) and self.counts.get(pair, 0) - (pair in self.left) > 0
+
+
+@functools.lru_cache(maxsize=32)
+def _pair_counts(site_packages: Path, package: str) -> dict[str, int]:
+    counts: collections.Counter[str] = collections.Counter()
+    for path, stamp in _files(site_packages, package, ""):
+        counts.update(_file_pairs(path, stamp))
+    return dict(counts)
+
+
+def package_phrases(site_packages: Path, package: str, leave_out: str = "") -> Phrases:
+    """The pairs of words the installed ``package``'s Python files write (what a run can read), but
     ``leave_out`` (a path under ``site_packages``: the scored test's file, which a forger reads
-    rewritten). Kept per package and file left out: an environment's files do not change (networkx's
-    ~140,000 pairs are gathered in ~0.2 s from files already read, ~1 s from none)."""
-    return frozenset().union(*(_file_pairs(path, stamp) for path, stamp in _files(site_packages, package, leave_out)))
+    rewritten). The counts are kept per package: an environment's files do not change once it is
+    made (networkx's: ~1 s once)."""
+    left = site_packages / leave_out
+    held = leave_out and left.is_file() and left.is_relative_to(site_packages / package)
+    pairs = _file_pairs(str(left), left.stat().st_mtime_ns) if held else frozenset()
+    return Phrases(_pair_counts(site_packages, package), pairs)
 
 
 @dataclass(frozen=True)
@@ -100,13 +124,14 @@ class PackageText:
     expect (``expected_numbers``) and the pairs of words it writes (``word_pairs``)."""
 
     numbers: Mapping[int | float, int] = field(default_factory=dict)
-    phrases: frozenset[str] = frozenset()
+    phrases: Container[str] = frozenset()
 
 
 @functools.lru_cache(maxsize=256)
 def package_text(site_packages: Path, package: str, leave_out: str = "") -> PackageText:
     """``PackageText`` of the installed ``package``'s Python files, but ``leave_out`` (see
-    ``package_phrases``); each file's numbers are kept per modification time."""
+    ``package_phrases``); kept per package and file left out, as an environment's files do not
+    change (each file's parse is kept per modification time too)."""
     counts: collections.Counter[int | float] = collections.Counter()
     for path, stamp in _files(site_packages, package, leave_out):
         counts.update(_file_numbers(path, stamp))

@@ -26,7 +26,7 @@ import functools
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 _TOKEN = re.compile(r"\d+|[^\W\d_]+|\s+|.", re.S)  # numbers, words, runs of space, any other character
 _WORD = re.compile(r"[^\W\d_]+")
@@ -197,7 +197,7 @@ def template(
     rng: random.Random,
     want: int,
     written: frozenset[str] = frozenset(),
-    phrases: frozenset[str] = frozenset(),
+    phrases: Container[str] = frozenset(),
 ) -> list[tuple[Slot, str]]:
     """``value`` as parts (fixed text, or a slot with ``value``'s token there): slots where it holds
     what the bug's result does not (``unshown_places``) where those are a near miss (``NEAR_MISS``
@@ -213,7 +213,11 @@ def template(
         return _written_by_test(mine[i], written) or _in_phrase(mine, i, phrases)
 
     if places and len(places) <= NEAR_MISS:
-        kept = [i for i in places if not told(i)] or places
+        kept = [i for i in places if not told(i)]
+        for i in [i for i in places if told(i)]:  # (told places too, where the others give too few variants)
+            if math.prod(_count(mine[k], words, written) for k in kept) > want:
+                break
+            kept.append(i)
         return [(None if i in kept else token, token) for i, token in enumerate(mine)]
     drawn = [i for i, token in enumerate(mine) if _changeable(token)]
     rng.shuffle(drawn)
@@ -232,9 +236,9 @@ def template(
     return [(None if i in chosen else token, token) for i, token in enumerate(mine)]
 
 
-def _in_phrase(tokens: list[str], i: int, phrases: frozenset[str]) -> bool:
+def _in_phrase(tokens: list[str], i: int, phrases: Container[str]) -> bool:
     """Whether the word at ``tokens[i]`` makes, with the word before or after it, a pair ``phrases`` holds."""
-    if not phrases or _WORD.fullmatch(tokens[i]) is None:
+    if _WORD.fullmatch(tokens[i]) is None:
         return False
     words = [j for j, token in enumerate(tokens) if _WORD.fullmatch(token)]
     at = words.index(i)
@@ -250,7 +254,7 @@ def string_variants(
     rng: random.Random,
     want: int,
     written: frozenset[str] = frozenset(),
-    phrases: frozenset[str] = frozenset(),
+    phrases: Container[str] = frozenset(),
 ) -> list[str]:
     """Up to ``want`` distinct strings of ``value``'s shape (see the module doc), none ``value``
     and none of ``avoid`` (what the bug computes: a canary must not pass on it). ``written``: the
