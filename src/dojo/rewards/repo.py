@@ -32,8 +32,9 @@ import os
 import random
 import re
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Collection
+from collections.abc import Collection, Container
 from dataclasses import dataclass
+from pathlib import Path
 
 from dojo.rewards.extract import delimited
 from dojo.rewards.outcome import CaseOutcome
@@ -289,10 +290,9 @@ class CanaryPlan:
         return group.members if group is not None else [node]
 
 
-def package_of(task: Task, node: TestNode, numbers: bool = True) -> PackageText | None:
-    """What the package of a repo task's test writes, as its environment installs it
-    (``dojo.tasks.canary_package.package_text``: what a forger reads where the run can read it, the
-    test's own file left out; without ``numbers``, its phrases alone); None without one."""
+def _installed(task: Task, node: TestNode) -> Path | None:
+    """The site-packages of the environment that installs the package of a repo task's test (what
+    the run reads), when this machine holds it and that package."""
     if not task.environment:
         return None
     store = EnvironmentStore()
@@ -301,16 +301,27 @@ def package_of(task: Task, node: TestNode, numbers: bool = True) -> PackageText 
     except (EnvironmentNotFound, OSError, ValueError):  # (a store this machine cannot read: no package)
         return None
     package = node.path.partition("/")[0]
-    if not (environment.site_packages / package).is_dir():
-        return None
-    if not numbers:
-        return PackageText(phrases=package_phrases(environment.site_packages, package, node.path))
-    return package_text(environment.site_packages, package, node.path)
+    return environment.site_packages if (environment.site_packages / package).is_dir() else None
+
+
+def package_of(task: Task, node: TestNode) -> PackageText | None:
+    """What the package of a repo task's test writes, as its environment installs it
+    (``dojo.tasks.canary_package.package_text``: what a forger reads where the run can read it, the
+    test's own file left out); None without one."""
+    site = _installed(task, node)
+    return None if site is None else package_text(site, node.path.partition("/")[0], node.path)
+
+
+def phrases_of(task: Task, node: TestNode) -> Container[str]:
+    """The pairs of words the package of a repo task's test writes, its own file left out
+    (``package_phrases``: what a string's canaries keep); none without the package."""
+    site = _installed(task, node)
+    return frozenset() if site is None else package_phrases(site, node.path.partition("/")[0], node.path)
 
 
 def plan_canaries(task: Task, rng: random.Random) -> CanaryPlan:
     """Draw this grading's canaries (``dojo.tasks.canaries``) for the task's tests with a canary site;
-    a string's keep the phrases the package writes (``package_of``)."""
+    a string's keep the phrases the package writes (``phrases_of``)."""
     assert task.workspace is not None
     files: dict[str, str] = {}
     groups: dict[str, CanaryGroup] = {}
@@ -319,9 +330,7 @@ def plan_canaries(task: Task, rng: random.Random) -> CanaryPlan:
             continue
         node = TestNode.parse(t.code)
         source = files.get(node.path, task.workspace.files[node.path])
-        package = package_of(task, node, numbers=False)
-        phrases = package.phrases if package is not None else frozenset()
-        group = canary_group(source, node, t.canary.site, rng, t.canary.avoid, phrases)
+        group = canary_group(source, node, t.canary.site, rng, t.canary.avoid, phrases_of(task, node))
         if group is not None:  # (a site that has no values: the test is graded as it is; the audit says so)
             files[node.path] = group.text
             groups[t.code] = group

@@ -199,16 +199,17 @@ def forger_shares(
     counts in part). ``package``: what the package writes (``package_text``; its phrases are what the
     canaries' strings keep too, as a grading's do). None when the site makes no group."""
     rng = rng or random.Random(0)
+    package = package or PackageText()
     most = [[0.0] * len(TOP) for _ in RULES]
     least = [[0.0] * len(TOP) for _ in RULES]
     made = 0
     for _ in range(draws):
-        group = canary_group(source, node, site, rng, avoid, package.phrases if package else frozenset())
+        group = canary_group(source, node, site, rng, avoid, package.phrases)
         if group is None:
             continue
         twin = group.members.index(group.twin)
         for j, rule in enumerate(RULES):  # (the twin's ranks alone: what is counted)
-            scores = [rule(given, group, package or PackageText()) for given in group.given]
+            scores = [rule(given, group, package) for given in group.given]
             ranks = _ranks_of(scores[twin], scores)
             for i, k in enumerate(TOP):
                 most[j][i] += sum(r < k for r in ranks) / len(ranks)
