@@ -76,8 +76,9 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	# a frozen run (GIL held: pytest-timeout cannot fire) still ends, with every thread's stack (SIGABRT);
-	# the 25 slowest tests are listed, so that CI's log shows where the suite's ~16 min go
-	timeout --signal=ABRT --kill-after=60 2700 $(BIN)/python -m pytest -q --durations=25
+	# the 25 slowest tests are listed, so that CI's log shows where the suite's ~12 min go; two workers
+	# (the suite waits about as much as it computes: tests/parallel.py)
+	timeout --signal=ABRT --kill-after=60 2700 $(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadgroup
 
 # The embedded default run, with its live dashboard on 127.0.0.1 (the URL is printed first; a port
 # in use only costs the page: DOJO_DASHBOARD_PORT picks another).

@@ -22,6 +22,7 @@ from dojo.agent.tiny_model import TinyModelSpec, build_tiny_model
 from dojo.rewards import Grader
 from dojo.sandbox import AsyncSandbox
 from tests.leaks import PoolRegistry, Snapshot, become_subreaper, children, describe_process, leaks_since
+from tests.parallel import WORKER, own_temp_dir, place, remove_temp_dir
 from tests.sandbox.conftest import SKIP_REASON
 
 # --- Never hang, never leak (issue #32) -------------------------------------------------------------
@@ -34,13 +35,25 @@ EXITING_GRACE_S = 5.0  # how long the session's end waits for a process that is 
 SESSION_LOOP_WORKERS = min(32, (os.cpu_count() or 1) + 4)  # asyncio's own default size
 POOLS = PoolRegistry()
 _WATCHDOG_FD: dict[str, int] = {}
+_OWN_TEMP: list[Path | None] = []
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    _OWN_TEMP.append(own_temp_dir())  # a worker's own TMPDIR (tests/parallel.py), before any test's use
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # nothing leaves the machine (nor starts a thread)
     become_subreaper()  # a double-forked process of a test's comes back to us and is seen
     POOLS.install()
     _WATCHDOG_FD["fd"] = os.dup(2)  # before capture: the terminal or CI's log
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for path in _OWN_TEMP:
+        remove_temp_dir(path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    place(items)
 
 
 def _limit_s(item: pytest.Item) -> float:
@@ -62,7 +75,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Every session fixture is torn down by now: no process of the suite's may be left. One still
     exiting (its memory released, so an empty command line; a slot's last process as its pool
-    closes) is given a bounded moment: the rootless rerun had once named such a process a leak."""
+    closes) is given a bounded moment: the rootless rerun had once named such a process a leak.
+    With workers, each worker checks its own (the controller's children are the workers)."""
+    if not WORKER and config_has_workers(session.config):
+        return
     deadline = time.monotonic() + EXITING_GRACE_S
     while (left := {pid for pid, state in children().items() if state != "Z"}) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -74,6 +90,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 os.kill(pid, 9)
         if LEAK_MODE != "report":
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def config_has_workers(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None))
 
 
 @pytest_asyncio.fixture(scope="session", autouse=True)

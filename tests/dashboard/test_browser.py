@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -48,15 +49,22 @@ def dashboard_url(run_dir: Path, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest_asyncio.fixture
-async def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # Playwright's and Chromium's scratch files: not /tmp
-    async with playwright_api.async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            context = await browser.new_context(viewport={"width": 1300, "height": 900})
-            yield await context.new_page()
-        finally:
-            await browser.close()
+async def page(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+    # Playwright's and Chromium's scratch files in a directory of the test's own, with a short path:
+    # Chromium's singleton socket lives there (a socket's path is at most 107 bytes; a worker's
+    # tmp_path is longer)
+    scratch = tempfile.mkdtemp(prefix="pw-")
+    monkeypatch.setenv("TMPDIR", scratch)
+    try:
+        async with playwright_api.async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                context = await browser.new_context(viewport={"width": 1300, "height": 900})
+                yield await context.new_page()
+            finally:
+                await browser.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 async def points(page: Any, chart: str) -> int:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import tempfile
 from pathlib import Path
 
 from dojo.sandbox import AsyncSandbox, Program, Verdict
@@ -54,24 +55,43 @@ async def test_killed_slot_is_replaced_and_the_run_reports_sandbox_error(
     assert new_slot.pid != slot.pid
 
 
+def _descendants() -> set[str]:
+    """This test process's descendants (orphans come back to it: tests/conftest.py makes it a subreaper)."""
+    parent: dict[str, str] = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                stat = Path(f"/proc/{p}/stat").read_bytes()
+            except OSError:
+                continue
+            parent[p] = stat[stat.rfind(b")") + 2 :].split()[1].decode()
+    found: set[str] = set()
+    frontier = {str(os.getpid())}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - found
+        found |= frontier
+    return found
+
+
 def _snapshot() -> dict[str, set[str]]:
+    """What this process's pools leave on the machine (only its own: other test workers run pools too)."""
     mounts = set(Path("/proc/self/mountinfo").read_text().splitlines())
     cgroups: set[str] = set()
     from dojo.sandbox.cgroups import detect
 
     for root in {*detect().parents.values(), *(Path("/sys/fs/cgroup") / c for c in ("memory", "pids", "unified"))}:
         if Path(root).is_dir():  # where this machine's pools are made (v1: per controller; v2: one tree)
-            cgroups |= {str(p) for p in Path(root).rglob("dojo-*")}
+            for top, dirs, _ in os.walk(root):  # (a group that goes while it is read is skipped)
+                cgroups |= {os.path.join(top, d) for d in dirs if d.startswith(f"dojo-{os.getpid()}-")}
     procs = set()
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                cmd = Path(f"/proc/{p}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"zygote" in cmd or b"unshare" in cmd or b"sleep\x00100" in cmd:
-                procs.add(p)
-    tmp = {str(p) for p in Path("/tmp").iterdir()}
+    for p in _descendants():
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"zygote" in cmd or b"unshare" in cmd or b"sleep\x00100" in cmd:
+            procs.add(p)
+    tmp = {str(p) for p in Path(tempfile.gettempdir()).iterdir()}
     return {"mounts": mounts, "cgroups": cgroups, "procs": procs, "tmp": tmp}
 
 
