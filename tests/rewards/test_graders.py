@@ -68,8 +68,18 @@ async def test_a_slow_case_keeps_the_results_before_it(fast_sandbox: AsyncSandbo
     code = "def square(x):\n    while x == 5:\n        pass\n    return x * x"
     r = await grader.grade(task, code, seed=0)
     assert 0 < r.passed < 4 or r.passed == 0  # order is shuffled; case x=5 never answers
-    assert any("limit" in c.detail for c in r.cases if not c.passed)
+    assert any("limit" in c.detail for c in r.cases if not c.passed), [(c.passed, c.detail) for c in r.cases]
     assert r.value == r.passed / 4
+
+
+async def test_a_case_ended_by_the_runs_wall_clock_limit_says_so(fast_sandbox: AsyncSandbox) -> None:
+    """A case that sleeps uses no CPU: the run's wall-clock limit ends it, and the candidate's process
+    ends by signal 9, which alone says nothing of why (a loaded machine ends the case above so too)."""
+    grader = Grader(fast_sandbox, GradingConfig(limits=Limits(wall_time=2, cpu_time=1), mode="fraction"))
+    code = "import time\ndef square(x):\n    if x == 5:\n        time.sleep(60)\n    return x * x"
+    r = await grader.grade(square_task(), code, seed=0)
+    failed = [c.detail for c in r.cases if not c.passed]
+    assert failed and all("limit" in d for d in failed), failed
 
 
 async def test_floats_within_tolerance_and_exact_types(grader: Grader) -> None:

@@ -11,7 +11,9 @@ import random
 import re
 
 from dojo.tasks.canaries import COPIES
-from dojo.tasks.canary_strings import file_words, string_variants, text_parts
+from dojo.tasks.canary_package import Phrases, word_pairs
+from dojo.tasks.canary_shown import shown_by_bug
+from dojo.tasks.canary_strings import file_words, list_ordinals, string_variants, text_parts
 
 SOURCE = '''
 def test_trace(self):
@@ -132,3 +134,38 @@ def test_a_near_miss_changes_a_word_the_test_writes_when_the_others_give_too_few
     variants = string_variants("rice: 7", ["mice: 5"], WORDS, random.Random(0), COPIES - 1, written)
     assert len(variants) == COPIES - 1 and all(re.fullmatch(r"\w+: \d", v) for v in variants), variants
     assert any(not v.startswith("rice") for v in variants)
+
+
+def test_a_word_of_a_phrase_the_package_writes_becomes_another_word_the_package_writes_there() -> None:
+    """The bug's ``'The string ""'`` leaves only ``Test`` unshown, and the package writes ``string
+    test`` elsewhere: a copy with another word there made no phrase of the package's, and a forger
+    that picked the copy whose words the package writes together found the twin in every draw
+    (``swe:fire``, 2026-12-07). Each copy's word now makes a pair the package writes with
+    ``string`` too, as many as the file has such words; the rest, as before (a grading whose copies
+    were too few had none: 4 in 40 of ``swe:fire/0024``'s, on the way)."""
+    package = word_pairs("string test; string trace; string element; string name; string action; string mode")
+    phrases = Phrases(collections.Counter(package))
+    value, bug = 'The string "Test"', 'The string ""'
+    for seed in range(20):
+        variants = string_variants(value, [bug], WORDS, random.Random(seed), COPIES - 1, phrases=phrases)
+        assert len(variants) == COPIES - 1 and all(v.startswith('The string "') for v in variants), variants
+        kept = [v for v in variants if f"string {v[12:-1].lower()}" in phrases]
+        assert len(kept) >= 3 and variants[: len(kept)] == kept, variants  # (every such word first)
+    plain = string_variants(value, [bug], WORDS, random.Random(0), COPIES - 1)
+    assert any(f"string {v[12:-1].lower()}" not in phrases for v in plain)  # (what a draw without them gives)
+
+
+def test_a_lists_numbers_change_last_and_a_bug_that_leaves_only_them_unshown_gets_no_canaries() -> None:
+    """``'1. Initial component\\n2. Entered interactive mode'``: a copy renumbered ``4.`` and ``5.``
+    is told by its numbering (the package writes ``2. Entered interactive mode``; an adversary's
+    forger found the twin in every draw of 11 ``swe:fire`` tasks, 2026-12-07). Where nothing of the
+    bug's is known, the copies change its words and keep the numbers; where the bug shows all but
+    the numbers, the site is shown (``shown_by_bug``) and gets none."""
+    value = "1. Initial component\n2. Entered interactive mode"
+    assert list_ordinals(value) == {0, 7}
+    assert list_ordinals("Step 1. done\n 3) next") == {7}  # (a number that starts no line numbers nothing)
+    for seed in range(20):
+        variants = string_variants(value, [], WORDS, random.Random(seed), COPIES - 1)
+        assert variants and all(v.startswith("1. ") and "\n2. " in v for v in variants), variants
+    assert shown_by_bug(value, {0: ["-1. Initial component\n0. Entered interactive mode"]})
+    assert not shown_by_bug(value, {0: ["-1. Initial thing\n0. Entered interactive mode"]})  # (a word to change)

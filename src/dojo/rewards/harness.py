@@ -236,12 +236,16 @@ class HarnessRun:
         return None
 
     def ended_how(self) -> str:
-        """Why a case has no answer: what ended the candidate's process, or the whole run."""
-        if self.gone is not None:
-            return self.gone
+        """Why a case has no answer: what ended the candidate's process, and the limit the whole run
+        hit where it hit one (a candidate killed at the run's wall-clock limit ends by signal 9,
+        which alone does not say why: on a loaded machine a 1 s CPU limit is not reached within a
+        2 s wall-clock one, and the case read only "killed by signal 9")."""
         r = self.result
-        if r.limit is not None:
-            return f"the run hit its {r.limit.value} limit"
+        hit = f"the run hit its {r.limit.value} limit" if r.limit is not None else None
+        if self.gone is not None:
+            return f"{self.gone}; {hit}" if hit is not None and "limit" not in self.gone else self.gone
+        if hit is not None:
+            return hit
         if r.signal is not None:
             return f"the run was killed by signal {r.signal}"
         return f"the run ended early (exit code {r.exit_code})"

@@ -9,7 +9,7 @@ import ast
 import re
 from collections.abc import Sequence
 
-from dojo.tasks.canary_strings import bug_tokens, unshown_places
+from dojo.tasks.canary_strings import bug_tokens, list_ordinals, unshown_places
 
 Value = int | float | str
 
@@ -34,13 +34,16 @@ def shown_by_bug(value: Value, captured: dict[int, list[Value]]) -> bool:
     of a capture run, the whole expected value's too) shows it: a number's text among its tokens
     (``'2'`` for ``2``), a string inside one of its strings or with every word, number, mark and
     run of space of it among their tokens (``['rice |', 'beans |']`` for ``'rice | beans |'``,
-    ``canary_strings.unshown_places``). A forger that holds the copies' values against what the bug
-    computed then finds the twin, whatever the canaries: an adversary's forger did on 9 of 20
-    ``swe:fire`` tasks with such sites (2026-12-07). Such a site gets no canaries."""
+    ``canary_strings.unshown_places``), or all but the numbers of a list's items
+    (``canary_strings.list_ordinals``: a renumbered list is no hiding place). A forger that holds
+    the copies' values against what the bug computed then finds the twin, whatever the canaries:
+    an adversary's forger did on 9 of 20 ``swe:fire`` tasks with such sites (2026-12-07). Such a
+    site gets no canaries."""
     leaves = [leaf for found in captured.values() for leaf in found]
     if isinstance(value, str):
         places = unshown_places(value, leaves)
-        return any(isinstance(leaf, str) and value and value in leaf for leaf in leaves) or places == []
+        told = places is not None and set(places) <= list_ordinals(value)  # (nothing, or a list's numbers only)
+        return any(isinstance(leaf, str) and value and value in leaf for leaf in leaves) or told
     text = str(value)
     return any(str(leaf) == text for leaf in leaves) or text in bug_tokens(leaves)
 

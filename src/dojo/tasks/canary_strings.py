@@ -136,9 +136,14 @@ def _options(token: str, words: Sequence[str], written: frozenset[str] = frozens
             near = alike
     far = sorted(abs(math.log1p(counts[w]) - own) for w in near)[MATCHED - 1 : MATCHED] or [math.inf]
     near = [w for w in near if abs(math.log1p(counts[w]) - own) <= far[0] for _ in range(counts[w])]  # (ties kept)
-    if token.isupper() and size > 1:
-        return [w.upper() for w in near]
-    return [w.capitalize() for w in near] if token[:1].isupper() else near
+    return _in_case(token, near)
+
+
+def _in_case(token: str, words: list[str]) -> list[str]:
+    """``words`` (lower case) in ``token``'s case."""
+    if token.isupper() and len(token) > 1:
+        return [w.upper() for w in words]
+    return [w.capitalize() for w in words] if token[:1].isupper() else words
 
 
 def _draw(
@@ -147,9 +152,11 @@ def _draw(
     rng: random.Random,
     marks: str = PUNCTUATION,
     written: frozenset[str] = frozenset(),
+    options: Sequence[str] | None = None,
 ) -> str:
-    """Another token of ``token``'s kind: a number of as many digits, a word from ``words``, a mark
-    of ``marks`` (the string's own: a made-up mark is the canary's tell), a run of space."""
+    """Another token of ``token``'s kind: a number of as many digits, a word from ``words`` (of
+    ``options`` where given), a mark of ``marks`` (the string's own: a made-up mark is the canary's
+    tell), a run of space."""
     if token.isdigit():
         if len(token) > 1 and token[0] != "0":
             return str(rng.randrange(10 ** (len(token) - 1), 10 ** len(token)))
@@ -158,7 +165,8 @@ def _draw(
         return rng.choice(marks.replace(token, "") or PUNCTUATION)
     if token.isspace():
         return rng.choice(SPACES)
-    options = _options(token, words, written)
+    if options is None:
+        options = _options(token, words, written)
     return rng.choice(options) if options else token
 
 
@@ -190,6 +198,22 @@ def unshown_places(value: str, avoid: Sequence[object]) -> list[int] | None:
     return [i for i, token in enumerate(_TOKEN.findall(value)) if token not in seen and _changeable(token, marks=True)]
 
 
+def list_ordinals(value: str) -> set[int]:
+    """The places (token indices) of ``value`` that number the items of a list: a number that starts
+    a line and is followed by ``.`` or ``)`` (``'1. Initial component\n2. Entered interactive mode'``).
+    A canary that renumbers a list is told from the twin by its numbering alone, and the package
+    writes its items with their numbers (``2. Entered interactive mode``): an adversary's forger
+    that ranked the copies by the longest stretch of each that the package writes found the twin in
+    every draw of 11 ``swe:fire`` tasks whose bug left only such a number unshown (2026-12-07)."""
+    tokens = _TOKEN.findall(value)
+    found = set()
+    for i, token in enumerate(tokens):
+        starts = i == 0 or (tokens[i - 1].isspace() and (i == 1 or "\n" in tokens[i - 1]))
+        if token.isdigit() and starts and i + 1 < len(tokens) and tokens[i + 1] in ".)":
+            found.add(i)
+    return found
+
+
 def template(
     value: str,
     avoid: Sequence[object],
@@ -202,15 +226,18 @@ def template(
     """``value`` as parts (fixed text, or a slot with ``value``'s token there): slots where it holds
     what the bug's result does not (``unshown_places``) where those are a near miss (``NEAR_MISS``
     places at most), else words or numbers of it drawn at random, as many as it takes for ``want``
-    variants. A token the test's own text writes (``written``), or a word that makes with the word
-    before or after it a pair the package writes (``phrases``, ``canary_package.word_pairs``), is
-    what the bug's result shows: kept where another place can change, else changed last (the twin
-    alone would keep the test's word, or the package's phrase)."""
+    variants. A token the test's own text writes (``written``), a word that makes with the word
+    before or after it a pair the package writes (``phrases``, ``canary_package.word_pairs``), or
+    the number of a list's item (``list_ordinals``) is what the bug's result shows: kept where
+    another place can change, else changed last (the twin alone would keep the test's word, the
+    package's phrase, or a list numbered in order)."""
     mine = _TOKEN.findall(value)
     places = unshown_places(value, avoid)
 
+    ordinals = list_ordinals(value)
+
     def told(i: int) -> bool:
-        return _written_by_test(mine[i], written) or _in_phrase(mine, i, phrases)
+        return i in ordinals or _written_by_test(mine[i], written) or _in_phrase(mine, i, phrases)
 
     if places and len(places) <= NEAR_MISS:
         kept = [i for i in places if not told(i)]
@@ -263,11 +290,54 @@ def string_variants(
     parts = template(value, avoid, words, rng, want, written, phrases)
     marks = "".join(sorted({token for _, token in parts if token in PUNCTUATION})) or PUNCTUATION
     banned = {value, *(v for v in avoid if isinstance(v, str))}
+    options = {j: phrase_options(parts, j, _options(token, words, written), words, phrases)
+               for j, (slot, token) in enumerate(parts) if slot is None and _WORD.fullmatch(token)}  # fmt: skip
     found: dict[str, None] = {}
-    for _ in range(ATTEMPTS * want):
-        if len(found) >= want:
-            break
-        text = "".join(slot if slot is not None else _draw(token, words, rng, marks, written) for slot, token in parts)
-        if text not in banned:
-            found[text] = None
+    for kept in (options, {}):  # (the words that keep the package's phrases first; any, where they give too few)
+        for _ in range(ATTEMPTS * want):
+            if len(found) >= want:
+                break
+            text = "".join(
+                slot if slot is not None else _draw(token, words, rng, marks, written, kept.get(j))
+                for j, (slot, token) in enumerate(parts)
+            )
+            if text not in banned:
+                found[text] = None
     return list(found)
+
+
+def phrase_options(
+    parts: Sequence[tuple[Slot, str]], j: int, options: list[str], words: Sequence[str], phrases: Container[str]
+) -> list[str]:
+    """Of ``options`` (the words the word slot ``parts[j]`` may take), those that make with the
+    fixed word before it, and the one after it, the pairs the package writes (``phrases``) where the
+    string's own word does; where fewer than two of them do, the file's other words (``words``) that
+    do, each as often as the file writes it. A word of a phrase changed to one that makes none left
+    the twin the one copy whose words the package writes together (``'The string "Test"'`` of
+    ``swe:fire``: an adversary's forger that ranked the copies by the longest stretch of each that
+    the package writes found it in every draw, 2026-12-07). All of ``options`` where the word makes
+    no such pair, or no two words of the file do."""
+    word = [k for k, (_, token) in enumerate(parts) if _WORD.fullmatch(token)]
+    at = word.index(j)
+    token = parts[j][1]
+    own = token.lower()
+    sides: list[tuple[str, bool]] = []  # (the fixed neighbour, whether it comes first)
+    if at > 0 and parts[word[at - 1]][0] is not None:
+        sides.append((parts[word[at - 1]][1].lower(), True))
+    if at + 1 < len(word) and parts[word[at + 1]][0] is not None:
+        sides.append((parts[word[at + 1]][1].lower(), False))
+    held = [(n, first) for n, first in sides if _pair(n, own, first) in phrases]
+    if not held:
+        return options
+    counts = _word_counts(tuple(words))
+    wider = _in_case(token, [w for w in counts if w != own for _ in range(counts[w])])
+    for pool in (options, wider):
+        for need in (held, *([side] for side in held if len(held) > 1)):  # (both pairs, else either)
+            kept = [w for w in pool if all(_pair(n, w.lower(), first) in phrases for n, first in need)]
+            if len({w.lower() for w in kept}) >= 2:
+                return kept
+    return options
+
+
+def _pair(neighbour: str, word: str, first: bool) -> str:
+    return f"{neighbour} {word}" if first else f"{word} {neighbour}"
