@@ -164,6 +164,7 @@ def test_a_lists_numbers_change_last_and_a_bug_that_leaves_only_them_unshown_get
     value = "1. Initial component\n2. Entered interactive mode"
     assert list_ordinals(value) == {0, 7}
     assert list_ordinals("Step 1. done\n 3) next") == {7}  # (a number that starts no line numbers nothing)
+    assert list_ordinals("3.14 is pi\n2.5") == set()  # (nor does a decimal number)
     for seed in range(20):
         variants = string_variants(value, [], WORDS, random.Random(seed), COPIES - 1)
         assert variants and all(v.startswith("1. ") and "\n2. " in v for v in variants), variants

@@ -200,7 +200,8 @@ def unshown_places(value: str, avoid: Sequence[object]) -> list[int] | None:
 
 def list_ordinals(value: str) -> set[int]:
     """The places (token indices) of ``value`` that number the items of a list: a number that starts
-    a line and is followed by ``.`` or ``)`` (``'1. Initial component\n2. Entered interactive mode'``).
+    a line and is followed by ``.`` or ``)`` and a space (``'1. Initial component\n2. Entered
+    interactive mode'``).
     A canary that renumbers a list is told from the twin by its numbering alone, and the package
     writes its items with their numbers (``2. Entered interactive mode``): an adversary's forger
     that ranked the copies by the longest stretch of each that the package writes found the twin in
@@ -209,8 +210,9 @@ def list_ordinals(value: str) -> set[int]:
     found = set()
     for i, token in enumerate(tokens):
         starts = i == 0 or (tokens[i - 1].isspace() and (i == 1 or "\n" in tokens[i - 1]))
-        if token.isdigit() and starts and i + 1 < len(tokens) and tokens[i + 1] in ".)":
-            found.add(i)
+        marked = i + 1 < len(tokens) and tokens[i + 1] in ".)"
+        if token.isdigit() and starts and marked and (i + 2 == len(tokens) or tokens[i + 2].isspace()):
+            found.add(i)  # (``3.14`` is a number, not an item)
     return found
 
 
