@@ -78,7 +78,7 @@ pytest: $(STAMP)
 	# a frozen run (GIL held: pytest-timeout cannot fire) still ends, with every thread's stack (SIGABRT);
 	# the 25 slowest tests are listed, so that CI's log shows where the suite's ~12 min go; two workers
 	# (the suite waits about as much as it computes: tests/parallel.py)
-	timeout --signal=ABRT --kill-after=60 2700 $(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadgroup
+	timeout --signal=ABRT --kill-after=60 2700 $(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadfile
 
 # The embedded default run, with its live dashboard on 127.0.0.1 (the URL is printed first; a port
 # in use only costs the page: DOJO_DASHBOARD_PORT picks another).

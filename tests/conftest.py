@@ -22,7 +22,16 @@ from dojo.agent.tiny_model import TinyModelSpec, build_tiny_model
 from dojo.rewards import Grader
 from dojo.sandbox import AsyncSandbox
 from tests.leaks import PoolRegistry, Snapshot, become_subreaper, children, describe_process, leaks_since
-from tests.parallel import WORKER, own_temp_dir, place, remove_temp_dir
+from tests.parallel import (
+    WORKER,
+    has_workers,
+    make_scheduler,
+    own_temp_dir,
+    place,
+    remove_temp_dir,
+    send_leftovers,
+    take_leftovers,
+)
 from tests.sandbox.conftest import SKIP_REASON
 
 # --- Never hang, never leak (issue #32) -------------------------------------------------------------
@@ -76,24 +85,39 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Every session fixture is torn down by now: no process of the suite's may be left. One still
     exiting (its memory released, so an empty command line; a slot's last process as its pool
     closes) is given a bounded moment: the rootless rerun had once named such a process a leak.
-    With workers, each worker checks its own (the controller's children are the workers)."""
-    if not WORKER and config_has_workers(session.config):
-        return
-    deadline = time.monotonic() + EXITING_GRACE_S
-    while (left := {pid for pid, state in children().items() if state != "Z"}) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if left:
-        lines = "\n  ".join(describe_process(pid) for pid in sorted(left))
-        session.config.get_terminal_writer().line(f"processes left behind by the test session:\n  {lines}", red=True)
-        for pid in left:
+    With workers, each worker checks its own and sends what it found to the controller (the
+    controller's own children are the workers), which fails the run for it."""
+    if has_workers(session.config):
+        left = WORKERS_LEFT
+    else:
+        deadline = time.monotonic() + EXITING_GRACE_S
+        while (alive := {pid for pid, state in children().items() if state != "Z"}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [describe_process(pid) for pid in sorted(alive)]
+        for pid in alive:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
+        send_leftovers(session.config, LEAKS, left)
+    if left and not WORKER:
+        lines = "\n  ".join(left)
+        session.config.get_terminal_writer().line(f"processes left behind by the test session:\n  {lines}", red=True)
         if LEAK_MODE != "report":
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def config_has_workers(config: pytest.Config) -> bool:
-    return bool(getattr(config.option, "numprocesses", None))
+WORKERS_LEFT: list[str] = []  # (the controller's: what its workers' sessions left)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    leaks, left = take_leftovers(node)
+    LEAKS.extend(leaks)
+    WORKERS_LEFT.extend(left)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return make_scheduler(config, log)
 
 
 @pytest_asyncio.fixture(scope="session", autouse=True)

@@ -7,7 +7,12 @@ The suite waits more than it computes (a sequential run kept this machine's 2 co
   so that the leak check (``tests/leaks.py``), which names every new entry there, sees its own
   tests' entries only;
 - whole files (their module fixtures built once), and the Ray cluster tests together (one local
-  cluster at a time: ``tests/cluster/conftest.py``), through ``--dist loadgroup``.
+  cluster at a time: ``tests/cluster/conftest.py``), by a scheduler of its own (``FileScheduling``,
+  xdist's file scheduling with shared scopes): xdist's own groups (``--dist loadgroup`` and
+  ``xdist_group`` marks) did nothing here, as its worker hook runs before this conftest's and
+  pytest 9 ignores the node id it rewrites (a review, 2026-12-07);
+- what it left behind at its end (``send_leftovers``), sent back to the controller, which fails the run
+  for it (a worker's own exit status never reaches the controller).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,9 +58,26 @@ def remove_temp_dir(path: Path | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _group(nodeid: str) -> str:
+def _scope(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
     return next((name for prefix, name in SHARED.items() if path.startswith(prefix)), path)
+
+
+def make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """The controller's scheduler where the run distributes by file (``make test``: ``--dist
+    loadfile``): xdist's file scheduling, but the files of a ``SHARED`` prefix are one unit of work,
+    handed out in the workers' order (``place``)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    config.option.loadscopereorder = False  # (xdist puts the files with most tests first: the soak came last)
+
+    class FileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return FileScheduling(config, log)
 
 
 def _rank(nodeid: str) -> int:
@@ -62,10 +85,26 @@ def _rank(nodeid: str) -> int:
 
 
 def place(items: list[pytest.Item]) -> None:
-    """On a worker: each test joins its file's group (or a shared resource's), longest files first.
-    The order within a file is kept (the sort is stable)."""
-    if not WORKER:
-        return
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item.nodeid)))
-    items.sort(key=lambda item: _rank(item.nodeid))
+    """On a worker: the longest files first (the order within a file is kept: the sort is stable);
+    the controller hands out units of work in this order."""
+    if WORKER:
+        items.sort(key=lambda item: _rank(item.nodeid))
+
+
+def has_workers(config: pytest.Config) -> bool:
+    """Whether this process is the controller of workers (``-n``, or ``--tx``)."""
+    return not WORKER and config.pluginmanager.has_plugin("dsession")
+
+
+def send_leftovers(config: pytest.Config, leaks: list[str], left: list[str]) -> None:
+    """On a worker: its tests' leaks (listed where ``DOJO_LEAKS=report``) and the processes its
+    session left, for the controller (``take_leftovers``)."""
+    workeroutput = getattr(config, "workeroutput", None)
+    if WORKER and workeroutput is not None:
+        workeroutput["dojo_leaks"], workeroutput["dojo_left"] = list(leaks), list(left)
+
+
+def take_leftovers(node: Any) -> tuple[list[str], list[str]]:
+    """On the controller: what a worker that went down sent (``send_leftovers``)."""
+    output = getattr(node, "workeroutput", None) or {}
+    return list(output.get("dojo_leaks", [])), list(output.get("dojo_left", []))
