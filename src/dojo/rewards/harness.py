@@ -243,7 +243,8 @@ class HarnessRun:
         r = self.result
         hit = f"the run hit its {r.limit.value} limit" if r.limit is not None else None
         if self.gone is not None:
-            return f"{self.gone}; {hit}" if hit is not None and "limit" not in self.gone else self.gone
+            named = self.gone_signal in (24, 25)  # SIGXCPU, SIGXFSZ: ``ended_by`` named the limit already
+            return f"{self.gone}; {hit}" if hit is not None and not named else self.gone
         if hit is not None:
             return hit
         if r.signal is not None:
