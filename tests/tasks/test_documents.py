@@ -9,7 +9,7 @@ import re
 from dojo.rewards import Grader
 from dojo.rewards.audit import audit_tasks
 from dojo.rewards.documents import FILLER, hollow_document
-from dojo.sandbox import AsyncSandbox, Program
+from dojo.sandbox import AsyncSandbox, Program, Verdict
 from dojo.tasks import generate_tasks, load_source
 from tests.sandbox.conftest import requires_isolation
 from tests.tasks.recording import Recording
@@ -96,3 +96,45 @@ async def test_office_runs_fork_with_the_libraries_warmed_up(fast_sandbox: Async
     probe = "import sys\nprint('encodings.cp437' in sys.modules, 'openpyxl.packaging.extended' in sys.modules)\n"
     result = await fast_sandbox.run(Program(language="python", source=probe, environment=environment))
     assert result.stdout.split() == ["True", "True"], result.stderr or result.sandbox_error
+
+
+@requires_isolation
+async def test_a_runs_first_blank_docx_is_made_ahead_and_every_run_gets_a_fresh_one(fast_sandbox: AsyncSandbox) -> None:
+    """``docx.Document()``'s first blank document in a run is the zygote's, made ahead
+    (``documents_warmup``): what a run writes into it is its own (the next run's is blank again),
+    a second call and a call with a file are python-docx's own, and two threads never share one."""
+    environment = generate_tasks("office", n=1)[0].environment
+    probe = (
+        "import io, threading, docx, docx.api\n"
+        "from docx import Document\n"
+        "first = Document()\n"
+        "blank = (len(first.paragraphs), len(first.tables), [s.name for s in first.styles][:3])\n"
+        "first.add_heading('Only this run', level=1)\n"
+        "second = docx.api.Document()\n"
+        "saved = io.BytesIO()\n"
+        "first.save(saved)\n"
+        "reopened = Document(io.BytesIO(saved.getvalue()))\n"
+        "made = []\n"
+        "threads = [threading.Thread(target=lambda: made.append(docx.Document())) for _ in range(4)]\n"
+        "for t in threads: t.start()\n"
+        "for t in threads: t.join()\n"
+        "print(blank, len(second.paragraphs), second is not first, [p.text for p in reopened.paragraphs],\n"
+        "      len({id(d) for d in made}), Document.__name__, Document.__module__)\n"
+    )
+    outs = []
+    for _ in range(3):
+        result = await fast_sandbox.run(Program(language="python", source=probe, environment=environment))
+        assert result.verdict is Verdict.ACCEPTED, result.stderr or result.sandbox_error
+        outs.append(result.stdout.strip())
+    assert len(set(outs)) == 1, outs  # every run starts from the same blank document
+    assert outs[0].endswith("0 True ['Only this run'] 4 Document docx.api"), outs[0]
+    assert outs[0].startswith("(0, 0, ['Normal',"), outs[0]
+    # made ahead: the first blank one reads no template; the next does
+    no_template = (
+        "import docx, docx.api\n"
+        "docx.api._default_docx_path = lambda: '/no/such/template.docx'\n"
+        "docx.Document()\n"
+        "try:\n    docx.Document()\nexcept Exception as e:\n    print(type(e).__name__)\n"
+    )
+    result = await fast_sandbox.run(Program(language="python", source=no_template, environment=environment))
+    assert result.stdout.strip() == "PackageNotFoundError", result.stderr or result.sandbox_error
