@@ -27,6 +27,8 @@ def test_export_then_audit_a_good_set(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(report.read_text())
     assert data["summary"]["verifiable"] == 6 and len(data["tasks"]) == 6
+    said = " ".join(result.output.split())  # (the console wraps lines)
+    assert f"audited in {data['summary']['seconds']} s (the tasks loaded in " in said, said  # the two phases' times
 
 
 def test_audit_exits_1_when_a_task_is_unverifiable(tmp_path: Path) -> None:

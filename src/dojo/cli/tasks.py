@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -78,7 +79,9 @@ def audit(
     """Check that every task is verifiable: its reference passes (every time), trivial and empty
     candidates fail, and no prompt is a near-duplicate. Exit code 1 when any task is not verifiable."""
     writable_file(json_path, "--json")
+    started = time.perf_counter()
     tasks = _load(source, limit)
+    loaded_s = time.perf_counter() - started
 
     async def go() -> AuditReport:
         with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -100,7 +103,8 @@ def audit(
     console.print(
         f"{s['tasks']} tasks: [green]{s['verifiable']} verifiable[/green], "
         f"[red]{s['unverifiable']} unverifiable[/red], {s['errors']} errors, "
-        f"{s['near_duplicates']} with near-duplicates; {s['seconds']} s"
+        f"{s['near_duplicates']} with near-duplicates; audited in {s['seconds']} s "
+        f"(the tasks loaded in {loaded_s:.1f} s before)"
     )
     if "mutation_score" in s:
         console.print(
