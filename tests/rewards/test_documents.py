@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import docx
 import pytest
 
 from dojo.rewards import documents
-from dojo.rewards.document_parse import ParsedDocument, parse_document
+from dojo.rewards.document_parse import DocumentError, ParsedDocument, parse_document
 from dojo.rewards.documents import grade_document
 from dojo.sandbox import AsyncSandbox
 from dojo.tasks import generate_tasks
@@ -131,14 +132,19 @@ def test_the_same_file_parsed_in_two_threads_at_once_is_parsed_once(monkeypatch:
             first = pool.submit(documents._parsed, "docx", data)
             assert parsing.wait(10)
             second = pool.submit(documents._parsed, "docx", data)
-            time.sleep(0.2)  # (the second caller looks the bytes up while the first parses them)
+            under_way = documents._PARSING[("docx", hashlib.sha256(data).hexdigest())]
+            deadline = time.monotonic() + 10
+            while not under_way._condition._waiters and time.monotonic() < deadline:  # type: ignore[attr-defined]
+                time.sleep(0.005)  # (until the second caller waits for the first's parse)
+            assert under_way._condition._waiters, "the second caller did not wait"  # type: ignore[attr-defined]
             go_on.set()
             if parses == 1:
                 a, b = first.result(10), second.result(10)
-                assert a == b and a is not b and a.sections[0].title == "Summary"
+                assert a == b and a.sections[0].title == "Summary"
+                assert a is not b and a.sections is not b.sections and a.sections[0] is not b.sections[0]
             else:
                 for future in (first, second):
-                    with pytest.raises(documents.DocumentError):
+                    with pytest.raises(DocumentError):
                         future.result(10)
         assert len(calls) == parses
     assert not documents._PARSING  # nothing left under way

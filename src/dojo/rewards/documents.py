@@ -186,30 +186,32 @@ def _parsed(fmt: str, raw: str | bytes) -> ParsedDocument:
         found = _PARSED.get(key)
         if found is not None:
             _PARSED.move_to_end(key)
-            return copy.deepcopy(found)
-        under_way = _PARSING.get(key)
-        if under_way is None:
+        under_way = _PARSING.get(key) if found is None else None
+        if found is None and under_way is None:
             mine: concurrent.futures.Future[ParsedDocument] = concurrent.futures.Future()
             _PARSING[key] = mine
+    if found is not None:
+        return copy.deepcopy(found)  # (the kept parse is never changed: copied outside the lock)
     if under_way is not None:
         try:
             return copy.deepcopy(under_way.result(timeout=_PARSE_WAIT_S))
         except Exception:  # (that parse failed, or takes too long: this caller's own, with its own error)
             return parse_document(fmt, raw)
+    parsed: ParsedDocument | None = None
     try:
-        found = parse_document(fmt, raw)
-    except BaseException:
+        parsed = parse_document(fmt, raw)
+    finally:  # (whatever ends the parse: the entry goes and its waiters are answered)
         with _PARSED_LOCK:
             del _PARSING[key]
-        mine.set_exception(DocumentError("the same bytes did not parse in another thread"))  # (never raised)
-        raise
-    with _PARSED_LOCK:
-        _PARSED[key] = found
-        while len(_PARSED) > _PARSED_SIZE:
-            _PARSED.popitem(last=False)
-        del _PARSING[key]
-    mine.set_result(found)
-    return copy.deepcopy(found)
+            if parsed is not None:
+                _PARSED[key] = parsed
+                while len(_PARSED) > _PARSED_SIZE:
+                    _PARSED.popitem(last=False)
+        if parsed is None:
+            mine.set_exception(DocumentError("the same bytes did not parse in another thread"))  # (never raised)
+        else:
+            mine.set_result(parsed)
+    return copy.deepcopy(parsed)
 
 
 @dataclass
