@@ -10,10 +10,11 @@ from typing import Annotated, Any
 
 import fsspec
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dojo.cli.output import console, fail, writable_file
+from dojo.cli.output import console, err_console, fail, writable_file
 from dojo.cli.running import run_async
 from dojo.errors import InputError
 from dojo.rewards.audit import AuditReport, audit_tasks
@@ -31,7 +32,8 @@ tasks_app = typer.Typer(help="Audit and export verifiable task sets.", no_args_i
 
 def _load(source: str, limit: int | None) -> list[Task]:
     try:
-        tasks = load_source(source)
+        with err_console.status(f"loading {escape(source)} (a family's tasks are generated: seconds per 1,000)"):
+            tasks = load_source(source)
     except (TaskFileError, ValueError) as e:
         fail(str(e))
     if limit is not None:
