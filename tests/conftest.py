@@ -29,6 +29,7 @@ from tests.parallel import (
     own_temp_dir,
     place,
     remove_temp_dir,
+    remove_workers_temp_dirs,
     send_leftovers,
     take_leftovers,
 )
@@ -59,6 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     for path in _OWN_TEMP:
         remove_temp_dir(path)
+    remove_workers_temp_dirs()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

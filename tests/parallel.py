@@ -5,7 +5,8 @@ The suite waits more than it computes (a sequential run kept this machine's 2 co
 
 - a temporary directory of its own (``TMPDIR``), set before anything reads ``tempfile.gettempdir``,
   so that the leak check (``tests/leaks.py``), which names every new entry there, sees its own
-  tests' entries only;
+  tests' entries only; the controller removes what is left of them at its end, a worker's that
+  the watchdog ended before it could (``remove_workers_temp_dirs``);
 - whole files (their module fixtures built once), and the Ray cluster tests together (one local
   cluster at a time: ``tests/cluster/conftest.py``), by a scheduler of its own (``FileScheduling``,
   xdist's file scheduling with shared scopes): xdist's own groups (``--dist loadgroup`` and
@@ -18,6 +19,7 @@ The suite waits more than it computes (a sequential run kept this machine's 2 co
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,6 +28,10 @@ from typing import Any
 import pytest
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "" in a run without workers
+# This run's token, in its workers' temporary directories' names: a controller draws its own (an
+# inherited one could be another run's, whose directories it would remove), its workers read it.
+RUN = os.environ.get("DOJO_TESTS_RUN", "") if WORKER else secrets.token_hex(4)
+os.environ["DOJO_TESTS_RUN"] = RUN
 # Files that share one resource of the machine run on one worker, one after the other.
 SHARED = {"tests/cluster/": "ray-cluster"}
 # The longest files first (a sequential run's durations, 2026-12-07), so that no worker is left with
@@ -46,7 +52,7 @@ def own_temp_dir() -> Path | None:
     sandboxes and the rootless rerun write there as other users); None without workers."""
     if not WORKER:
         return None
-    path = Path(tempfile.mkdtemp(prefix=f"dojo-tests-{WORKER}-", dir=tempfile.gettempdir()))
+    path = Path(tempfile.mkdtemp(prefix=f"dojo-tests-{RUN}-{WORKER}-", dir=tempfile.gettempdir()))
     path.chmod(0o1777)
     os.environ["TMPDIR"] = str(path)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
@@ -56,6 +62,14 @@ def own_temp_dir() -> Path | None:
 def remove_temp_dir(path: Path | None) -> None:
     if path is not None:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_workers_temp_dirs() -> None:
+    """On the controller, its workers down: their temporary directories, also one whose worker ended
+    before its own removal ran (the faulthandler watchdog ends a frozen worker with ``_exit``)."""
+    if not WORKER:
+        for path in Path(tempfile.gettempdir()).glob(f"dojo-tests-{RUN}-*"):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _scope(nodeid: str) -> str:
