@@ -3,6 +3,7 @@ might try to pass them without fixing the code."""
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import shutil
@@ -421,6 +422,29 @@ async def test_a_real_swe_task_is_graded_on_its_packages_tests(grader: Grader) -
     assert (await grader.grade(task, task.reference)).value == 1.0
     unchanged = await grader.grade(task, format_edits(task.workspace.files))
     assert unchanged.value == 0.0 and unchanged.verdict == "fail"
+
+
+async def test_a_grading_host_without_the_packages_environment_flags_its_weaker_canaries(
+    grader: Grader, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where the task's environment is not on the grading host (a grader beside a remote fleet), a
+    string's canaries are drawn without the phrases the package writes: the grade holds, the reward
+    says so (``PHRASES_UNREAD``), and the log names the environment once. A number's canaries use
+    no phrases: no flag."""
+    [strings] = load_swe("fire", n=1, seed=3)  # (its canaried site is a string)
+    [numbers] = load_swe("toolz", n=1, seed=3)  # (an integer)
+    assert strings.reference and numbers.reference
+    here = await grader.grade(strings, strings.reference)
+    assert here.value == 1.0 and repo.PHRASES_UNREAD not in here.flags
+    monkeypatch.setattr(repo, "_installed", lambda task, node: None)
+    monkeypatch.setattr(repo, "_UNREAD_SAID", set())
+    with caplog.at_level(logging.WARNING, logger="dojo.rewards.repo"):
+        away = [await grader.grade(strings, strings.reference) for _ in range(2)]
+    assert [r.value for r in away] == [1.0, 1.0] and all(repo.PHRASES_UNREAD in r.flags for r in away)
+    said = [r.getMessage() for r in caplog.records if str(strings.environment) in r.getMessage()]
+    assert len(said) == 1 and "dojo env build" in said[0], said
+    number = await grader.grade(numbers, numbers.reference)
+    assert number.value == 1.0 and repo.PHRASES_UNREAD not in number.flags
 
 
 ORIGINAL_THIEVES = {  # code that would take the original (the fix) from the environment mounted beside the tree

@@ -61,6 +61,7 @@ from dojo.rewards.harness import (
 from dojo.rewards.mapping import NOTHING, SHOWN_ONLY, RewardFunction, RewardMode, correctness, shown_examples_only
 from dojo.rewards.outcome import CaseOutcome, GradeVerdict, Reward, RewardStats
 from dojo.rewards.repo import (
+    PHRASES_UNREAD,
     allowed_edits,
     canary_verdict,
     case_outcomes,
@@ -360,6 +361,8 @@ async def grade_repo_task(
     out.cases += [CaseOutcome(index=-1, passed=False, detail=f"edit ignored: {why}") for why in refused]
     # drawn anew for each grading: nothing to learn (off the loop: a first draw reads the package's phrases)
     plan = await asyncio.to_thread(plan_canaries, task, random.SystemRandom())
+    if plan.phrases_unread:
+        out.flags.append(PHRASES_UNREAD)
     # the scored tests (each canaried one as its copies, the twin not told apart) run first: if all
     # fail, the guards need not run
     scored = [node for t in task.tests if not t.guard for node in plan.node_ids(t.code or "")]

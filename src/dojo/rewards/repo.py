@@ -28,6 +28,7 @@ import asyncio
 import fnmatch
 import functools
 import json
+import logging
 import os
 import random
 import re
@@ -268,13 +269,24 @@ async def run_repo_tests(
     return RepoRun(outcomes, problems, output)
 
 
+# A grading's flag where a canaried test's package could not be read on the grading host (its
+# environment is not on this machine: a grader beside a remote sandbox fleet): a string's canaries
+# were drawn without the phrases the package writes, which a forger that prefers the package's own
+# phrases reads more often (docs/threat-model.md, "A phrase's word, a list's numbers").
+PHRASES_UNREAD = "weak:canary_phrases_unread"
+_log = logging.getLogger(__name__)
+_UNREAD_SAID: set[str] = set()  # (the environments already named in the log: once a process)
+
+
 @dataclass(frozen=True)
 class CanaryPlan:
     """One grading's canaries: the test files with each canaried test's copies written in, and the
-    group of each canaried test (by the task's node id)."""
+    group of each canaried test (by the task's node id). ``phrases_unread``: a string's canaries were
+    drawn without their package's phrases, which this machine could not read (``PHRASES_UNREAD``)."""
 
     files: dict[str, str]
     groups: dict[str, CanaryGroup]
+    phrases_unread: bool = False
 
     def graded_task(self, task: Task) -> Task:
         """``task`` with the canaried test files in its tree."""
@@ -312,11 +324,23 @@ def package_of(task: Task, node: TestNode) -> PackageText | None:
     return None if site is None else package_text(site, node.path.partition("/")[0], node.path)
 
 
-def phrases_of(task: Task, node: TestNode) -> Container[str]:
+def phrases_of(task: Task, node: TestNode) -> Container[str] | None:
     """The pairs of words the package of a repo task's test writes, its own file left out
-    (``package_phrases``: what a string's canaries keep); none without the package."""
+    (``package_phrases``: what a string's canaries keep); none for a task without an environment,
+    None where its environment, or the package in it, is not on this machine to read."""
     site = _installed(task, node)
-    return frozenset() if site is None else package_phrases(site, node.path.partition("/")[0], node.path)
+    if site is not None:
+        return package_phrases(site, node.path.partition("/")[0], node.path)
+    if not task.environment:
+        return frozenset()
+    if task.environment not in _UNREAD_SAID:
+        _UNREAD_SAID.add(task.environment)
+        _log.warning(
+            "environment %s is not on this machine: the canaries of its tasks' strings are drawn without the "
+            "phrases its package writes, and each such grading is flagged %s (grade where the environment is, "
+            "or build it here: dojo env build)", task.environment, PHRASES_UNREAD,
+        )  # fmt: skip
+    return None
 
 
 def plan_canaries(task: Task, rng: random.Random) -> CanaryPlan:
@@ -325,16 +349,20 @@ def plan_canaries(task: Task, rng: random.Random) -> CanaryPlan:
     assert task.workspace is not None
     files: dict[str, str] = {}
     groups: dict[str, CanaryGroup] = {}
+    unread = False
     for t in task.tests:
         if t.canary is None or not t.code:
             continue
         node = TestNode.parse(t.code)
         source = files.get(node.path, task.workspace.files[node.path])
-        group = canary_group(source, node, t.canary.site, rng, t.canary.avoid, phrases_of(task, node))
+        phrases = phrases_of(task, node)
+        kept = frozenset() if phrases is None else phrases
+        group = canary_group(source, node, t.canary.site, rng, t.canary.avoid, kept)
         if group is not None:  # (a site that has no values: the test is graded as it is; the audit says so)
             files[node.path] = group.text
             groups[t.code] = group
-    return CanaryPlan(files, groups)
+            unread = unread or (phrases is None and any(isinstance(v, str) for v in group.values))  # (a string's)
+    return CanaryPlan(files, groups, unread)
 
 
 def canary_verdict(plan: CanaryPlan, outcomes: dict[str, tuple[bool, str]]) -> tuple[str, str] | None:
