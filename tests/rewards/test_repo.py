@@ -429,11 +429,12 @@ async def test_a_grading_host_without_the_packages_environment_flags_its_weaker_
 ) -> None:
     """Where the task's environment is not on the grading host (a grader beside a remote fleet), a
     string's canaries are drawn without the phrases the package writes: the grade holds, the reward
-    says so (``PHRASES_UNREAD``), and the log names the environment once. A number's canaries use
-    no phrases: no flag."""
+    says so (``PHRASES_UNREAD``), and the log names the environment once. A number's canaries and
+    a name's use no phrases: no flag."""
     [strings] = load_swe("fire", n=1, seed=3)  # (its canaried site is a string)
     [numbers] = load_swe("toolz", n=1, seed=3)  # (an integer)
-    assert strings.reference and numbers.reference
+    names = load_swe("pyflakes", n=2, seed=3)[1]  # (pyflakes/0037: dotted names, kept as text)
+    assert strings.reference and numbers.reference and names.reference
     here = await grader.grade(strings, strings.reference)
     assert here.value == 1.0 and repo.PHRASES_UNREAD not in here.flags
     monkeypatch.setattr(repo, "_installed", lambda task, node: None)
@@ -443,8 +444,9 @@ async def test_a_grading_host_without_the_packages_environment_flags_its_weaker_
     assert [r.value for r in away] == [1.0, 1.0] and all(repo.PHRASES_UNREAD in r.flags for r in away)
     said = [r.getMessage() for r in caplog.records if str(strings.environment) in r.getMessage()]
     assert len(said) == 1 and "dojo env build" in said[0], said
-    number = await grader.grade(numbers, numbers.reference)
-    assert number.value == 1.0 and repo.PHRASES_UNREAD not in number.flags
+    for task in (numbers, names):
+        graded = await grader.grade(task, task.reference)
+        assert graded.value == 1.0 and repo.PHRASES_UNREAD not in graded.flags, task.id
 
 
 ORIGINAL_THIEVES = {  # code that would take the original (the fix) from the environment mounted beside the tree

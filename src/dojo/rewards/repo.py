@@ -336,9 +336,10 @@ def phrases_of(task: Task, node: TestNode) -> Container[str] | None:
     if task.environment not in _UNREAD_SAID:
         _UNREAD_SAID.add(task.environment)
         _log.warning(
-            "environment %s is not on this machine: the canaries of its tasks' strings are drawn without the "
-            "phrases its package writes, and each such grading is flagged %s (grade where the environment is, "
-            "or build it here: dojo env build)", task.environment, PHRASES_UNREAD,
+            "environment %s, with package %s in it, is not on this machine: the canaries of its tasks' strings "
+            "are drawn without the phrases the package writes, and each such grading is flagged %s (grade where "
+            "the environment is, or build it here: dojo env build)",
+            task.environment, node.path.partition("/")[0], PHRASES_UNREAD,
         )  # fmt: skip
     return None
 
@@ -361,7 +362,7 @@ def plan_canaries(task: Task, rng: random.Random) -> CanaryPlan:
         if group is not None:  # (a site that has no values: the test is graded as it is; the audit says so)
             files[node.path] = group.text
             groups[t.code] = group
-            unread = unread or (phrases is None and any(isinstance(v, str) for v in group.values))  # (a string's)
+            unread = unread or (phrases is None and group.strings)
     return CanaryPlan(files, groups, unread)
 
 

@@ -420,6 +420,7 @@ class CanaryGroup:
     given: tuple[tuple[str, ...], ...] = ()  # each copy's values as written, in file order (copy 1 first)
     outside: str = ""  # ``text`` without the copies: what a forger counts values in (``canary_counting``)
     body: str = ""  # the test's shared body (``_test_x``): its inputs and other assertions
+    strings: bool = False  # whether a changed site is a string literal (where the package's phrases are kept)
 
     @property
     def members(self) -> list[str]:
@@ -492,6 +493,7 @@ def canary_group(
         given=tuple(written),
         outside="".join(lines[:first]) + body + "".join(lines[last:]),
         body=body,
+        strings=any(c.kind == "literal" and isinstance(c.value, str) for c in used),
     )
 
 
