@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,13 @@ def test_a_worker_killed_mid_run_leaves_no_temporary_directory(tmp_path: Path) -
     ini, tests = tmp_path / "pytest.ini", tmp_path / "test_dies.py"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-n", "2", "--max-worker-restart", "0",
                "--rootdir", str(tmp_path), "-c", str(ini), str(tests)]  # fmt: skip
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
-    said = done.stdout + done.stderr
-    assert done.returncode != 0 and "crashed" in said, said  # (the worker did die mid-run)
+    nested = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, start_new_session=True)  # fmt: skip
+    try:
+        said, _ = nested.communicate(timeout=240)
+    finally:  # (a run that hangs goes with its workers: its whole group)
+        if nested.poll() is None:
+            os.killpg(nested.pid, signal.SIGKILL)
+            nested.communicate()
+    assert nested.returncode != 0 and "crashed" in said, said  # (the worker did die mid-run)
     assert [p.name for p in temp.iterdir() if p.name.startswith("dojo-tests-")] == [], said

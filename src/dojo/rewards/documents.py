@@ -182,17 +182,16 @@ def _parsed(fmt: str, raw: str | bytes) -> ParsedDocument:
     if fmt not in FILE_FORMATS or not isinstance(raw, bytes):
         return parse_document(fmt, raw)
     key = (fmt, hashlib.sha256(raw).hexdigest())
+    mine: concurrent.futures.Future[ParsedDocument] = concurrent.futures.Future()
     with _PARSED_LOCK:
         found = _PARSED.get(key)
         if found is not None:
             _PARSED.move_to_end(key)
-        under_way = _PARSING.get(key) if found is None else None
-        if found is None and under_way is None:
-            mine: concurrent.futures.Future[ParsedDocument] = concurrent.futures.Future()
-            _PARSING[key] = mine
+        else:
+            under_way = _PARSING.setdefault(key, mine)  # (another thread's parse of the same bytes, or ours)
     if found is not None:
         return copy.deepcopy(found)  # (the kept parse is never changed: copied outside the lock)
-    if under_way is not None:
+    if under_way is not mine:
         try:
             return copy.deepcopy(under_way.result(timeout=_PARSE_WAIT_S))
         except Exception:  # (that parse failed, or takes too long: this caller's own, with its own error)
